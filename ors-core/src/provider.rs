@@ -1,0 +1,1 @@
+//! Tool specs in the formats LLM providers expect (OpenAI, Anthropic, Gemini).

@@ -1,0 +1,318 @@
+//! The one Server-Sent-Events codec of ors-rs: the server encodes with it, the client and the
+//! conformance runner decode with it.
+//!
+//! Framing follows the WHATWG `text/event-stream` rules: `event:` and `data:` fields, one
+//! space after the colon is optional, lines end in LF, CRLF or CR, a blank line dispatches,
+//! lines starting with `:` are comments (keep-alives), and unknown fields are ignored.
+//! ORS tool results larger than [`CHUNK_SIZE`] bytes are split into `chunk` events and a
+//! final `end` (PROTOCOL_NOTES row 11), always on UTF-8 character boundaries.
+
+use serde_json::Value;
+
+use crate::types::RunToolOutput;
+
+/// The largest `chunk`/`end` data piece, in bytes.
+pub const CHUNK_SIZE: usize = 4096;
+
+/// Event name of the call id, always the first event of a call stream.
+pub const EVENT_TASK_ID: &str = "task_id";
+/// Event name of an intermediate piece of a large result.
+pub const EVENT_CHUNK: &str = "chunk";
+/// Event name of the complete result, or of its last piece.
+pub const EVENT_END: &str = "end";
+/// Event name of a crashed tool or an unknown task id; no `end` follows.
+pub const EVENT_ERROR: &str = "error";
+/// Event name of a progress report from a running tool (JSON data); older clients ignore it.
+pub const EVENT_PROGRESS: &str = "progress";
+
+/// The bytes of a keep-alive comment.
+pub const KEEPALIVE: &[u8] = b": ping\n\n";
+
+/// One decoded event: its name (`message` when the stream gave none) and its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field.
+    pub event: String,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+}
+
+impl SseEvent {
+    /// An event of the given name and data.
+    pub fn new(event: impl Into<String>, data: impl Into<String>) -> Self {
+        Self {
+            event: event.into(),
+            data: data.into(),
+        }
+    }
+}
+
+/// Append one event to `out`. Data with line breaks becomes several `data:` lines (a CR in the
+/// data cannot be carried by SSE and arrives as LF).
+pub fn encode_event_into(out: &mut Vec<u8>, event: &str, data: &str) {
+    out.extend_from_slice(b"event: ");
+    out.extend_from_slice(event.as_bytes());
+    out.push(b'\n');
+    let mut rest = data;
+    loop {
+        match rest.find(['\n', '\r']) {
+            Some(i) => {
+                out.extend_from_slice(b"data: ");
+                out.extend_from_slice(rest[..i].as_bytes());
+                out.push(b'\n');
+                let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
+                rest = &rest[i + skip..];
+            }
+            None => {
+                out.extend_from_slice(b"data: ");
+                out.extend_from_slice(rest.as_bytes());
+                out.extend_from_slice(b"\n\n");
+                break;
+            }
+        }
+    }
+}
+
+/// One event as bytes.
+pub fn encode_event(event: &str, data: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(event.len() + data.len() + 16);
+    encode_event_into(&mut out, event, data);
+    out
+}
+
+/// A comment line (ignored by every SSE client); used for keep-alives.
+pub fn encode_comment(text: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len() + 4);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(text.replace(['\n', '\r'], " ").as_bytes());
+    out.extend_from_slice(b"\n\n");
+    out
+}
+
+/// The `task_id` event.
+pub fn encode_task_id(task_id: &str) -> Vec<u8> {
+    encode_event(EVENT_TASK_ID, task_id)
+}
+
+/// The `error` event for a crashed tool or an unknown task id.
+pub fn encode_error(message: &str) -> Vec<u8> {
+    encode_event(EVENT_ERROR, message)
+}
+
+/// The `progress` event carrying a JSON value.
+pub fn encode_progress(progress: &Value) -> Vec<u8> {
+    encode_event(EVENT_PROGRESS, &progress.to_string())
+}
+
+/// Split `text` into pieces of at most `max` bytes, never inside a UTF-8 character.
+/// An empty text gives one empty piece, so a result always has an `end` event.
+pub fn split_utf8(text: &str, max: usize) -> Vec<&str> {
+    let max = max.max(4); // a piece must hold any one character
+    let mut pieces = Vec::with_capacity(text.len() / max + 1);
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        pieces.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    pieces.push(rest);
+    pieces
+}
+
+/// A result's JSON text as `chunk` events and a final `end`, each at most [`CHUNK_SIZE`] bytes.
+pub fn encode_result_json(json: &str) -> Vec<u8> {
+    let pieces = split_utf8(json, CHUNK_SIZE);
+    let mut out = Vec::with_capacity(json.len() + pieces.len() * 24);
+    let last = pieces.len() - 1;
+    for (i, piece) in pieces.iter().enumerate() {
+        let name = if i == last { EVENT_END } else { EVENT_CHUNK };
+        encode_event_into(&mut out, name, piece);
+    }
+    out
+}
+
+/// A tool result as `chunk`/`end` events.
+pub fn encode_result(result: &RunToolOutput) -> Vec<u8> {
+    encode_result_json(&result.to_json())
+}
+
+/// An incremental `text/event-stream` decoder: feed it bytes split anywhere, get events.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    line: Vec<u8>,
+    pending_cr: bool,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+    saw_bytes: bool,
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed bytes; returns the events they complete, in order.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        self.push_with(bytes, |e| events.push(e));
+        events
+    }
+
+    /// Feed bytes, handing each completed event to `sink`.
+    pub fn push_with(&mut self, bytes: &[u8], mut sink: impl FnMut(SseEvent)) {
+        if !bytes.is_empty() {
+            self.saw_bytes = true;
+        }
+        for &b in bytes {
+            if self.pending_cr {
+                self.pending_cr = false;
+                if b == b'\n' {
+                    continue; // the LF of a CRLF
+                }
+            }
+            match b {
+                b'\n' => self.end_line(&mut sink),
+                b'\r' => {
+                    self.pending_cr = true;
+                    self.end_line(&mut sink);
+                }
+                _ => self.line.push(b),
+            }
+        }
+    }
+
+    /// Whether any byte has been fed (a keep-alive counts).
+    pub fn saw_bytes(&self) -> bool {
+        self.saw_bytes
+    }
+
+    fn end_line(&mut self, sink: &mut impl FnMut(SseEvent)) {
+        let line = std::mem::take(&mut self.line);
+        if line.is_empty() {
+            if self.has_data {
+                let event = self
+                    .event
+                    .take()
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| "message".to_owned());
+                sink(SseEvent {
+                    event,
+                    data: std::mem::take(&mut self.data),
+                });
+            }
+            self.event = None;
+            self.data.clear();
+            self.has_data = false;
+            return;
+        }
+        if line[0] == b':' {
+            return; // comment / keep-alive
+        }
+        let (field, value) = match line.iter().position(|&c| c == b':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (&line[..], &[][..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match field {
+            b"event" => self.event = Some(value.into_owned()),
+            b"data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(&value);
+                self.has_data = true;
+            }
+            _ => {} // id, retry and unknown fields do not matter to ORS
+        }
+    }
+}
+
+/// What a tool-call stream says, once reassembled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// The call id (first event); reconnect with it if the connection drops.
+    TaskId(String),
+    /// A progress report from the running tool.
+    Progress(Value),
+    /// The final result (`end`, after any `chunk`s).
+    Result(RunToolOutput),
+    /// The tool crashed or the task id was unknown; no result follows.
+    Error(String),
+}
+
+/// Why a call stream could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallStreamError {
+    /// The reassembled `end` data was not a valid result.
+    #[error("the result is not valid ORS JSON: {0}")]
+    BadResult(String),
+    /// A `progress` event did not carry JSON.
+    #[error("a progress event is not JSON: {0}")]
+    BadProgress(String),
+}
+
+/// Decodes a `POST /{env}/call` stream into [`CallEvent`]s, joining `chunk`s with their `end`.
+/// Unknown events and comments are ignored, so new event kinds stay compatible.
+#[derive(Debug, Default)]
+pub struct CallStreamDecoder {
+    sse: SseDecoder,
+    pending: String,
+}
+
+impl CallStreamDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed bytes; returns the call events they complete.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<Result<CallEvent, CallStreamError>> {
+        let events = self.sse.push(bytes);
+        events
+            .into_iter()
+            .filter_map(|e| self.on_event(e))
+            .collect()
+    }
+
+    /// Whether any byte has been fed.
+    pub fn saw_bytes(&self) -> bool {
+        self.sse.saw_bytes()
+    }
+
+    fn on_event(&mut self, e: SseEvent) -> Option<Result<CallEvent, CallStreamError>> {
+        match e.event.as_str() {
+            EVENT_TASK_ID => Some(Ok(CallEvent::TaskId(e.data))),
+            EVENT_CHUNK => {
+                self.pending.push_str(&e.data);
+                None
+            }
+            EVENT_END => {
+                let mut json = std::mem::take(&mut self.pending);
+                json.push_str(&e.data);
+                Some(
+                    serde_json::from_str::<RunToolOutput>(&json)
+                        .map(CallEvent::Result)
+                        .map_err(|err| CallStreamError::BadResult(err.to_string())),
+                )
+            }
+            EVENT_ERROR => {
+                self.pending.clear();
+                Some(Ok(CallEvent::Error(e.data)))
+            }
+            EVENT_PROGRESS => Some(
+                serde_json::from_str(&e.data)
+                    .map(CallEvent::Progress)
+                    .map_err(|err| CallStreamError::BadProgress(err.to_string())),
+            ),
+            _ => None,
+        }
+    }
+}
