@@ -1,1 +1,46 @@
-fn main() {}
+//! Project automation for ors-rs: `cargo xtask test`, `cargo xtask conformance`,
+//! `cargo xtask bench`. Run `cargo xtask --help`.
+
+mod bench;
+mod conformance;
+mod procs;
+mod python;
+mod test;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// ors-rs project tasks.
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "ors-rs project tasks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every check CI runs: fmt, clippy, tests, interop with the Python reference, conformance.
+    Test(test::TestArgs),
+    /// Check an ORS server against the protocol, clause by clause.
+    Conformance(conformance::ConformanceArgs),
+    /// Measure speed and memory against the Python reference and a bare hyper server.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Test(args) => test::run(args),
+        Command::Conformance(args) => conformance::run(args),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Servers started for checks and benchmarks: spawned, awaited until they print their ready
+//! line, and killed when dropped so no run leaves a process behind.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// A running server process; killed on drop.
+pub struct ServerProcess {
+    child: Child,
+    /// The base URL, `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The process id (for reading its memory use).
+    pub pid: u32,
+}
+
+impl ServerProcess {
+    /// Start `cmd` (which must print a line containing `listening on http://HOST:PORT`) and
+    /// wait up to `timeout` for that line.
+    pub fn start(mut cmd: Command, timeout: Duration) -> Result<Self, String> {
+        let what = format!("{cmd:?}");
+        cmd.stdout(Stdio::piped()).stdin(Stdio::null());
+        let mut child = cmd.spawn().map_err(|e| format!("could not start {what}: {e}"))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut sent = false;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if !sent {
+                    if let Some(i) = line.find("listening on http://") {
+                        let url = line[i + "listening on ".len()..].trim().to_owned();
+                        let _ = tx.send(url);
+                        sent = true;
+                    }
+                }
+                // Keep draining so the server never blocks on a full pipe.
+            }
+        });
+        match rx.recv_timeout(timeout) {
+            Ok(url) => {
+                let url = url.replace("0.0.0.0", "127.0.0.1");
+                let pid = child.id();
+                Ok(Self { child, url, pid })
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!("{what} did not print its ready line within {timeout:?}"))
+            }
+        }
+    }
+
+    /// The port the server listens on.
+    #[allow(dead_code)]
+    pub fn port(&self) -> u16 {
+        self.url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.trim_end_matches('/').parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `cargo build` the given packages/binaries (release or debug), returning the target dir.
+pub fn cargo_build(args: &[&str], release: bool) -> Result<std::path::PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build").args(args);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.current_dir(crate::python::workspace_root());
+    let status = cmd.status().map_err(|e| format!("cargo build: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build {args:?} failed"));
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|_| crate::python::workspace_root().join("target"));
+    Ok(target.join(if release { "release" } else { "debug" }))
+}

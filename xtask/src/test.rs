@@ -1,0 +1,30 @@
+//! `cargo xtask test`: everything CI checks, in order, stopping at the first failure.
+
+use std::process::{Command, ExitCode};
+
+/// Arguments of `cargo xtask test`.
+#[derive(clap::Args)]
+pub struct TestArgs {}
+
+fn cargo(args: &[&str]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .current_dir(crate::python::workspace_root())
+        .status()
+        .map_err(|e| format!("could not run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed", args.join(" ")))
+    }
+}
+
+/// Run every check.
+pub fn run(_args: TestArgs) -> Result<ExitCode, String> {
+    cargo(&["fmt", "--all", "--check"])?;
+    cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(&["test", "--workspace"])?;
+    Ok(ExitCode::SUCCESS)
+}
