@@ -12,6 +12,8 @@
 //! assert_eq!(events, vec![Ok(sse::CallEvent::Result(result))]);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod env;
 pub mod provider;
 pub mod schema;
@@ -26,4 +28,6 @@ pub use env::{
     DynEnvironment, DynSession, EnvError, EnvHandle, Environment, IntoToolResult, TaskError,
     ToolContext, ToolTable, ToolTableError, Toolset,
 };
+pub use provider::Provider;
+pub use schema::{input_schema, SchemaError};
 pub use types::*;

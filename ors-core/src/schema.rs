@@ -1,6 +1,9 @@
 //! Tool input schemas from `schemars`, in the shape LLM providers accept: an object at the
 //! root with `properties` and `required`, doc comments as `description`, no `$schema` key,
 //! nested types inlined (recursive ones stay in `$defs`, which still resolve).
+//!
+//! The dialect is JSON Schema 2020-12 (what a validator assumes when `$schema` is absent, and
+//! what pydantic, the reference SDK's schema source, emits): definitions live under `$defs`.
 
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
@@ -21,9 +24,21 @@ pub enum SchemaError {
     },
 }
 
-/// The JSON Schema of a tool input type.
+/// The JSON Schema of a tool input type; an error when the type is not a JSON object.
+///
+/// ```
+/// #[derive(schemars::JsonSchema)]
+/// struct Submit {
+///     /// Your final answer.
+///     answer: String,
+/// }
+/// let schema = ors_core::schema::input_schema::<Submit>().unwrap();
+/// assert_eq!(schema["type"], "object");
+/// assert_eq!(schema["properties"]["answer"]["description"], "Your final answer.");
+/// assert!(!schema.contains_key("$schema"));
+/// ```
 pub fn input_schema<T: JsonSchema>() -> Result<JsonObject, SchemaError> {
-    let settings = SchemaSettings::draft07().with(|s| {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
         s.inline_subschemas = true;
         s.meta_schema = None;
     });

@@ -48,17 +48,22 @@ impl SseEvent {
 }
 
 /// Append one event to `out`. Data with line breaks becomes several `data:` lines (a CR in the
-/// data cannot be carried by SSE and arrives as LF).
+/// data cannot be carried by SSE and arrives as LF). Line breaks in the event name, which would
+/// break the framing, become spaces.
 pub fn encode_event_into(out: &mut Vec<u8>, event: &str, data: &str) {
     out.extend_from_slice(b"event: ");
-    out.extend_from_slice(event.as_bytes());
+    if event.contains(['\n', '\r']) {
+        out.extend_from_slice(event.replace(['\n', '\r'], " ").as_bytes());
+    } else {
+        out.extend_from_slice(event.as_bytes());
+    }
     out.push(b'\n');
     let mut rest = data;
     loop {
         match rest.find(['\n', '\r']) {
             Some(i) => {
                 out.extend_from_slice(b"data: ");
-                out.extend_from_slice(rest[..i].as_bytes());
+                out.extend_from_slice(&rest.as_bytes()[..i]);
                 out.push(b'\n');
                 let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
                 rest = &rest[i + skip..];
@@ -106,6 +111,10 @@ pub fn encode_progress(progress: &Value) -> Vec<u8> {
 
 /// Split `text` into pieces of at most `max` bytes, never inside a UTF-8 character.
 /// An empty text gives one empty piece, so a result always has an `end` event.
+///
+/// A piece after the first does not start with a space or tab when a cut allows it: the
+/// reference client strips all leading whitespace from a `data:` value, so such a space would
+/// be lost on reassembly. Only a run of blanks longer than `max` forces such a cut.
 pub fn split_utf8(text: &str, max: usize) -> Vec<&str> {
     let max = max.max(4); // a piece must hold any one character
     let mut pieces = Vec::with_capacity(text.len() / max + 1);
@@ -114,6 +123,18 @@ pub fn split_utf8(text: &str, max: usize) -> Vec<&str> {
         let mut cut = max;
         while !rest.is_char_boundary(cut) {
             cut -= 1;
+        }
+        let hard_cut = cut;
+        let bytes = rest.as_bytes();
+        // Back off over blanks (ASCII, so every such position is a char boundary).
+        while cut > 0 && matches!(bytes[cut], b' ' | b'\t') {
+            cut -= 1;
+            while cut > 0 && !rest.is_char_boundary(cut) {
+                cut -= 1;
+            }
+        }
+        if cut == 0 {
+            cut = hard_cut;
         }
         pieces.push(&rest[..cut]);
         rest = &rest[cut..];
@@ -148,7 +169,11 @@ pub struct SseDecoder {
     data: String,
     has_data: bool,
     saw_bytes: bool,
+    bom_matched: usize,
 }
+
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl SseDecoder {
     /// A decoder at the start of a stream.
@@ -168,6 +193,23 @@ impl SseDecoder {
         if !bytes.is_empty() {
             self.saw_bytes = true;
         }
+        let mut bytes = bytes;
+        // A UTF-8 byte order mark may open the stream (WHATWG) and is skipped; it may arrive
+        // split across pushes, so the matched prefix is remembered and replayed on a mismatch.
+        while self.bom_matched < BOM.len() && !bytes.is_empty() {
+            if bytes[0] == BOM[self.bom_matched] {
+                self.bom_matched += 1;
+                bytes = &bytes[1..];
+            } else {
+                let matched = self.bom_matched;
+                self.bom_matched = BOM.len();
+                self.feed(&BOM[..matched], &mut sink);
+            }
+        }
+        self.feed(bytes, &mut sink);
+    }
+
+    fn feed(&mut self, bytes: &[u8], sink: &mut impl FnMut(SseEvent)) {
         for &b in bytes {
             if self.pending_cr {
                 self.pending_cr = false;
@@ -176,10 +218,10 @@ impl SseDecoder {
                 }
             }
             match b {
-                b'\n' => self.end_line(&mut sink),
+                b'\n' => self.end_line(sink),
                 b'\r' => {
                     self.pending_cr = true;
-                    self.end_line(&mut sink);
+                    self.end_line(sink);
                 }
                 _ => self.line.push(b),
             }
@@ -192,7 +234,14 @@ impl SseDecoder {
     }
 
     fn end_line(&mut self, sink: &mut impl FnMut(SseEvent)) {
-        let line = std::mem::take(&mut self.line);
+        // The line buffer is reused, so a long stream does not allocate once per line.
+        let mut line = std::mem::take(&mut self.line);
+        self.process_line(&line, sink);
+        line.clear();
+        self.line = line;
+    }
+
+    fn process_line(&mut self, line: &[u8], sink: &mut impl FnMut(SseEvent)) {
         if line.is_empty() {
             if self.has_data {
                 let event = self
@@ -218,16 +267,15 @@ impl SseDecoder {
                 let v = &line[i + 1..];
                 (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
             }
-            None => (&line[..], &[][..]),
+            None => (line, &[][..]),
         };
-        let value = String::from_utf8_lossy(value);
         match field {
-            b"event" => self.event = Some(value.into_owned()),
+            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
             b"data" => {
                 if self.has_data {
                     self.data.push('\n');
                 }
-                self.data.push_str(&value);
+                self.data.push_str(&String::from_utf8_lossy(value));
                 self.has_data = true;
             }
             _ => {} // id, retry and unknown fields do not matter to ORS

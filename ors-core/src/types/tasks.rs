@@ -1,0 +1,437 @@
+//! Splits, task requests and replies, secrets and the session body (`CreateSession`) with its
+//! validated task source.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+/// The category of a split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SplitType {
+    /// Training tasks.
+    Train,
+    /// Validation tasks (also every custom split given by bare name).
+    Validation,
+    /// Test tasks.
+    Test,
+}
+
+impl fmt::Display for SplitType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SplitType::Train => "train",
+            SplitType::Validation => "validation",
+            SplitType::Test => "test",
+        })
+    }
+}
+
+/// A named list of tasks and its category.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Split {
+    /// Split identifier.
+    pub name: String,
+    /// Split category.
+    #[serde(rename = "type")]
+    pub split_type: SplitType,
+}
+
+impl Split {
+    /// A split of the given name and type.
+    pub fn new(name: impl Into<String>, split_type: SplitType) -> Self {
+        Self {
+            name: name.into(),
+            split_type,
+        }
+    }
+    /// A training split.
+    pub fn train(name: impl Into<String>) -> Self {
+        Self::new(name, SplitType::Train)
+    }
+    /// A validation split.
+    pub fn validation(name: impl Into<String>) -> Self {
+        Self::new(name, SplitType::Validation)
+    }
+    /// A test split.
+    pub fn test(name: impl Into<String>) -> Self {
+        Self::new(name, SplitType::Test)
+    }
+    /// A split given by bare name: `train`, `validation` and `test` get their own type, any
+    /// other name is a validation split (PROTOCOL_NOTES row 14).
+    pub fn named(name: impl Into<String>) -> Self {
+        let name = name.into();
+        let split_type = match name.as_str() {
+            "train" => SplitType::Train,
+            "test" => SplitType::Test,
+            _ => SplitType::Validation,
+        };
+        Self { name, split_type }
+    }
+}
+
+impl From<&str> for Split {
+    fn from(name: &str) -> Self {
+        Split::named(name)
+    }
+}
+
+impl From<String> for Split {
+    fn from(name: String) -> Self {
+        Split::named(name)
+    }
+}
+
+impl<'de> Deserialize<'de> for Split {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SplitVisitor)
+    }
+}
+
+/// Accepts `{"name": ..., "type": ...}` and a bare name (PROTOCOL_NOTES row 14). A full form
+/// without `type` is typed from its name like a bare one.
+struct SplitVisitor;
+
+impl<'de> serde::de::Visitor<'de> for SplitVisitor {
+    type Value = Split;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a split name or an object {\"name\": ..., \"type\": \"train\" | \"validation\" | \"test\"}")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Split, E> {
+        Ok(Split::named(name))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, name: String) -> Result<Split, E> {
+        Ok(Split::named(name))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Split, A::Error> {
+        use serde::de::Error;
+        let mut name: Option<String> = None;
+        let mut split_type: Option<SplitType> = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "name" => {
+                    if name.is_some() {
+                        return Err(A::Error::duplicate_field("name"));
+                    }
+                    name = Some(map.next_value()?);
+                }
+                "type" => {
+                    if split_type.is_some() {
+                        return Err(A::Error::duplicate_field("type"));
+                    }
+                    split_type = map.next_value()?;
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        let name = name.ok_or_else(|| A::Error::missing_field("name"))?;
+        Ok(match split_type {
+            Some(split_type) => Split { name, split_type },
+            None => Split::named(name),
+        })
+    }
+}
+
+/// Body of `POST /{env}/tasks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListTasks {
+    /// Split name.
+    pub split: String,
+}
+
+/// Body of `POST /{env}/num_tasks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumTasks {
+    /// Split name.
+    pub split: String,
+}
+
+/// Body of `POST /{env}/task` (alias `get_task`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetTask {
+    /// Split name.
+    pub split: String,
+    /// Zero-based index; negative is rejected (PROTOCOL_NOTES row 16).
+    pub index: i64,
+}
+
+/// Body of `POST /{env}/task_range` (alias `get_task_range`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetTaskRange {
+    /// Split name.
+    pub split: String,
+    /// Inclusive start, Python slice rules (negative counts from the end).
+    #[serde(default)]
+    pub start: Option<i64>,
+    /// Exclusive stop, Python slice rules.
+    #[serde(default)]
+    pub stop: Option<i64>,
+}
+
+impl GetTaskRange {
+    /// The concrete `start..stop` for a split of `len` tasks, clamped like a Python slice.
+    pub fn resolve(&self, len: usize) -> std::ops::Range<usize> {
+        slice_bounds(self.start, self.stop, len)
+    }
+}
+
+/// Resolve optional Python-style slice bounds against a length; `start > stop` is empty.
+pub fn slice_bounds(start: Option<i64>, stop: Option<i64>, len: usize) -> std::ops::Range<usize> {
+    let n = i64::try_from(len).unwrap_or(i64::MAX);
+    let fix = |v: i64| -> i64 {
+        if v < 0 {
+            (n + v).max(0)
+        } else {
+            v.min(n)
+        }
+    };
+    let s = fix(start.unwrap_or(0));
+    let e = fix(stop.unwrap_or(n));
+    // Both are in 0..=n, so the casts cannot truncate.
+    let (s, e) = (s as usize, e as usize);
+    if s >= e {
+        s..s
+    } else {
+        s..e
+    }
+}
+
+/// Secrets passed to an environment (API keys, credentials). `Debug` never shows values.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secrets(pub BTreeMap<String, String>);
+
+impl Secrets {
+    /// The value of a secret.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(String::as_str)
+    }
+    /// Whether there are no secrets.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// The secret names (never the values).
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+    /// Add a secret.
+    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+        self.0.insert(key.into(), value.into());
+    }
+    /// Merge another set in; keys already present are kept.
+    pub fn merge_missing(&mut self, other: Secrets) {
+        for (k, v) in other.0 {
+            self.0.entry(k).or_insert(v);
+        }
+    }
+}
+
+impl fmt::Debug for Secrets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, "<redacted>")))
+            .finish()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Secrets {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Secrets(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
+/// The raw body of `POST /create`, before its task source is validated.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// Environment to instantiate; the server's default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_name: Option<String>,
+    /// The task, given inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_spec: Option<Value>,
+    /// Split to resolve the task from (with `index`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<String>,
+    /// Index within `split`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<i64>,
+    /// Secrets for the environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secrets: Option<Secrets>,
+}
+
+/// Where the task of a new episode comes from: exactly one of the two forms.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskSource {
+    /// The task given inline (`task_spec`).
+    Spec(Value),
+    /// The task at `index` in `split`.
+    Split {
+        /// Split name.
+        split: String,
+        /// Index in the split.
+        index: i64,
+    },
+}
+
+/// Why a `CreateSession` body has no valid task source.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskSourceError {
+    /// Neither form was given.
+    #[error("provide either task_spec or both split and index (neither was given)")]
+    Neither,
+    /// Both forms were given: `task_spec`, `split` and `index`.
+    #[error("provide either task_spec or split and index, not both")]
+    Both,
+    /// `task_spec` together with `split` (and no `index`).
+    #[error(
+        "task_spec was given together with split; provide either task_spec or both split and index"
+    )]
+    SpecWithSplit,
+    /// `task_spec` together with `index` (and no `split`).
+    #[error(
+        "task_spec was given together with index; provide either task_spec or both split and index"
+    )]
+    SpecWithIndex,
+    /// `split` without `index`.
+    #[error("split was given without index; they must be provided together")]
+    SplitWithoutIndex,
+    /// `index` without `split`.
+    #[error("index was given without split; they must be provided together")]
+    IndexWithoutSplit,
+    /// `task_spec` was not a JSON object.
+    #[error("task_spec must be a JSON object")]
+    SpecNotObject,
+}
+
+impl CreateSession {
+    /// A body for an inline task.
+    pub fn from_task(task_spec: Value) -> Self {
+        Self {
+            task_spec: Some(task_spec),
+            ..Self::default()
+        }
+    }
+
+    /// A body for the task at `index` of `split`.
+    pub fn from_split(split: impl Into<String>, index: i64) -> Self {
+        Self {
+            split: Some(split.into()),
+            index: Some(index),
+            ..Self::default()
+        }
+    }
+
+    /// Set the environment name.
+    pub fn env(mut self, env_name: impl Into<String>) -> Self {
+        self.env_name = Some(env_name.into());
+        self
+    }
+
+    /// Set the secrets.
+    pub fn secrets(mut self, secrets: Secrets) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
+    /// Check that exactly one task source is given and return it.
+    pub fn task_source(&self) -> Result<TaskSource, TaskSourceError> {
+        let spec = self.task_spec.as_ref().filter(|v| !v.is_null());
+        match (spec, &self.split, self.index) {
+            (Some(_), Some(_), Some(_)) => Err(TaskSourceError::Both),
+            (Some(_), Some(_), None) => Err(TaskSourceError::SpecWithSplit),
+            (Some(_), None, Some(_)) => Err(TaskSourceError::SpecWithIndex),
+            (Some(v), None, None) => {
+                if v.is_object() {
+                    Ok(TaskSource::Spec(v.clone()))
+                } else {
+                    Err(TaskSourceError::SpecNotObject)
+                }
+            }
+            (None, Some(s), Some(i)) => Ok(TaskSource::Split {
+                split: s.clone(),
+                index: i,
+            }),
+            (None, Some(_), None) => Err(TaskSourceError::SplitWithoutIndex),
+            (None, None, Some(_)) => Err(TaskSourceError::IndexWithoutSplit),
+            (None, None, None) => Err(TaskSourceError::Neither),
+        }
+    }
+}
+
+/// `{"sid": ...}`: reply of `create_session`, `create`, `delete`, `delete_session`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionId {
+    /// The session id.
+    pub sid: String,
+}
+
+/// `{"status": "ok"}`: reply of `health` and `ping`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// Always `"ok"`.
+    pub status: String,
+}
+
+impl Status {
+    /// `{"status": "ok"}`.
+    pub fn ok() -> Self {
+        Self {
+            status: "ok".to_owned(),
+        }
+    }
+}
+
+/// Reply of `POST /{env}/tasks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TasksResponse {
+    /// The tasks of the split.
+    pub tasks: Vec<Value>,
+    /// The environment name.
+    pub env_name: String,
+}
+
+/// Reply of `POST /{env}/num_tasks`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumTasksResponse {
+    /// Number of tasks in the split.
+    pub num_tasks: u64,
+}
+
+/// Reply of `POST /{env}/task`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskResponse {
+    /// The task.
+    pub task: Value,
+}
+
+/// Reply of `POST /{env}/task_range`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRangeResponse {
+    /// The tasks in the range.
+    pub tasks: Vec<Value>,
+}
+
+/// The body of every non-SSE error reply: `{"detail": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub detail: String,
+}
