@@ -1,1 +1,30 @@
-//! placeholder
+//! Runnable ORS environments built with the ors-rs SDK.
+//!
+//! - [`gsm8k`]: grade-school math word problems answered with a `submit` tool, the environment
+//!   of the Quick Start. It embeds 210 problems of our own in GSM8K's format and can serve the
+//!   real GSM8K files instead (`--data DIR`).
+//! - [`conformance`]: the fixture the conformance and interop tests drive; every tool exercises
+//!   one corner of the protocol (chunking, images, errors, panics, cancellation, secrets).
+//!
+//! Each module is one environment type, so tests and other crates can host them in-process:
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use ors_examples::{conformance::Conformance, gsm8k::Gsm8k};
+//! use ors_server::{Server, ServerConfig};
+//!
+//! Server::with_config(ServerConfig::from_env()?)
+//!     .environment::<Gsm8k>()
+//!     .environment::<Conformance>()
+//!     .serve()
+//!     .await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The binaries `gsm8k` and `conformance` serve one environment each; both take `--host` and
+//! `--port` (which override `ORS_HOST` / `ORS_PORT`) and the other `ORS_*` variables.
+
+pub mod cli;
+pub mod conformance;
+pub mod gsm8k;

@@ -1,0 +1,21 @@
+//! Serve the `conformance` fixture that the conformance runner and interop tests drive.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ors_examples::cli::{self, ServeArgs};
+use ors_examples::conformance::Conformance;
+
+/// Serve the ORS conformance fixture environment.
+#[derive(Debug, Parser)]
+#[command(version)]
+struct Args {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    cli::serve::<Conformance>("conformance", &args.serve).await
+}
