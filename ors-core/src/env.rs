@@ -128,8 +128,10 @@ impl ToolContext {
 /// A boxed tool future borrowing the environment.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = RunToolOutput> + Send + 'a>>;
 
-/// The generated adapter of one tool: parses the input, calls the method, wraps the result.
-pub type ToolFn<E> = for<'a> fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a>;
+/// The adapter of one tool: parses the input, calls the method, wraps the result. Shared
+/// (`Arc`) so a toolset's entries can be re-used, projected, by every environment including it.
+pub type ToolFn<E> =
+    Arc<dyn for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync>;
 
 /// One tool of a table.
 pub struct ToolEntry<E> {
@@ -146,8 +148,33 @@ impl<E> Clone for ToolEntry<E> {
         Self {
             spec: self.spec.clone(),
             shared: self.shared,
-            call: self.call,
+            call: Arc::clone(&self.call),
         }
+    }
+}
+
+impl<E: 'static> ToolEntry<E> {
+    /// An entry calling `call` (a generated adapter `fn`, or any closure of that shape).
+    pub fn new<F>(spec: ToolSpec, shared: bool, call: F) -> Self
+    where
+        F: for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync + 'static,
+    {
+        Self {
+            spec,
+            shared,
+            call: Arc::new(call),
+        }
+    }
+
+    /// This entry as a tool of `O`, reaching the `E` stored inside an `O` through `project`
+    /// (how an environment includes a toolset kept in one of its fields).
+    pub fn project<O: 'static>(&self, project: fn(&mut O) -> &mut E) -> ToolEntry<O> {
+        let inner = Arc::clone(&self.call);
+        ToolEntry::new(
+            self.spec.clone(),
+            self.shared,
+            move |outer: &mut O, ctx, input| inner(project(outer), ctx, input),
+        )
     }
 }
 
@@ -211,15 +238,16 @@ impl<E: 'static> ToolTable<E> {
         self
     }
 
-    /// Add the tools of a toolset stored in a field of `E`, reached through `project`.
+    /// Add the tools of a toolset stored in a field of `E`, reached through `project`; a name
+    /// already in the table is recorded as [`ToolTableError::Duplicate`].
     pub fn include<T: 'static>(
         mut self,
         toolset: &ToolTable<T>,
-        adapt: fn(&ToolEntry<T>) -> ToolEntry<E>,
+        project: fn(&mut E) -> &mut T,
     ) -> Self {
         self.errors.extend(toolset.errors.iter().cloned());
         for e in &toolset.entries {
-            self.push(adapt(e));
+            self.push(e.project(project));
         }
         self
     }
@@ -312,8 +340,10 @@ pub trait Environment: Sized + Send + Sync + 'static {
     fn tasks(split: &str) -> impl Future<Output = Result<Vec<Self::Task>, EnvError>> + Send;
 
     /// Set up an episode for a task: this is the `create` of the protocol.
-    fn new(task: Self::Task, secrets: Secrets)
-        -> impl Future<Output = Result<Self, EnvError>> + Send;
+    fn new(
+        task: Self::Task,
+        secrets: Secrets,
+    ) -> impl Future<Output = Result<Self, EnvError>> + Send;
 
     /// The episode's initial prompt.
     fn prompt(&self) -> impl Future<Output = Result<Blocks, EnvError>> + Send;
@@ -448,10 +478,13 @@ pub trait DynSession: Send + Sync {
     fn teardown(&mut self) -> BoxFuture<'_, ()>;
 }
 
+/// Each split's tasks, loaded at most once (the cell) and shared without cloning (the `Arc`).
+type SplitCache<T> = Mutex<HashMap<String, Arc<OnceLock<Arc<[T]>>>>>;
+
 /// Hosts an environment type `E` behind [`DynEnvironment`], caching each split's tasks.
 pub struct EnvHandle<E: Environment> {
     splits: Vec<Split>,
-    cache: Mutex<HashMap<String, Arc<OnceLock<Arc<[E::Task]>>>>>,
+    cache: SplitCache<E::Task>,
     load_lock: tokio::sync::Mutex<()>,
 }
 
@@ -611,7 +644,8 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         Box::pin(async move {
             let tasks = self.task_at(&split, index).await?;
             // The one clone of a task that creating an episode needs: the episode owns it.
-            let task: E::Task = serde_json::from_value(serde_json::to_value(&tasks[index as usize])?)?;
+            let task: E::Task =
+                serde_json::from_value(serde_json::to_value(&tasks[index as usize])?)?;
             construct::<E>(task, secrets).await
         })
     }
@@ -628,12 +662,16 @@ pub trait IntoToolResult {
     fn into_tool_result(self) -> RunToolOutput;
 }
 
+// `do_not_recommend`: a bad return type is reported as "cannot be returned from a #[tool]
+// method" rather than as the `From` bound inside these impls.
+#[diagnostic::do_not_recommend]
 impl<T: Into<ToolOutput>> IntoToolResult for T {
     fn into_tool_result(self) -> RunToolOutput {
         RunToolOutput::Success(self.into())
     }
 }
 
+#[diagnostic::do_not_recommend]
 impl<T: Into<ToolOutput>, Er: fmt::Display> IntoToolResult for Result<T, Er> {
     fn into_tool_result(self) -> RunToolOutput {
         match self {

@@ -1,15 +1,251 @@
-//! Attribute macros of ors-rs (placeholder; implemented by the macro work).
+//! The attribute macros of ors-rs: `#[environment]`, `#[tool]`, `#[toolset]` and `#[wire]`.
+//!
+//! Use them through `ors_server` (`use ors_server::prelude::*;`): the generated code names
+//! everything by absolute path through `::ors_server::__private`, so an environment crate
+//! needs neither `serde`, `schemars` nor `serde_json` as direct dependencies. If you depend
+//! on the SDK under another name, say so with `crate = ::your_name` on each macro.
+//!
+//! Each macro parses, then checks, then expands; every problem found is reported at once,
+//! on the offending token, and the item is still emitted so one mistake gives one message.
+
 use proc_macro::TokenStream;
+use quote::ToTokens;
+
+mod args;
+mod environment;
+mod table;
+mod tool;
+mod toolset;
+mod wire;
 
 /// Turns `impl Environment for T { ... }` into an ORS environment.
+///
+/// The macro moves the `#[tool]` methods into an inherent `impl T`, adds
+/// `const NAME` (the type name lower-cased, unless you write one or pass `name = "..."`)
+/// and the tool table, built once in a `static` with O(1) lookup by name.
+///
+/// Arguments, all optional:
+/// - `name = "..."`: the environment name in URLs;
+/// - `toolsets(field, ...)`: fields of `T` whose type has a `#[toolset]` impl; their tools
+///   join the environment's (a name collision is a compile error);
+/// - `crate = ::path`: where the SDK is, when it is not `::ors_server`.
+///
+/// ```
+/// use ors_server::prelude::*;
+///
+/// #[wire]
+/// struct Submit {
+///     /// Your final answer, digits only.
+///     answer: String,
+/// }
+///
+/// #[wire]
+/// struct MathTask { question: String, answer: String }
+///
+/// struct Gsm8k { task: MathTask, calc: Calculator }
+///
+/// #[environment(toolsets(calc))]
+/// impl Environment for Gsm8k {
+///     type Task = MathTask;
+///     fn splits() -> Vec<Split> { vec![Split::train("train"), Split::test("test")] }
+///     async fn tasks(_split: &str) -> Result<Vec<MathTask>, EnvError> { Ok(vec![]) }
+///     async fn new(task: MathTask, _secrets: Secrets) -> Result<Self, EnvError> {
+///         Ok(Self { task, calc: Calculator })
+///     }
+///     async fn prompt(&self) -> Result<Blocks, EnvError> {
+///         Ok(vec![Block::text(&self.task.question)])
+///     }
+///
+///     /// Submit your final answer to the math problem.
+///     #[tool]
+///     async fn submit(&mut self, input: Submit) -> ToolOutput {
+///         if input.answer.trim() == self.task.answer {
+///             ToolOutput::text("Correct!").reward(1.0).finished()
+///         } else {
+///             ToolOutput::text("Wrong.").reward(0.0).finished()
+///         }
+///     }
+/// }
+///
+/// struct Calculator;
+///
+/// #[wire]
+/// struct AddInput { a: i64, b: i64 }
+///
+/// #[toolset]
+/// impl Calculator {
+///     /// Add two integers.
+///     #[tool]
+///     fn add(&self, input: AddInput) -> String {
+///         (input.a + input.b).to_string()
+///     }
+/// }
+///
+/// assert_eq!(Gsm8k::NAME, "gsm8k");
+/// let names: Vec<_> = ors_server::core::env::shared_tools::<Gsm8k>()
+///     .into_iter()
+///     .map(|t| t.name)
+///     .collect();
+/// assert_eq!(names, ["submit", "add"]);
+/// ```
 #[proc_macro_attribute]
-pub fn environment(_attr: TokenStream, item: TokenStream) -> TokenStream { item }
-/// Marks a tool method.
+pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
+    environment::expand(attr.into(), item.into()).into()
+}
+
+/// Marks a method of an `#[environment]` or `#[toolset]` impl as a tool.
+///
+/// A tool method takes `&self` or `&mut self`, then optionally `ctx: &ToolContext`, then at
+/// most one input whose type is `Deserialize + JsonSchema` (use `#[wire]`). It may be `async`.
+/// It returns a `ToolOutput`, anything `Into<ToolOutput>` (a `String` is one text block), or
+/// `Result<T, E>` with `T: Into<ToolOutput>` and `E: Display` (an `Err` is `ok: false`).
+///
+/// Arguments, all optional: `name = "..."` (default: the method name),
+/// `description = "..."` (default: the doc comment), `shared = false` (list the tool only
+/// among the episode's task tools). Names are 1 to 64 characters from `A-Z a-z 0-9 _ -`
+/// and unique.
+///
+/// ```
+/// use ors_server::prelude::*;
+///
+/// #[wire]
+/// struct Guess {
+///     /// A number from 1 to 100.
+///     number: u32,
+/// }
+///
+/// struct Counter { secret: u32, guesses: u32 }
+///
+/// #[toolset]
+/// impl Counter {
+///     /// Guess the secret number.
+///     #[tool]
+///     async fn guess(&mut self, ctx: &ToolContext, input: Guess) -> Result<ToolOutput, String> {
+///         self.guesses += 1;
+///         ctx.progress(self.guesses);
+///         match input.number {
+///             0 | 101.. => Err(format!("{} is out of range", input.number)),
+///             n if n == self.secret => Ok(ToolOutput::text("Yes!").reward(1.0).finished()),
+///             _ => Ok(ToolOutput::text("No.")),
+///         }
+///     }
+///
+///     #[tool(name = "count", description = "How many guesses so far.", shared = false)]
+///     fn guesses(&self) -> String {
+///         self.guesses.to_string()
+///     }
+/// }
+///
+/// let specs: Vec<_> = Counter::tool_table().all_specs().map(|s| s.name.as_str()).collect();
+/// assert_eq!(specs, ["guess", "count"]);
+/// ```
 #[proc_macro_attribute]
-pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream { item }
-/// Turns an inherent impl into a reusable toolset.
+pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
+    // Reached only when no #[environment] / #[toolset] took the attribute off first.
+    let err = syn::Error::new(
+        proc_macro2::Span::call_site(),
+        "#[tool] works only on a method (`&self` or `&mut self`) inside an impl marked \
+         #[environment] or #[toolset]",
+    );
+    let item: proc_macro2::TokenStream = item.into();
+    let mut out = err.to_compile_error();
+    out.extend(item);
+    out.into()
+}
+
+/// Makes an inherent impl a reusable set of tools, for environments to include with
+/// `#[environment(toolsets(field))]`.
+///
+/// The impl is emitted as written (without the `#[tool]` attributes), plus
+/// `impl Toolset for T` with the tool names and the table. Argument: `crate = ::path`.
+///
+/// ```
+/// use ors_server::prelude::*;
+///
+/// #[wire]
+/// struct Path { path: String }
+///
+/// #[derive(Default)]
+/// struct Files { files: std::collections::BTreeMap<String, String> }
+///
+/// #[toolset]
+/// impl Files {
+///     /// Read a file.
+///     #[tool]
+///     fn read(&self, input: Path) -> Result<String, String> {
+///         self.files.get(&input.path).cloned().ok_or(format!("no such file: {}", input.path))
+///     }
+/// }
+///
+/// assert_eq!(<Files as Toolset>::TOOL_NAMES, ["read"]);
+/// ```
 #[proc_macro_attribute]
-pub fn toolset(_attr: TokenStream, item: TokenStream) -> TokenStream { item }
-/// Derives serde and schemars traits through ors-server's re-exports.
+pub fn toolset(attr: TokenStream, item: TokenStream) -> TokenStream {
+    toolset::expand(attr.into(), item.into()).into()
+}
+
+/// Derives `Serialize`, `Deserialize` and `JsonSchema` through the SDK's re-exports, for tool
+/// inputs and task types. Serde and schemars attributes (`#[serde(rename = "...")]`, doc
+/// comments as descriptions) work as usual. Argument: `crate = ::path`.
+///
+/// ```
+/// use ors_server::prelude::*;
+///
+/// #[wire]
+/// #[derive(Debug, PartialEq)]
+/// struct Task {
+///     /// The question.
+///     question: String,
+///     #[serde(default)]
+///     answer: Option<String>,
+/// }
+///
+/// let task: Task = ors_server::__private::serde_json::from_str(r#"{"question": "1+1?"}"#).unwrap();
+/// assert_eq!(task, Task { question: "1+1?".into(), answer: None });
+/// ```
 #[proc_macro_attribute]
-pub fn wire(_attr: TokenStream, item: TokenStream) -> TokenStream { item }
+pub fn wire(attr: TokenStream, item: TokenStream) -> TokenStream {
+    wire::expand(attr.into(), item.into()).into()
+}
+
+/// The head of an item (`struct Foo`, `fn foo`), so an error about the item as a whole
+/// underlines one line rather than the whole body.
+fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {
+    use syn::Item;
+    let mut out = proc_macro2::TokenStream::new();
+    match item {
+        Item::Struct(s) => {
+            s.struct_token.to_tokens(&mut out);
+            s.ident.to_tokens(&mut out);
+        }
+        Item::Enum(e) => {
+            e.enum_token.to_tokens(&mut out);
+            e.ident.to_tokens(&mut out);
+        }
+        Item::Fn(f) => {
+            f.sig.fn_token.to_tokens(&mut out);
+            f.sig.ident.to_tokens(&mut out);
+        }
+        Item::Trait(t) => {
+            t.trait_token.to_tokens(&mut out);
+            t.ident.to_tokens(&mut out);
+        }
+        Item::Mod(m) => {
+            m.mod_token.to_tokens(&mut out);
+            m.ident.to_tokens(&mut out);
+        }
+        Item::Impl(i) => {
+            i.impl_token.to_tokens(&mut out);
+            i.self_ty.to_tokens(&mut out);
+        }
+        other => other.to_tokens(&mut out),
+    }
+    out
+}
+
+/// Attributes copied from an impl to the impls the macros add next to it.
+fn is_cfg_or_lint(attr: &syn::Attribute) -> bool {
+    ["cfg", "allow", "expect", "warn", "deny"]
+        .iter()
+        .any(|name| attr.path().is_ident(name))
+}

@@ -1,0 +1,199 @@
+//! Attribute arguments (`#[tool(name = "...", shared = false)]` and friends): one parser for
+//! every macro, so unknown keys, repeated keys and bad values read the same everywhere.
+
+use proc_macro2::{Span, TokenStream, TokenTree};
+use quote::ToTokens;
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{LitBool, LitStr, Member, Path, Token};
+
+/// Every error found while expanding one macro call; reported together at the end so one
+/// run of the compiler shows them all.
+#[derive(Default)]
+pub(crate) struct Errors(Option<syn::Error>);
+
+impl Errors {
+    pub(crate) fn push(&mut self, err: syn::Error) {
+        match &mut self.0 {
+            Some(all) => all.combine(err),
+            None => self.0 = Some(err),
+        }
+    }
+
+    pub(crate) fn at(&mut self, span: Span, msg: impl std::fmt::Display) {
+        self.push(syn::Error::new(span, msg));
+    }
+
+    pub(crate) fn spanned(&mut self, tokens: impl ToTokens, msg: impl std::fmt::Display) {
+        self.push(syn::Error::new_spanned(tokens, msg));
+    }
+
+    pub(crate) fn into_compile_errors(self) -> TokenStream {
+        self.0.map(|e| e.to_compile_error()).unwrap_or_default()
+    }
+}
+
+/// A key a macro accepts, with how it is written (for the "valid keys are" list).
+pub(crate) struct Key {
+    pub(crate) name: &'static str,
+    pub(crate) usage: &'static str,
+}
+
+/// Parse `key = value, key(...)` arguments: `on_key` reads the value of each known key;
+/// unknown and repeated keys are recorded (with a "did you mean" when a key is close) and
+/// parsing goes on, so every mistake in the attribute is reported at once.
+pub(crate) fn parse_args(
+    tokens: TokenStream,
+    macro_name: &str,
+    keys: &[Key],
+    errors: &mut Errors,
+    mut on_key: impl FnMut(&str, &ParseNestedMeta) -> syn::Result<()>,
+) {
+    let mut seen: Vec<&'static str> = Vec::new();
+    let parser = syn::meta::parser(|meta| {
+        let key_name = meta
+            .path
+            .get_ident()
+            .map(|i| i.to_string())
+            .unwrap_or_else(|| meta.path.to_token_stream().to_string().replace(' ', ""));
+        let Some(key) = keys.iter().find(|k| k.name == key_name) else {
+            errors.spanned(&meta.path, unknown_key(macro_name, &key_name, keys));
+            return skip_value(&meta);
+        };
+        if seen.contains(&key.name) {
+            errors.spanned(
+                &meta.path,
+                format!("`{}` is given twice in {macro_name}", key.name),
+            );
+        }
+        seen.push(key.name);
+        on_key(key.name, &meta)
+    });
+    if let Err(e) = parser.parse2(tokens) {
+        errors.push(e);
+    }
+}
+
+fn unknown_key(macro_name: &str, key: &str, keys: &[Key]) -> String {
+    let valid = keys
+        .iter()
+        .map(|k| format!("`{}`", k.usage))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let close = keys
+        .iter()
+        .map(|k| (edit_distance(key, k.name), k.name))
+        .filter(|(d, _)| *d <= 2)
+        .min();
+    match close {
+        Some((_, name)) => {
+            format!("unknown {macro_name} argument `{key}`; did you mean `{name}`? (valid arguments: {valid})")
+        }
+        None => format!("unknown {macro_name} argument `{key}` (valid arguments: {valid})"),
+    }
+}
+
+/// Consume the value of an unknown key so parsing can go on to the next one.
+fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.input.parse::<Token![=]>()?;
+        meta.input.parse::<syn::Expr>()?;
+    } else if !meta.input.is_empty() && !meta.input.peek(Token![,]) {
+        meta.input.parse::<TokenTree>()?;
+    }
+    Ok(())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// `key = "..."`.
+pub(crate) fn lit_str(meta: &ParseNestedMeta, key: &str) -> syn::Result<LitStr> {
+    let value = meta.value()?;
+    value
+        .parse()
+        .map_err(|e| syn::Error::new(e.span(), format!("expected a string: `{key} = \"...\"`")))
+}
+
+/// `key = true` or `key = false`.
+pub(crate) fn lit_bool(meta: &ParseNestedMeta, key: &str) -> syn::Result<LitBool> {
+    let value = meta.value()?;
+    value.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!("expected `{key} = true` or `{key} = false`"),
+        )
+    })
+}
+
+/// `crate = ::path` (or `crate = "::path"`, as serde spells it).
+pub(crate) fn crate_path(meta: &ParseNestedMeta) -> syn::Result<Path> {
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        value.parse::<LitStr>()?.parse()
+    } else {
+        Path::parse_mod_style(value)
+    }
+}
+
+/// `toolsets(field, other_field, 0)`.
+pub(crate) fn members(meta: &ParseNestedMeta) -> syn::Result<Vec<Member>> {
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let list = Punctuated::<Member, Token![,]>::parse_terminated(&content)?;
+    Ok(list.into_iter().collect())
+}
+
+pub(crate) const CRATE_KEY: Key = Key {
+    name: "crate",
+    usage: "crate = ::path::to::ors_server",
+};
+
+/// The path generated code names the SDK by (`::ors_server` unless `crate = ...`).
+pub(crate) fn default_crate() -> Path {
+    syn::parse_quote!(::ors_server)
+}
+
+/// Whether `name` is a valid tool or environment name: `[A-Za-z0-9_-]{1,64}`.
+pub(crate) fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_counts_single_edits() {
+        assert_eq!(edit_distance("sharde", "shared"), 2);
+        assert_eq!(edit_distance("nme", "name"), 1);
+        assert_eq!(edit_distance("description", "description"), 0);
+        assert_eq!(edit_distance("x", "shared"), 6);
+    }
+
+    #[test]
+    fn names_follow_the_tool_name_rule() {
+        assert!(valid_name("submit"));
+        assert!(valid_name("get-weather_2"));
+        assert!(!valid_name(""));
+        assert!(!valid_name("has space"));
+        assert!(!valid_name("café"));
+        assert!(valid_name(&"a".repeat(64)));
+        assert!(!valid_name(&"a".repeat(65)));
+    }
+}

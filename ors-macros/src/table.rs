@@ -1,0 +1,116 @@
+//! The tool table shared by `#[environment]` and `#[toolset]`: duplicate-name checks at
+//! expansion time, and the `static OnceLock` table function.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Member, Path, Type};
+
+use crate::args::Errors;
+use crate::tool::Tool;
+
+/// Drop tools whose name an earlier tool of the same impl already has, with an error on the
+/// later name.
+pub(crate) fn dedup(tools: Vec<Tool>, errors: &mut Errors) -> Vec<Tool> {
+    let mut kept: Vec<Tool> = Vec::with_capacity(tools.len());
+    for tool in tools {
+        if kept.iter().any(|t| t.name == tool.name) {
+            errors.at(
+                tool.name_span,
+                format!(
+                    "duplicate tool name `{}`: an earlier #[tool] in this impl has it; \
+                     rename one with #[tool(name = \"...\")]",
+                    tool.name
+                ),
+            );
+        } else {
+            kept.push(tool);
+        }
+    }
+    kept
+}
+
+/// The body of the table function: adapters, then a `static` built on first use.
+pub(crate) fn table_body(
+    self_ty: &Type,
+    krate: &Path,
+    tools: &[Tool],
+    toolsets: &[Member],
+) -> TokenStream {
+    let p = quote!(#krate::__private);
+    let inputs = tools.iter().map(|t| t.input_ops(krate));
+    let adapters = tools.iter().map(|t| t.adapter(self_ty, krate));
+    let calls = tools.iter().map(|t| t.builder_call(krate));
+    let includes = toolsets.iter().map(|m| {
+        let field = toolset_field(self_ty, krate, m);
+        quote!(.toolset(#field))
+    });
+    quote! {
+        #(#inputs)*
+        #(#adapters)*
+        static __ORS_TABLE: #p::OnceLock<#p::ToolTable<#self_ty>> = #p::OnceLock::new();
+        __ORS_TABLE.get_or_init(|| {
+            #p::TableBuilder::<#self_ty>::new()
+                #(#calls)*
+                #(#includes)*
+                .build()
+        })
+    }
+}
+
+/// `toolset_field(|env| &mut env.field)`, spanned on the field in `toolsets(...)`. The check
+/// and the table emit this same call, so an error in it (no such field, not a toolset) is
+/// reported once.
+fn toolset_field(self_ty: &Type, krate: &Path, member: &Member) -> TokenStream {
+    quote_spanned! {member.span()=>
+        #krate::__private::toolset_field::<#self_ty, _>(|__ors_env| &mut __ors_env.#member)
+    }
+}
+
+/// `const` checks that no toolset field shares a tool name with the environment or with an
+/// earlier toolset field; the error points at the field in `toolsets(...)`.
+pub(crate) fn collision_checks(
+    self_ty: &Type,
+    krate: &Path,
+    own: &[String],
+    toolsets: &[Member],
+) -> TokenStream {
+    if toolsets.is_empty() {
+        return TokenStream::new();
+    }
+    let p = quote!(#krate::__private);
+    let env_name = quote!(#self_ty).to_string().replace(' ', "");
+    let names: Vec<_> = (0..toolsets.len())
+        .map(|i| quote::format_ident!("__ORS_TOOLSET_{}", i))
+        .collect();
+    let fields: Vec<String> = toolsets.iter().map(|m| quote!(#m).to_string()).collect();
+    let consts = toolsets.iter().zip(&names).map(|(m, n)| {
+        let field = toolset_field(self_ty, krate, m);
+        quote!(const #n: &[&str] = #field.names;)
+    });
+    let checks = toolsets.iter().enumerate().map(|(i, m)| {
+        let (field, names_i) = (&fields[i], &names[i]);
+        let earlier_fields = &fields[..i];
+        let earlier_names = &names[..i];
+        quote_spanned! {m.span()=>
+            if let #p::Option::Some(msg) = #p::toolset_collision(
+                #env_name,
+                __ORS_OWN,
+                &[#((#earlier_fields, #earlier_names)),*],
+                #field,
+                #names_i,
+            )
+            .as_str()
+            {
+                ::core::panic!("{}", msg);
+            }
+        }
+    });
+    quote! {
+        const _: () = {
+            const __ORS_OWN: &[&str] = &[#(#own),*];
+            #(#consts)*
+            #(#checks)*
+        };
+    }
+}

@@ -1,0 +1,52 @@
+//! `#[wire]`: derive `Serialize`, `Deserialize` and `JsonSchema` through the SDK's
+//! re-exports, so an author needs no direct `serde` or `schemars` dependency.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+use syn::Path;
+
+use crate::args::{self, Errors};
+
+pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut errors = Errors::default();
+    let mut krate: Path = args::default_crate();
+    args::parse_args(
+        attr,
+        "#[wire]",
+        &[args::CRATE_KEY],
+        &mut errors,
+        |_, meta| {
+            krate = args::crate_path(meta)?;
+            Ok(())
+        },
+    );
+    let derive = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Struct(_) | syn::Item::Enum(_)) => true,
+        Ok(other) => {
+            errors.spanned(
+                crate::item_head(&other),
+                "#[wire] goes on a struct or an enum",
+            );
+            false
+        }
+        Err(e) => {
+            errors.push(e);
+            false
+        }
+    };
+    let errors = errors.into_compile_errors();
+    if !derive {
+        return quote!(#item #errors);
+    }
+    let serde = quote!(#krate::__private::serde);
+    let schemars = quote!(#krate::__private::schemars);
+    let serde_str = serde.to_string().replace(' ', "");
+    let schemars_str = schemars.to_string().replace(' ', "");
+    quote! {
+        #[derive(#serde::Serialize, #serde::Deserialize, #schemars::JsonSchema)]
+        #[serde(crate = #serde_str)]
+        #[schemars(crate = #schemars_str)]
+        #item
+        #errors
+    }
+}

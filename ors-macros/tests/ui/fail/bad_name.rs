@@ -1,0 +1,27 @@
+use ors_server::prelude::*;
+
+struct Env;
+
+#[environment]
+impl Environment for Env {
+    type Task = JsonObject;
+    fn splits() -> Vec<Split> {
+        vec![]
+    }
+    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
+        Ok(vec![])
+    }
+    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
+        Ok(Env)
+    }
+    async fn prompt(&self) -> Result<Blocks, EnvError> {
+        Ok(vec![])
+    }
+
+    #[tool(name = "look up")]
+    fn lookup(&self) -> String {
+        String::new()
+    }
+}
+
+fn main() {}

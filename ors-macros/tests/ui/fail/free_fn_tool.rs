@@ -1,0 +1,8 @@
+use ors_server::prelude::*;
+
+#[tool]
+fn free() -> String {
+    String::new()
+}
+
+fn main() {}

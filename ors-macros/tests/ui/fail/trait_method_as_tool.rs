@@ -1,0 +1,25 @@
+use ors_server::prelude::*;
+
+struct Env;
+
+#[environment]
+impl Environment for Env {
+    type Task = JsonObject;
+    fn splits() -> Vec<Split> {
+        vec![]
+    }
+    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
+        Ok(vec![])
+    }
+    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
+        Ok(Env)
+    }
+
+    /// The prompt is not a tool.
+    #[tool]
+    async fn prompt(&self) -> Result<Blocks, EnvError> {
+        Ok(vec![])
+    }
+}
+
+fn main() {}
