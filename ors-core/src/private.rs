@@ -50,11 +50,17 @@ pub fn parse_input<T: ToolInput>(tool: &str, input: Value) -> Result<T, RunToolO
     } else {
         input
     };
-    serde_json::from_value(input).map_err(|e| {
-        RunToolOutput::Error(format!(
-            "invalid input for tool '{tool}': {}",
-            e.to_string().replace('`', "'")
-        ))
+    // serde_json names a missing field but not the field whose value has the wrong type;
+    // the path tracker supplies it so the model knows what to fix.
+    serde_path_to_error::deserialize(input).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string().replace('`', "'");
+        let msg = if path == "." {
+            format!("invalid input for tool '{tool}': {inner}")
+        } else {
+            format!("invalid input for tool '{tool}': field '{path}': {inner}")
+        };
+        RunToolOutput::Error(msg)
     })
 }
 

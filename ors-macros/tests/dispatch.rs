@@ -255,7 +255,8 @@ async fn bad_input_is_an_error_result_naming_tool_and_field() {
     assert_eq!(
         out,
         RunToolOutput::Error(
-            "invalid input for tool 'add': invalid type: string \"two\", expected i64".into()
+            "invalid input for tool 'add': field 'b': invalid type: string \"two\", expected i64"
+                .into()
         )
     );
 }
