@@ -3,6 +3,7 @@
 
 mod bench;
 mod conformance;
+mod interop;
 mod procs;
 mod python;
 mod test;

@@ -21,7 +21,9 @@ impl ServerProcess {
     pub fn start(mut cmd: Command, timeout: Duration) -> Result<Self, String> {
         let what = format!("{cmd:?}");
         cmd.stdout(Stdio::piped()).stdin(Stdio::null());
-        let mut child = cmd.spawn().map_err(|e| format!("could not start {what}: {e}"))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start {what}: {e}"))?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -47,7 +49,9 @@ impl ServerProcess {
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                Err(format!("{what} did not print its ready line within {timeout:?}"))
+                Err(format!(
+                    "{what} did not print its ready line within {timeout:?}"
+                ))
             }
         }
     }

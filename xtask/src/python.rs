@@ -22,10 +22,19 @@ pub fn ensure_venv() -> Result<PathBuf, String> {
         return Ok(python);
     }
     let host_python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    eprintln!("xtask: creating the reference virtualenv at {}", venv.display());
+    eprintln!(
+        "xtask: creating the reference virtualenv at {}",
+        venv.display()
+    );
     run(Command::new(&host_python).arg("-m").arg("venv").arg(&venv))?;
     run(Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .arg(ORS_SDK))?;
     std::fs::write(&marker, ORS_SDK).map_err(|e| format!("writing {}: {e}", marker.display()))?;
     Ok(python)

@@ -24,7 +24,15 @@ fn cargo(args: &[&str]) -> Result<(), String> {
 /// Run every check.
 pub fn run(_args: TestArgs) -> Result<ExitCode, String> {
     cargo(&["fmt", "--all", "--check"])?;
-    cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
     cargo(&["test", "--workspace"])?;
+    crate::interop::run_all()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,227 @@
+"""The conformance fixture written with the Python reference SDK (ors-sdk 0.1.0).
+
+It implements the same contract as the Rust `conformance` example (see the server issue):
+env `conformance`; splits train (25), test (5), hard (bare name, 3); shared tools echo, submit,
+counter, big, image, fail, panic, sleep, secret; task-specific tool hint. A second, trivial
+environment `aux` is served after it (the fixture stays the default). `cargo xtask
+conformance --url ...` run against it shows where the reference deviates from the protocol
+(interop/reference-expected-failures.txt).
+
+Usage: python conformance_env.py [--host 127.0.0.1] [--port N]   (port 0 picks a free port)
+Prints `ors-reference listening on http://HOST:PORT` on stdout once the port accepts connections.
+"""
+
+import argparse
+import asyncio
+import base64
+import socket
+import struct
+import sys
+import threading
+import time
+import zlib
+from typing import Optional
+
+from pydantic import BaseModel
+
+from ors import Environment, ImageBlock, Server, Split, TextBlock, ToolOutput, tool
+from ors.types import RunToolError, RunToolOutput
+
+SPLITS = {"train": (0, 25), "test": (100, 5), "hard": (200, 3)}
+
+
+def make_task(i: int) -> dict:
+    return {"id": i, "question": f"What is {i}+{i}?", "answer": str(2 * i)}
+
+
+def tiny_png() -> str:
+    """A valid 1x1 red PNG, base64-encoded (built here so the fixture has no binary file)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    ihdr = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\x00\xff\x00\x00")
+    png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    return base64.b64encode(png).decode()
+
+
+PNG = tiny_png()
+
+
+class ToolFailure(Exception):
+    """Raised by a tool to produce an `ok: false` result instead of an SSE `error` event."""
+
+
+class EchoInput(BaseModel):
+    text: str
+
+
+class SubmitInput(BaseModel):
+    answer: str
+
+
+class BigInput(BaseModel):
+    bytes: int
+
+
+class FailInput(BaseModel):
+    message: str
+
+
+class SleepInput(BaseModel):
+    ms: int
+
+
+class SecretInput(BaseModel):
+    name: str
+
+
+class Conformance(Environment):
+    """The conformance fixture."""
+
+    def __init__(self, task_spec: dict = {}, secrets: dict = {}) -> None:
+        super().__init__(task_spec=task_spec, secrets=secrets)
+        self.secrets = dict(secrets or {})
+        self.count = 0
+
+    @classmethod
+    def list_splits(cls):
+        return [Split(name="train", type="train"), Split(name="test", type="test"), "hard"]
+
+    @classmethod
+    def list_tasks(cls, split: str):
+        first, n = SPLITS[split]
+        return [make_task(first + i) for i in range(n)]
+
+    def get_prompt(self):
+        return [TextBlock(text=str(self.task_spec.get("question", "")))]
+
+    async def _call_tool(self, name, input):
+        # The reference turns every exception into an SSE `error` event; the fixture's `fail`
+        # tool must give an `ok: false` result, so it is mapped here.
+        try:
+            return await super()._call_tool(name, input)
+        except ToolFailure as e:
+            return RunToolOutput(RunToolError(error=str(e)))
+
+    @tool
+    def echo(self, params: EchoInput) -> ToolOutput:
+        """Return the text unchanged."""
+        return ToolOutput(
+            blocks=[TextBlock(text=params.text)],
+            metadata={"length": len(params.text)},
+            reward=0.0,
+            finished=False,
+        )
+
+    @tool
+    def submit(self, params: SubmitInput) -> ToolOutput:
+        """Submit an answer; ends the episode."""
+        correct = params.answer.strip() == str(self.task_spec.get("answer", ""))
+        return ToolOutput(
+            blocks=[TextBlock(text="Correct!" if correct else "Incorrect")],
+            reward=1.0 if correct else 0.0,
+            finished=True,
+        )
+
+    @tool
+    def counter(self) -> ToolOutput:
+        """How many times counter ran in this session, including this call."""
+        self.count += 1
+        return ToolOutput(blocks=[TextBlock(text=str(self.count))])
+
+    @tool
+    def big(self, params: BigInput) -> ToolOutput:
+        """One text block of that many 'x' characters."""
+        return ToolOutput(blocks=[TextBlock(text="x" * params.bytes)])
+
+    @tool
+    def image(self) -> ToolOutput:
+        """A text block and a PNG image block."""
+        return ToolOutput(blocks=[TextBlock(text="image"), ImageBlock(data=PNG, mimeType="image/png")])
+
+    @tool
+    def fail(self, params: FailInput) -> ToolOutput:
+        """Fail with the given message (ok: false)."""
+        raise ToolFailure(params.message)
+
+    @tool
+    def panic(self) -> ToolOutput:
+        """Crash."""
+        raise RuntimeError("panic tool called")
+
+    @tool
+    async def sleep(self, params: SleepInput) -> ToolOutput:
+        """Sleep that many milliseconds, then answer 'slept'."""
+        await asyncio.sleep(params.ms / 1000)
+        return ToolOutput(blocks=[TextBlock(text="slept")])
+
+    @tool
+    def secret(self, params: SecretInput) -> ToolOutput:
+        """The value of the named secret."""
+        value: Optional[str] = self.secrets.get(params.name)
+        if value is None:
+            raise ToolFailure(f"no secret named {params.name!r}")
+        return ToolOutput(blocks=[TextBlock(text=value)])
+
+    # Task-specific: the reference lists `shared=False` tools nowhere (its default
+    # `list_task_tools` is empty), which is one of its documented deviations.
+    @tool(shared=False)
+    def hint(self) -> ToolOutput:
+        """A hint for this task."""
+        return ToolOutput(blocks=[TextBlock(text=f"The answer is {self.task_spec.get('answer', '')}")])
+
+
+class Aux(Environment):
+    """A second environment, served after the fixture, so clauses about several environments
+    (an episode route naming another environment, notes row 18) have something to name."""
+
+    @classmethod
+    def list_splits(cls):
+        return ["train"]
+
+    @classmethod
+    def list_tasks(cls, split: str):
+        return [{"id": 0, "question": "aux"}]
+
+    def get_prompt(self):
+        return [TextBlock(text="aux")]
+
+    @tool
+    def noop(self) -> ToolOutput:
+        """Do nothing."""
+        return ToolOutput(blocks=[TextBlock(text="noop")])
+
+
+def free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def announce_when_ready(host: str, port: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                print(f"ors-reference listening on http://{host}:{port}", flush=True)
+                return
+        except OSError:
+            time.sleep(0.05)
+    print("ors-reference: server did not come up", file=sys.stderr, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    args = parser.parse_args()
+    port = args.port or free_port(args.host)
+    threading.Thread(target=announce_when_ready, args=(args.host, port), daemon=True).start()
+    Server([Conformance, Aux]).run(host=args.host, port=port)
+
+
+if __name__ == "__main__":
+    main()

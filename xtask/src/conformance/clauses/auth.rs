@@ -1,0 +1,127 @@
+//! The optional API key (notes row 17): checked only when the runner is given the key
+//! (`--api-key` or `ORS_API_KEY`); a server without one skips these clauses.
+
+use serde_json::json;
+
+use super::{clause, Clause, Group};
+use crate::conformance::http::{Request, Response, Target};
+use crate::conformance::support::{ensure, expect_error, expect_ok_json, Check, Ctx};
+
+const fn a(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
+    clause(Group::Robustness, id, description, check)
+}
+
+/// The API key clauses (part of the robustness group).
+pub const CLAUSES: &[Clause] = &[
+    a(
+        "robustness.auth.health-open",
+        "with an API key set, GET /health needs no key (notes row 17)",
+        health_open,
+    ),
+    a(
+        "robustness.auth.missing-401",
+        "with an API key set, every other route without a key is 401 (notes row 17)",
+        missing,
+    ),
+    a(
+        "robustness.auth.wrong-401",
+        "a wrong X-API-Key is 401 (notes row 17)",
+        wrong,
+    ),
+    a(
+        "robustness.auth.bearer",
+        "Authorization: Bearer <key> is accepted like X-API-Key (notes row 17)",
+        bearer,
+    ),
+];
+
+const SKIP: &str = "no API key given (--api-key or ORS_API_KEY)";
+
+/// The target without its key, so requests go out unauthenticated.
+fn bare(ctx: &Ctx) -> Target {
+    Target {
+        api_key: None,
+        ..ctx.target.clone()
+    }
+}
+
+fn health_open(ctx: &Ctx) -> Check {
+    if ctx.target.api_key.is_none() {
+        return ctx.skip(SKIP);
+    }
+    let v = expect_ok_json(&Request::new("GET", "/health").send(&bare(ctx))?)?;
+    ensure!(v == json!({"status": "ok"}), "health without a key: {v}");
+    Ok(())
+}
+
+/// One request to every kind of route (the session ones with a real session).
+fn every_route(ctx: &Ctx, sid: &str) -> Vec<Request> {
+    vec![
+        Request::new("GET", "/list_environments"),
+        Request::new("GET", &ctx.path("/tools")),
+        Request::new("GET", &ctx.path("/splits")),
+        Request::new("POST", &ctx.path("/tasks")).json(&json!({"split": "train"})),
+        Request::new("POST", &ctx.path("/num_tasks")).json(&json!({"split": "train"})),
+        Request::new("POST", &ctx.path("/task")).json(&json!({"split": "train", "index": 0})),
+        Request::new("POST", "/create_session").header("Accept", "text/event-stream"),
+        Request::new("POST", "/ping").sid(sid),
+        Request::new("GET", &ctx.path("/prompt")).sid(sid),
+        Request::new("GET", &ctx.path("/task_tools")).sid(sid),
+        ctx.call_request(sid, &json!({"name": "counter", "input": {}})),
+        Request::new("POST", "/delete").sid(sid),
+    ]
+}
+
+fn expect_refused(target: &Target, reqs: Vec<Request>) -> Check {
+    for req in reqs {
+        let r: Response = req.send(target)?;
+        expect_error(&r, 401).map_err(|e| format!("{} {}: {e}", req.method, req.path))?;
+    }
+    Ok(())
+}
+
+fn missing(ctx: &Ctx) -> Check {
+    if ctx.target.api_key.is_none() {
+        return ctx.skip(SKIP);
+    }
+    let s = ctx.session_at("train", 1)?;
+    expect_refused(&bare(ctx), every_route(ctx, &s.sid))?;
+    // The refused requests changed nothing: the session is still at its first counter.
+    let n = s.text("counter", json!({}))?;
+    ensure!(n == "1", "a refused call ran: counter gave {n:?}");
+    Ok(())
+}
+
+fn wrong(ctx: &Ctx) -> Check {
+    let Some(key) = &ctx.target.api_key else {
+        return ctx.skip(SKIP);
+    };
+    let s = ctx.session_at("train", 1)?;
+    let wrong = Target {
+        api_key: Some(format!("{key}-wrong")),
+        ..ctx.target.clone()
+    };
+    expect_refused(&wrong, every_route(ctx, &s.sid))
+}
+
+fn bearer(ctx: &Ctx) -> Check {
+    let Some(key) = &ctx.target.api_key else {
+        return ctx.skip(SKIP);
+    };
+    let bearer = format!("Bearer {key}");
+    let target = bare(ctx);
+    let r = Request::new("GET", "/list_environments")
+        .header("Authorization", &bearer)
+        .send(&target)?;
+    expect_ok_json(&r)?;
+    let r = Request::new("POST", &ctx.path("/num_tasks"))
+        .header("Authorization", &bearer)
+        .json(&json!({"split": "hard"}))
+        .send(&target)?;
+    let v = expect_ok_json(&r)?;
+    ensure!(
+        v == json!({"num_tasks": 3}),
+        "num_tasks with a bearer token: {v}"
+    );
+    Ok(())
+}

@@ -1,0 +1,604 @@
+//! Calls: SSE framing, `task_id` first, exact outputs and wire keys, images, `ok: false`,
+//! crashes, reconnects, task ids bound to sessions, isolation, parallel sessions, long calls
+//! and keep-alives. Chunking is in `chunking.rs`.
+
+use std::time::Duration;
+
+use ors_core::sse::SseDecoder;
+use serde_json::json;
+
+use super::{clause, Clause, Group};
+use crate::conformance::http::Request;
+use crate::conformance::support::{
+    b64_decode, comment_offsets, ensure, expect_error, expect_json, expect_status, first_text,
+    task, Call, Check, Ctx,
+};
+
+const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
+    clause(Group::Calls, id, description, check)
+}
+
+/// The call clauses.
+pub const CLAUSES: &[Clause] = &[
+    c("calls.sse.content-type", "POST /{env}/call answers 200 text/event-stream", sse_content_type),
+    c("calls.sse.task_id-first", "the first event of a call stream is task_id with a non-empty id", sse_task_id_first),
+    c("calls.sse.end-last", "a call stream has exactly one end event and nothing after it", sse_end_last),
+    c("calls.sse.single-line-data", "every event's data is a single data: line", sse_single_line),
+    c("calls.sse.accept-optional", "a call without Accept: text/event-stream still gets the SSE stream", sse_accept_optional),
+    c("calls.sse.task-ids-unique", "each call gets its own task_id", sse_task_ids_unique),
+    c("calls.echo.exact", "echo's end data is exactly the documented result (text, metadata, reward 0.0, finished false)", echo_exact),
+    c("calls.echo.unicode", "non-ASCII text round-trips; metadata.length counts characters", echo_unicode),
+    c("calls.echo.escapes", "quotes, backslashes, newlines and control characters round-trip in one data line", echo_escapes),
+    c("calls.echo.empty", "an empty text round-trips", echo_empty),
+    c("calls.wire-keys.output", "output always carries blocks, metadata, reward and finished, null when unset (notes row 13)", wire_keys_output),
+    c("calls.wire-keys.text-block", "a text block is exactly {text, detail: null, type: \"text\"} (notes row 13)", wire_keys_text_block),
+    c("calls.submit.correct", "submit with the right answer gives Correct!, reward 1.0, finished", submit_correct),
+    c("calls.submit.incorrect", "submit with a wrong answer gives Incorrect, reward 0.0, finished", submit_incorrect),
+    c("calls.counter.sequence", "counter counts the calls of its session: 1, 2, 3", counter_sequence),
+    c("calls.image", "image gives a text block and an image block {data, mimeType, detail, type} with a PNG", image),
+    c("calls.fail.ok-false", "a tool error is an end event {\"ok\": false, \"error\": message}", fail_ok_false),
+    c("calls.unknown-tool.ok-false", "an unknown tool name is an ok: false result naming the tool (notes row 5)", unknown_tool),
+    c("calls.bad-input.ok-false", "input of the wrong type is an ok: false result naming the field (notes row 5)", bad_input),
+    c("calls.missing-input.ok-false", "input missing a required field is an ok: false result naming the field (notes row 5)", missing_input),
+    c("calls.panic.error-event", "a crashing tool gives task_id then an error event and no end (notes row 6)", panic_error_event),
+    c("calls.panic.server-lives", "after a crash the server and the session keep working (notes row 6)", panic_server_lives),
+    c("calls.hint", "the task-specific tool hint can be called and knows the task", hint),
+    c("calls.hint.task_spec", "hint works for a task given inline as task_spec", hint_task_spec),
+    c("calls.reconnect.same-result", "a call with the task_id of a finished call returns the same result without running again", reconnect_same),
+    c("calls.reconnect.after-disconnect", "a call whose client disconnected finishes; reconnecting by task_id gets its result", reconnect_after_disconnect),
+    c("calls.reconnect.unknown-task-id", "an unknown task_id gives an error event and no end (notes row 20)", reconnect_unknown),
+    c("calls.reconnect.unknown-runs-nothing", "a call with an unknown task_id does not run the tool (notes row 20)", reconnect_unknown_runs_nothing),
+    c("calls.reconnect.other-session", "a task_id from another session is refused with an error event (notes row 9)", reconnect_other_session),
+    c("calls.isolation.counter", "counters of two sessions do not interfere", isolation_counter),
+    c("calls.isolation.tasks", "two sessions on different tasks grade against their own task", isolation_tasks),
+    c("calls.parallel.64-sessions", "64 sessions created and driven in parallel all get correct results", parallel_64),
+    c("calls.concurrent.same-session", "two overlapping calls on one session both complete correctly (notes row 21)", concurrent_same_session),
+    c("calls.sleep", "sleep answers slept", sleep),
+    c("calls.timeout.long-call", "a 3 s call completes; the server does not cut long calls short", long_call),
+    c("calls.default-env", "POST /call without env prefix calls the default environment (notes row 8)", default_env),
+    c("calls.body.missing-name-400", "a call body without name is 400, not 422 (notes row 4)", body_missing_name),
+    c("calls.body.non-json-400", "a call body that is not JSON is 400 (notes row 4)", body_non_json),
+    c("calls.body.input-not-object", "a call whose input is not an object is refused (400 or ok: false)", body_input_not_object),
+    Clause {
+        slow: true,
+        ..c("calls.keepalive", "a call longer than the keep-alive interval shows a : comment before end (notes rows 10, 22)", keepalive)
+    },
+];
+
+fn session(ctx: &Ctx) -> Result<crate::conformance::support::Session<'_>, String> {
+    ctx.session_at("train", 7)
+}
+
+fn sse_content_type(ctx: &Ctx) -> Check {
+    session(ctx)?.call("counter", json!({}))?.expect_stream()
+}
+
+fn sse_task_id_first(ctx: &Ctx) -> Check {
+    let call = session(ctx)?.call("echo", json!({"text": "a"}))?;
+    call.expect_stream()?;
+    let first = call.events.first().ok_or("empty stream")?;
+    ensure!(first.event == "task_id", "first event is {:?}", first.event);
+    ensure!(!first.data.trim().is_empty(), "empty task_id");
+    Ok(())
+}
+
+fn sse_end_last(ctx: &Ctx) -> Check {
+    let call = session(ctx)?.call("echo", json!({"text": "a"}))?;
+    call.result_json()?;
+    ensure!(
+        call.events.last().map(|e| e.event.as_str()) == Some("end"),
+        "events are {:?}",
+        call.names()
+    );
+    Ok(())
+}
+
+fn sse_single_line(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    for call in [
+        s.call("echo", json!({"text": "line one\nline two\r\nthree"}))?,
+        s.call("big", json!({"bytes": 9000}))?,
+        s.call("image", json!({}))?,
+    ] {
+        call.result_json()?;
+        for e in &call.events {
+            ensure!(
+                !e.data.contains('\n'),
+                "{} event data spans several lines",
+                e.event
+            );
+        }
+    }
+    Ok(())
+}
+
+fn sse_accept_optional(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let req = Request::new("POST", &ctx.path("/call"))
+        .sid(&s.sid)
+        .json(&json!({"name": "echo", "input": {"text": "no accept"}}));
+    let call = ctx.call_with(&req, ctx.target.timeout)?;
+    let text = first_text(&call.output()?)?;
+    ensure!(text == "no accept", "echo gave {text:?}");
+    Ok(())
+}
+
+fn sse_task_ids_unique(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let a = s.call("counter", json!({}))?;
+    let b = s.call("counter", json!({}))?;
+    let (a, b) = (
+        a.task_id().ok_or("no task_id")?,
+        b.task_id().ok_or("no task_id")?,
+    );
+    ensure!(a != b, "two calls share task_id {a}");
+    Ok(())
+}
+
+fn echo_exact(ctx: &Ctx) -> Check {
+    let v = session(ctx)?
+        .call("echo", json!({"text": "hello"}))?
+        .result_json()?;
+    let want = json!({"ok": true, "output": {
+        "blocks": [{"text": "hello", "detail": null, "type": "text"}],
+        "metadata": {"length": 5}, "reward": 0.0, "finished": false}});
+    expect_json("echo result", &v, &want)
+}
+
+fn echo_roundtrip(ctx: &Ctx, text: &str) -> Check {
+    let out = session(ctx)?.ok("echo", json!({"text": text}))?;
+    let got = first_text(&out)?;
+    ensure!(
+        got == text,
+        "echo changed the text: sent {text:?}, got {got:?}"
+    );
+    let n = text.chars().count();
+    ensure!(
+        out["metadata"]["length"] == json!(n),
+        "metadata.length is {}, expected {n}",
+        out["metadata"]["length"]
+    );
+    Ok(())
+}
+
+fn echo_unicode(ctx: &Ctx) -> Check {
+    echo_roundtrip(ctx, "héllo wörld ✓ 数学 🎉")
+}
+
+fn echo_escapes(ctx: &Ctx) -> Check {
+    echo_roundtrip(
+        ctx,
+        "quote \" backslash \\ newline \n cr \r tab \t nul-ish \u{1} </script>",
+    )
+}
+
+fn echo_empty(ctx: &Ctx) -> Check {
+    echo_roundtrip(ctx, "")
+}
+
+fn wire_keys_output(ctx: &Ctx) -> Check {
+    let out = session(ctx)?.ok("counter", json!({}))?;
+    let obj = out.as_object().ok_or("output is not an object")?;
+    let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    ensure!(
+        keys == ["blocks", "finished", "metadata", "reward"],
+        "output keys are {keys:?}"
+    );
+    ensure!(
+        out["metadata"].is_null() && out["reward"].is_null(),
+        "unset metadata/reward are not null: {out}"
+    );
+    ensure!(
+        out["finished"] == json!(false),
+        "finished is {}",
+        out["finished"]
+    );
+    Ok(())
+}
+
+fn wire_keys_text_block(ctx: &Ctx) -> Check {
+    let out = session(ctx)?.ok("counter", json!({}))?;
+    expect_json(
+        "counter blocks",
+        &out["blocks"],
+        &json!([{"text": "1", "detail": null, "type": "text"}]),
+    )
+}
+
+fn submit(ctx: &Ctx, answer: &str, text: &str, reward: f64) -> Check {
+    let out = session(ctx)?.ok("submit", json!({"answer": answer}))?;
+    let want = json!({"blocks": [{"text": text, "detail": null, "type": "text"}],
+        "metadata": null, "reward": reward, "finished": true});
+    expect_json("submit output", &out, &want)
+}
+
+fn submit_correct(ctx: &Ctx) -> Check {
+    submit(ctx, "14", "Correct!", 1.0)
+}
+
+fn submit_incorrect(ctx: &Ctx) -> Check {
+    submit(ctx, "15", "Incorrect", 0.0)
+}
+
+fn counter_sequence(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    for want in ["1", "2", "3"] {
+        let got = s.text("counter", json!({}))?;
+        ensure!(got == want, "counter gave {got:?}, expected {want:?}");
+    }
+    Ok(())
+}
+
+fn image(ctx: &Ctx) -> Check {
+    let out = session(ctx)?.ok("image", json!({}))?;
+    let blocks = out["blocks"].as_array().ok_or("no blocks")?;
+    ensure!(blocks.len() == 2, "expected 2 blocks, got {}", blocks.len());
+    expect_json(
+        "text block",
+        &blocks[0],
+        &json!({"text": "image", "detail": null, "type": "text"}),
+    )?;
+    let img = blocks[1]
+        .as_object()
+        .ok_or("image block is not an object")?;
+    let mut keys: Vec<&str> = img.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    ensure!(
+        keys == ["data", "detail", "mimeType", "type"],
+        "image block keys are {keys:?}"
+    );
+    ensure!(
+        img["type"] == json!("image") && img["mimeType"] == json!("image/png"),
+        "image block is {}",
+        blocks[1]
+    );
+    ensure!(img["detail"].is_null(), "image detail is not null");
+    let png = b64_decode(img["data"].as_str().ok_or("data is not a string")?)?;
+    ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "data is not a PNG");
+    Ok(())
+}
+
+fn fail_ok_false(ctx: &Ctx) -> Check {
+    let v = session(ctx)?
+        .call("fail", json!({"message": "boom: intentional"}))?
+        .result_json()?;
+    expect_json(
+        "fail result",
+        &v,
+        &json!({"ok": false, "error": "boom: intentional"}),
+    )
+}
+
+fn unknown_tool(ctx: &Ctx) -> Check {
+    let err = session(ctx)?
+        .call("no_such_tool", json!({}))?
+        .tool_error()?;
+    ensure!(
+        err.contains("no_such_tool"),
+        "the error does not name the tool: {err:?}"
+    );
+    Ok(())
+}
+
+fn bad_input(ctx: &Ctx) -> Check {
+    let err = session(ctx)?
+        .call("echo", json!({"text": 5}))?
+        .tool_error()?;
+    ensure!(
+        err.contains("text"),
+        "the error does not name the field: {err:?}"
+    );
+    Ok(())
+}
+
+fn missing_input(ctx: &Ctx) -> Check {
+    let err = session(ctx)?.call("submit", json!({}))?.tool_error()?;
+    ensure!(
+        err.contains("answer"),
+        "the error does not name the field: {err:?}"
+    );
+    Ok(())
+}
+
+fn panic_error_event(ctx: &Ctx) -> Check {
+    let call = session(ctx)?.call("panic", json!({}))?;
+    call.expect_stream()?;
+    ensure!(
+        call.names() == ["task_id", "error"],
+        "events are {:?}",
+        call.names()
+    );
+    ensure!(
+        !call.error_event().unwrap_or_default().is_empty(),
+        "empty error message"
+    );
+    Ok(())
+}
+
+fn panic_server_lives(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    ensure!(
+        s.text("counter", json!({}))? == "1",
+        "counter did not start at 1"
+    );
+    let _ = s.call("panic", json!({}))?;
+    expect_status(&ctx.get("/health")?, 200)?;
+    let n = s.text("counter", json!({}))?;
+    ensure!(
+        n == "2",
+        "the session lost its state after a crash: counter gave {n:?}"
+    );
+    Ok(())
+}
+
+fn hint(ctx: &Ctx) -> Check {
+    let text = session(ctx)?.text("hint", json!({}))?;
+    ensure!(text == "The answer is 14", "hint gave {text:?}");
+    Ok(())
+}
+
+fn hint_task_spec(ctx: &Ctx) -> Check {
+    let spec = json!({"id": 999, "question": "Name a colour.", "answer": "blue"});
+    let s = ctx.session(&json!({"task_spec": spec}))?;
+    let text = s.text("hint", json!({}))?;
+    ensure!(text == "The answer is blue", "hint gave {text:?}");
+    Ok(())
+}
+
+fn reconnect(ctx: &Ctx, sid: &str, name: &str, task_id: &str) -> Result<Call, String> {
+    let body = json!({"name": name, "input": {}, "task_id": task_id});
+    ctx.call_with(&ctx.call_request(sid, &body), ctx.target.timeout)
+}
+
+fn reconnect_same(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let first = s.call("counter", json!({}))?;
+    let want = first.result_json()?;
+    let id = first.task_id().ok_or("no task_id")?;
+    let again = reconnect(ctx, &s.sid, "counter", id)?;
+    expect_json("reconnected result", &again.result_json()?, &want)?;
+    let n = s.text("counter", json!({}))?;
+    ensure!(
+        n == "2",
+        "the reconnect ran the tool again: next counter is {n:?}"
+    );
+    Ok(())
+}
+
+fn reconnect_after_disconnect(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let req = ctx.call_request(&s.sid, &json!({"name": "sleep", "input": {"ms": 1500}}));
+    let task_id = {
+        let (mut conn, head) = req.open(&ctx.target, ctx.target.timeout)?;
+        ensure!(head.status == 200, "call answered {}", head.status);
+        let mut body = conn.body(&head, "POST");
+        let mut sse = SseDecoder::new();
+        let mut id = None;
+        while id.is_none() {
+            let piece = body.next_piece()?.ok_or("stream ended before task_id")?;
+            id = sse
+                .push(&piece)
+                .into_iter()
+                .find(|e| e.event == "task_id")
+                .map(|e| e.data);
+        }
+        id.unwrap_or_default()
+        // the connection is dropped here, mid-call
+    };
+    let again = reconnect(ctx, &s.sid, "sleep", &task_id)?;
+    let text = first_text(&again.output()?)?;
+    ensure!(text == "slept", "reconnected result is {text:?}");
+    Ok(())
+}
+
+fn reconnect_unknown(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let call = reconnect(ctx, &s.sid, "counter", "no-such-task-id-0000")?;
+    call.expect_stream()?;
+    ensure!(
+        call.error_event().is_some(),
+        "no error event: {:?}",
+        call.names()
+    );
+    ensure!(
+        !call.names().contains(&"end"),
+        "an end event followed: {:?}",
+        call.names()
+    );
+    Ok(())
+}
+
+fn reconnect_unknown_runs_nothing(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let _ = reconnect(ctx, &s.sid, "counter", "no-such-task-id-0001")?;
+    let n = s.text("counter", json!({}))?;
+    ensure!(
+        n == "1",
+        "the unknown task_id ran counter: next counter is {n:?}"
+    );
+    Ok(())
+}
+
+fn reconnect_other_session(ctx: &Ctx) -> Check {
+    let a = session(ctx)?;
+    let b = session(ctx)?;
+    let first = a.call("echo", json!({"text": "private to a"}))?;
+    first.result_json()?;
+    let id = first.task_id().ok_or("no task_id")?;
+    let stolen = reconnect(ctx, &b.sid, "echo", id)?;
+    ensure!(
+        !String::from_utf8_lossy(&stolen.raw).contains("private to a"),
+        "session b received session a's result"
+    );
+    ensure!(
+        stolen.error_event().is_some() || stolen.head.status >= 400,
+        "no error for a foreign task_id: {:?}",
+        stolen.names()
+    );
+    Ok(())
+}
+
+fn isolation_counter(ctx: &Ctx) -> Check {
+    let a = session(ctx)?;
+    let b = session(ctx)?;
+    a.text("counter", json!({}))?;
+    a.text("counter", json!({}))?;
+    let nb = b.text("counter", json!({}))?;
+    let na = a.text("counter", json!({}))?;
+    ensure!(
+        nb == "1" && na == "3",
+        "counters interfere: b gave {nb:?}, a gave {na:?}"
+    );
+    Ok(())
+}
+
+fn isolation_tasks(ctx: &Ctx) -> Check {
+    let a = ctx.session_at("train", 2)?;
+    let b = ctx.session_at("train", 3)?;
+    let ta = a.text("submit", json!({"answer": "4"}))?;
+    let tb = b.text("submit", json!({"answer": "4"}))?;
+    ensure!(
+        ta == "Correct!" && tb == "Incorrect",
+        "a gave {ta:?}, b gave {tb:?}"
+    );
+    Ok(())
+}
+
+fn drive_one(ctx: &Ctx, i: i64) -> Check {
+    let mut s = ctx.session_at("train", i % 25)?;
+    for want in ["1", "2"] {
+        let n = s.text("counter", json!({}))?;
+        ensure!(n == want, "session {i}: counter gave {n:?}");
+    }
+    let answer = (2 * (i % 25)).to_string();
+    let t = s.text("submit", json!({"answer": answer}))?;
+    ensure!(t == "Correct!", "session {i}: submit gave {t:?}");
+    expect_status(&s.delete()?, 200)
+}
+
+fn parallel_64(ctx: &Ctx) -> Check {
+    let errors: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..64)
+            .map(|i| scope.spawn(move || drive_one(ctx, i)))
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| match h.join() {
+                Ok(r) => r.err(),
+                Err(_) => Some("a worker thread panicked".to_owned()),
+            })
+            .collect()
+    });
+    ensure!(
+        errors.is_empty(),
+        "{} of 64 sessions failed; first: {}",
+        errors.len(),
+        errors[0]
+    );
+    Ok(())
+}
+
+fn concurrent_same_session(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let (slow, fast) = std::thread::scope(|scope| {
+        let slow = scope.spawn(|| s.text("sleep", json!({"ms": 400})));
+        std::thread::sleep(Duration::from_millis(50));
+        let fast = scope.spawn(|| s.text("echo", json!({"text": "overlap"})));
+        (slow.join(), fast.join())
+    });
+    let slow = slow.map_err(|_| "thread panicked".to_owned())??;
+    let fast = fast.map_err(|_| "thread panicked".to_owned())??;
+    ensure!(
+        slow == "slept" && fast == "overlap",
+        "got {slow:?} and {fast:?}"
+    );
+    Ok(())
+}
+
+fn sleep(ctx: &Ctx) -> Check {
+    let text = session(ctx)?.text("sleep", json!({"ms": 50}))?;
+    ensure!(text == "slept", "sleep gave {text:?}");
+    Ok(())
+}
+
+fn long_call(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let call = s.call_timeout("sleep", json!({"ms": 3000}), Duration::from_secs(60))?;
+    let text = first_text(&call.output()?)?;
+    ensure!(text == "slept", "sleep gave {text:?}");
+    Ok(())
+}
+
+fn default_env(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let req = Request::new("POST", "/call")
+        .sid(&s.sid)
+        .header("Accept", "text/event-stream")
+        .json(&json!({"name": "echo", "input": {"text": "default"}}));
+    let call = ctx.call_with(&req, ctx.target.timeout)?;
+    let text = first_text(&call.output()?)?;
+    ensure!(text == "default", "echo gave {text:?}");
+    Ok(())
+}
+
+fn body_missing_name(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let r = ctx.send(ctx.call_request(&s.sid, &json!({"input": {}})))?;
+    expect_error(&r, 400).map(drop)
+}
+
+fn body_non_json(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let req = Request::new("POST", &ctx.path("/call"))
+        .sid(&s.sid)
+        .header("Accept", "text/event-stream")
+        .header("Content-Type", "application/json")
+        .body("{\"name\": \"echo\", ");
+    expect_error(&ctx.send(req)?, 400).map(drop)
+}
+
+fn body_input_not_object(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let req = ctx.call_request(&s.sid, &json!({"name": "echo", "input": "text"}));
+    let (mut conn, head) = req.open(&ctx.target, ctx.target.timeout)?;
+    if head.status == 400 {
+        return Ok(());
+    }
+    let call = Call::read(&mut conn, head, "POST")?;
+    call.tool_error()
+        .map(drop)
+        .map_err(|e| format!("neither 400 nor ok: false: {e}"))
+}
+
+fn keepalive(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({"task_spec": task(1)}))?;
+    let ms = ctx.keepalive.as_millis() as u64 + 1500;
+    let timeout = ctx.keepalive * 3 + Duration::from_secs(30);
+    let call = s.call_timeout("sleep", json!({"ms": ms}), timeout)?;
+    ensure!(
+        first_text(&call.output()?)? == "slept",
+        "sleep did not answer slept"
+    );
+    let first_comment = *comment_offsets(&call.raw).first().ok_or_else(|| {
+        format!(
+            "no comment line in a {ms} ms call (keep-alive interval {:?})",
+            ctx.keepalive
+        )
+    })?;
+    let before: Vec<String> = SseDecoder::new()
+        .push(&call.raw[..first_comment])
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    ensure!(
+        !before.iter().any(|e| e == "end"),
+        "the first comment came after end"
+    );
+    Ok(())
+}
+
+/// Used by the chunking clauses, which share the session set-up.
+pub fn train_session(ctx: &Ctx) -> Result<crate::conformance::support::Session<'_>, String> {
+    session(ctx)
+}

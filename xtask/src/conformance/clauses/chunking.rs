@@ -1,0 +1,215 @@
+//! Chunking of large results (notes row 11): at most 4096 bytes per `chunk`/`end` data, cut
+//! only on UTF-8 character boundaries, and a result of exactly 4096 bytes in one `end`.
+
+use ors_core::sse::CallEvent;
+use ors_core::RunToolOutput;
+use serde_json::json;
+
+use super::{clause, Clause, Group};
+use crate::conformance::support::{ensure, first_text, Call, Check, Ctx, Session};
+
+const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
+    clause(Group::Calls, id, description, check)
+}
+
+/// The chunking clauses (part of the calls group).
+pub const CLAUSES: &[Clause] = &[
+    c(
+        "calls.chunking.small-one-end",
+        "a small result is one end event with no chunk",
+        small_one_end,
+    ),
+    c(
+        "calls.chunking.4096",
+        "a result of exactly 4096 bytes of JSON is one end event",
+        exactly_4096,
+    ),
+    c(
+        "calls.chunking.4097",
+        "a result of 4097 bytes is a 4096-byte chunk and a 1-byte end",
+        exactly_4097,
+    ),
+    c(
+        "calls.chunking.large",
+        "a 100 000-byte result arrives as chunks of at most 4096 bytes that join to the result",
+        large,
+    ),
+    c(
+        "calls.chunking.order",
+        "chunk events come after task_id and before the single end",
+        order,
+    ),
+    c(
+        "calls.chunking.multibyte",
+        "chunks are at most 4096 bytes and never split a UTF-8 character (notes row 11)",
+        multibyte,
+    ),
+    c(
+        "calls.chunking.core-decoder",
+        "the core CallStreamDecoder reassembles a chunked result exactly",
+        core_decoder,
+    ),
+];
+
+/// Data sizes in bytes of the `chunk` and `end` events.
+fn piece_sizes(call: &Call) -> Vec<(String, usize)> {
+    call.events
+        .iter()
+        .filter(|e| e.event == "chunk" || e.event == "end")
+        .map(|e| (e.event.clone(), e.data.len()))
+        .collect()
+}
+
+/// How many bytes of JSON surround `big`'s text in this server's result.
+fn big_overhead(s: &Session<'_>) -> Result<usize, String> {
+    let call = s.call("big", json!({"bytes": 1}))?;
+    call.result_json()?;
+    let sizes = piece_sizes(&call);
+    ensure!(sizes.len() == 1, "a 1-byte big result came as {sizes:?}");
+    Ok(sizes[0].1 - 1)
+}
+
+fn big_call(s: &Session<'_>, json_len: usize) -> Result<Call, String> {
+    let overhead = big_overhead(s)?;
+    ensure!(json_len > overhead, "overhead {overhead} too large");
+    let call = s.call("big", json!({"bytes": json_len - overhead}))?;
+    let out = call.output()?;
+    let text = first_text(&out)?;
+    ensure!(
+        text.len() == json_len - overhead,
+        "big returned {} bytes",
+        text.len()
+    );
+    Ok(call)
+}
+
+fn small_one_end(ctx: &Ctx) -> Check {
+    let s = super::calls::train_session(ctx)?;
+    let call = s.call("big", json!({"bytes": 100}))?;
+    call.result_json()?;
+    ensure!(
+        call.names() == ["task_id", "end"],
+        "events are {:?}",
+        call.names()
+    );
+    Ok(())
+}
+
+fn exactly_4096(ctx: &Ctx) -> Check {
+    let s = super::calls::train_session(ctx)?;
+    let call = big_call(&s, 4096)?;
+    let sizes = piece_sizes(&call);
+    ensure!(
+        sizes == [("end".to_owned(), 4096)],
+        "a 4096-byte result came as {sizes:?}"
+    );
+    Ok(())
+}
+
+fn exactly_4097(ctx: &Ctx) -> Check {
+    let s = super::calls::train_session(ctx)?;
+    let call = big_call(&s, 4097)?;
+    let sizes = piece_sizes(&call);
+    let want = [("chunk".to_owned(), 4096), ("end".to_owned(), 1)];
+    ensure!(sizes == want, "a 4097-byte result came as {sizes:?}");
+    Ok(())
+}
+
+fn large(ctx: &Ctx) -> Check {
+    let s = super::calls::train_session(ctx)?;
+    let call = s.call("big", json!({"bytes": 100_000}))?;
+    let text = first_text(&call.output()?)?;
+    ensure!(
+        text.len() == 100_000 && text.bytes().all(|b| b == b'x'),
+        "the joined text is wrong ({} bytes)",
+        text.len()
+    );
+    let sizes = piece_sizes(&call);
+    ensure!(
+        sizes.iter().all(|(_, n)| *n <= 4096),
+        "a piece exceeds 4096 bytes: {sizes:?}"
+    );
+    let total: usize = sizes.iter().map(|(_, n)| n).sum();
+    ensure!(
+        sizes.len() >= total.div_ceil(4096),
+        "{} pieces for {total} bytes",
+        sizes.len()
+    );
+    Ok(())
+}
+
+fn order(ctx: &Ctx) -> Check {
+    let s = super::calls::train_session(ctx)?;
+    let call = s.call("big", json!({"bytes": 20_000}))?;
+    call.result_json()?;
+    let names = call.names();
+    ensure!(
+        names.first() == Some(&"task_id"),
+        "first event is {:?}",
+        names.first()
+    );
+    ensure!(
+        names.last() == Some(&"end"),
+        "last event is {:?}",
+        names.last()
+    );
+    let middle = &names[1..names.len() - 1];
+    ensure!(
+        !middle.is_empty() && middle.iter().all(|n| *n == "chunk"),
+        "events are {names:?}"
+    );
+    Ok(())
+}
+
+fn multibyte(ctx: &Ctx) -> Check {
+    let s = super::calls::train_session(ctx)?;
+    // 2-, 3- and 4-byte characters after a 1-byte prefix, so cuts at fixed byte offsets
+    // would land inside characters.
+    let text = format!("a{}", "é€🎉".repeat(1500));
+    let call = s.call("echo", json!({"text": text}))?;
+    for e in &call.events {
+        ensure!(
+            !e.data.contains('\u{FFFD}'),
+            "a {} event splits a UTF-8 character",
+            e.event
+        );
+    }
+    let sizes = piece_sizes(&call);
+    ensure!(
+        sizes.iter().all(|(_, n)| *n <= 4096),
+        "a piece exceeds 4096 bytes: {sizes:?}"
+    );
+    let got = first_text(&call.output()?)?;
+    ensure!(got == text, "the joined text differs from what was sent");
+    Ok(())
+}
+
+fn core_decoder(ctx: &Ctx) -> Check {
+    let s = super::calls::train_session(ctx)?;
+    let call = s.call("big", json!({"bytes": 30_000}))?;
+    let raw = call.result_json()?;
+    let typed = call
+        .typed
+        .iter()
+        .find_map(|t| match t {
+            Ok(CallEvent::Result(r)) => Some(r.clone()),
+            _ => None,
+        })
+        .ok_or("the core decoder gave no result")?;
+    let parsed: RunToolOutput = serde_json::from_value(raw).map_err(|e| e.to_string())?;
+    ensure!(
+        typed == parsed,
+        "the core decoder's result differs from the joined JSON"
+    );
+    let text = typed
+        .output()
+        .and_then(|o| o.blocks.first())
+        .and_then(|b| b.as_text())
+        .unwrap_or_default();
+    ensure!(
+        text.len() == 30_000,
+        "decoded text has {} bytes",
+        text.len()
+    );
+    Ok(())
+}

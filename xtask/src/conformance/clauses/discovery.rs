@@ -1,0 +1,488 @@
+//! Discovery: health, environments, tools and their schemas, splits, tasks, num_tasks, task
+//! and task_range (slicing, negative indices), the aliases, the default environment, and
+//! error bodies.
+
+use serde_json::{json, Value};
+
+use super::{clause, Clause, Group};
+use crate::conformance::support::{
+    ensure, expect_error, expect_json, expect_ok_json, expect_status, task, tasks, Check, Ctx,
+    SPLITS,
+};
+
+const fn d(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
+    clause(Group::Discovery, id, description, check)
+}
+
+/// The discovery clauses.
+pub const CLAUSES: &[Clause] = &[
+    d("discovery.health", "GET /health answers 200 {\"status\": \"ok\"}", health),
+    d("discovery.health.json", "GET /health is served as application/json", health_json),
+    d("discovery.environments", "GET /list_environments is a JSON array of names that includes the fixture", environments),
+    d("discovery.tools.shape", "GET /{env}/tools is {\"tools\": [...]} with name, description and input_schema on every tool", tools_shape),
+    d("discovery.tools.shared-set", "GET /{env}/tools lists exactly the fixture's shared tools", tools_set),
+    d("discovery.tools.no-task-specific", "GET /{env}/tools does not list the task-specific tool hint", tools_no_hint),
+    d("discovery.tools.schema-object", "every non-null input_schema is a JSON Schema object with properties", tools_schema_objects),
+    d("discovery.tools.schema-echo", "echo's schema requires a string property text", schema_echo),
+    d("discovery.tools.schema-big", "big's schema requires an integer property bytes", schema_big),
+    d("discovery.tools.schema-null", "tools without input (counter, image, panic) have input_schema null", schema_null),
+    d("discovery.tools.descriptions", "every tool has a non-empty description string", tools_descriptions),
+    d("discovery.tools.unknown-env-404", "GET /{unknown}/tools is 404 with a detail naming the environment", tools_unknown_env),
+    d("discovery.splits", "GET /{env}/splits lists train/train, test/test, hard/validation in order", splits),
+    d("discovery.splits.bare-name-validation", "a split declared by bare custom name has type validation (notes row 14)", splits_bare),
+    d("discovery.splits.unknown-env-404", "GET /{unknown}/splits is 404", splits_unknown_env),
+    d("discovery.tasks.train", "POST /{env}/tasks train lists the 25 train tasks and env_name", tasks_train),
+    d("discovery.tasks.test", "POST /{env}/tasks test lists tasks 100..104", tasks_test),
+    d("discovery.tasks.hard", "POST /{env}/tasks hard lists tasks 200..202", tasks_hard),
+    d("discovery.tasks.invalid-split-400", "POST /{env}/tasks with an unknown split is 400", tasks_bad_split),
+    d("discovery.tasks.missing-split-400", "POST /{env}/tasks without split is 400, not 422 (notes row 4)", tasks_missing_split),
+    d("discovery.tasks.unknown-env-404", "POST /{unknown}/tasks is 404", tasks_unknown_env),
+    d("discovery.num_tasks", "POST /{env}/num_tasks gives 25, 5 and 3 for train, test and hard", num_tasks),
+    d("discovery.num_tasks.invalid-split-400", "POST /{env}/num_tasks with an unknown split is 400", num_tasks_bad_split),
+    d("discovery.num_tasks.unknown-env-404", "POST /{unknown}/num_tasks is 404", num_tasks_unknown_env),
+    d("discovery.task.index", "POST /{env}/task returns {\"task\": ...} for a split and index", task_index),
+    d("discovery.task.bounds", "POST /{env}/task serves index 0 and the last index of every split", task_bounds),
+    d("discovery.task.out-of-range-400", "POST /{env}/task with index == num_tasks is 400", task_out_of_range),
+    d("discovery.task.negative-400", "POST /{env}/task with a negative index is 400 Invalid index (notes row 16)", task_negative),
+    d("discovery.task.invalid-split-400", "POST /{env}/task with an unknown split is 400", task_bad_split),
+    d("discovery.task.wrong-type-400", "POST /{env}/task with a string index is 400, not 422 (notes row 4)", task_wrong_type),
+    d("discovery.task.unknown-env-404", "POST /{unknown}/task is 404", task_unknown_env),
+    d("discovery.task_range.basic", "POST /{env}/task_range start 2 stop 5 gives tasks 2, 3, 4", range_basic),
+    d("discovery.task_range.defaults", "task_range without start and stop gives the whole split", range_defaults),
+    d("discovery.task_range.negative", "task_range resolves negative start and stop from the end (notes row 15)", range_negative),
+    d("discovery.task_range.clamped", "task_range clamps out-of-range bounds like a Python slice", range_clamped),
+    d("discovery.task_range.empty", "task_range with start > stop gives [] (notes row 15)", range_empty),
+    d("discovery.task_range.invalid-split-400", "task_range with an unknown split is 400", range_bad_split),
+    d("discovery.task_range.unknown-env-404", "POST /{unknown}/task_range is 404", range_unknown_env),
+    d("discovery.alias.get_task", "POST /{env}/get_task is the same as /task (notes row 2)", alias_get_task),
+    d("discovery.alias.get_task_range", "POST /{env}/get_task_range is the same as /task_range (notes row 2)", alias_get_task_range),
+    d("discovery.default-env.tools", "GET /tools answers the default environment's tools directly, no redirect (notes row 8)", default_tools),
+    d("discovery.default-env.splits", "GET /splits answers the default environment's splits directly (notes row 8)", default_splits),
+    d("discovery.default-env.num_tasks", "POST /num_tasks answers for the default environment directly (notes row 8)", default_num_tasks),
+    d("discovery.errors.json-detail", "error replies are application/json {\"detail\": \"...\"}", errors_json),
+    d("discovery.errors.unknown-route-404", "an unknown route under the environment is 404", unknown_route),
+];
+
+fn health(ctx: &Ctx) -> Check {
+    let v = expect_ok_json(&ctx.get("/health")?)?;
+    expect_json("health", &v, &json!({"status": "ok"}))
+}
+
+fn health_json(ctx: &Ctx) -> Check {
+    let r = ctx.get("/health")?;
+    let ct = r.header("content-type").unwrap_or_default();
+    ensure!(ct.starts_with("application/json"), "content-type is {ct:?}");
+    Ok(())
+}
+
+fn environments(ctx: &Ctx) -> Check {
+    let v = expect_ok_json(&ctx.get("/list_environments")?)?;
+    let names = v.as_array().ok_or_else(|| format!("not an array: {v}"))?;
+    ensure!(
+        names.iter().all(Value::is_string),
+        "not all names are strings: {v}"
+    );
+    ensure!(
+        names.contains(&json!(ctx.env)),
+        "{:?} is not listed: {v}",
+        ctx.env
+    );
+    Ok(())
+}
+
+fn tools(ctx: &Ctx, path: &str) -> Result<Vec<Value>, String> {
+    let v = expect_ok_json(&ctx.get(path)?)?;
+    v.get("tools")
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or_else(|| format!("no \"tools\" array: {v}"))
+}
+
+fn tool<'a>(list: &'a [Value], name: &str) -> Result<&'a Value, String> {
+    list.iter()
+        .find(|t| t["name"] == json!(name))
+        .ok_or_else(|| format!("tool {name:?} is not listed"))
+}
+
+/// The shared tools of the fixture.
+pub const SHARED_TOOLS: [&str; 9] = [
+    "big", "counter", "echo", "fail", "image", "panic", "secret", "sleep", "submit",
+];
+
+fn tools_shape(ctx: &Ctx) -> Check {
+    for t in tools(ctx, &ctx.path("/tools"))? {
+        let obj = t
+            .as_object()
+            .ok_or_else(|| format!("tool is not an object: {t}"))?;
+        let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        ensure!(
+            keys == ["description", "input_schema", "name"],
+            "tool keys are {keys:?}: {t}"
+        );
+        ensure!(t["name"].is_string(), "name is not a string: {t}");
+        ensure!(
+            t["input_schema"].is_object() || t["input_schema"].is_null(),
+            "input_schema is neither object nor null: {t}"
+        );
+    }
+    Ok(())
+}
+
+fn tools_set(ctx: &Ctx) -> Check {
+    let list = tools(ctx, &ctx.path("/tools"))?;
+    let mut names: Vec<&str> = list.iter().filter_map(|t| t["name"].as_str()).collect();
+    names.sort_unstable();
+    ensure!(
+        names == SHARED_TOOLS,
+        "tools are {names:?}, expected {SHARED_TOOLS:?}"
+    );
+    Ok(())
+}
+
+fn tools_no_hint(ctx: &Ctx) -> Check {
+    let list = tools(ctx, &ctx.path("/tools"))?;
+    ensure!(
+        tool(&list, "hint").is_err(),
+        "the task-specific tool hint is listed by /tools"
+    );
+    Ok(())
+}
+
+fn tools_schema_objects(ctx: &Ctx) -> Check {
+    for t in tools(ctx, &ctx.path("/tools"))? {
+        let s = &t["input_schema"];
+        if s.is_null() {
+            continue;
+        }
+        ensure!(
+            s["type"] == json!("object"),
+            "{}: schema type is not object: {s}",
+            t["name"]
+        );
+        ensure!(
+            s["properties"].is_object(),
+            "{}: schema has no properties object: {s}",
+            t["name"]
+        );
+    }
+    Ok(())
+}
+
+fn expect_property(ctx: &Ctx, name: &str, prop: &str, ty: &str) -> Check {
+    let list = tools(ctx, &ctx.path("/tools"))?;
+    let s = &tool(&list, name)?["input_schema"];
+    ensure!(
+        s["properties"][prop]["type"] == json!(ty),
+        "{name}.{prop} is not of type {ty}: {s}"
+    );
+    let required = s["required"].as_array().cloned().unwrap_or_default();
+    ensure!(
+        required.contains(&json!(prop)),
+        "{name}.{prop} is not required: {s}"
+    );
+    Ok(())
+}
+
+fn schema_echo(ctx: &Ctx) -> Check {
+    expect_property(ctx, "echo", "text", "string")
+}
+
+fn schema_big(ctx: &Ctx) -> Check {
+    expect_property(ctx, "big", "bytes", "integer")
+}
+
+fn schema_null(ctx: &Ctx) -> Check {
+    let list = tools(ctx, &ctx.path("/tools"))?;
+    for name in ["counter", "image", "panic"] {
+        let t = tool(&list, name)?;
+        ensure!(
+            t["input_schema"].is_null(),
+            "{name}'s input_schema is not null: {t}"
+        );
+    }
+    Ok(())
+}
+
+fn tools_descriptions(ctx: &Ctx) -> Check {
+    for t in tools(ctx, &ctx.path("/tools"))? {
+        let desc = t["description"].as_str().unwrap_or_default();
+        ensure!(!desc.trim().is_empty(), "{} has no description", t["name"]);
+    }
+    Ok(())
+}
+
+const UNKNOWN_ENV: &str = "no-such-env-xyz";
+
+fn tools_unknown_env(ctx: &Ctx) -> Check {
+    let detail = expect_error(&ctx.get(&format!("/{UNKNOWN_ENV}/tools"))?, 404)?;
+    ensure!(
+        detail.contains(UNKNOWN_ENV),
+        "detail does not name the environment: {detail:?}"
+    );
+    Ok(())
+}
+
+fn splits(ctx: &Ctx) -> Check {
+    let v = expect_ok_json(&ctx.get(&ctx.path("/splits"))?)?;
+    let want: Vec<Value> = SPLITS
+        .iter()
+        .map(|(n, t, _, _)| json!({"name": n, "type": t}))
+        .collect();
+    expect_json("splits", &v, &Value::Array(want))
+}
+
+fn splits_bare(ctx: &Ctx) -> Check {
+    let v = expect_ok_json(&ctx.get(&ctx.path("/splits"))?)?;
+    let hard = v
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["name"] == json!("hard")))
+        .ok_or_else(|| format!("no split hard: {v}"))?;
+    expect_json(
+        "split hard",
+        hard,
+        &json!({"name": "hard", "type": "validation"}),
+    )
+}
+
+fn splits_unknown_env(ctx: &Ctx) -> Check {
+    expect_error(&ctx.get(&format!("/{UNKNOWN_ENV}/splits"))?, 404).map(drop)
+}
+
+fn list_tasks(ctx: &Ctx, split: &str, first: i64, n: i64) -> Check {
+    let v = expect_ok_json(&ctx.post_json(&ctx.path("/tasks"), &json!({"split": split}))?)?;
+    expect_json(
+        "tasks reply",
+        &v,
+        &json!({"tasks": tasks(first, n), "env_name": ctx.env}),
+    )
+}
+
+fn tasks_train(ctx: &Ctx) -> Check {
+    list_tasks(ctx, "train", 0, 25)
+}
+
+fn tasks_test(ctx: &Ctx) -> Check {
+    list_tasks(ctx, "test", 100, 5)
+}
+
+fn tasks_hard(ctx: &Ctx) -> Check {
+    list_tasks(ctx, "hard", 200, 3)
+}
+
+fn tasks_bad_split(ctx: &Ctx) -> Check {
+    expect_error(
+        &ctx.post_json(&ctx.path("/tasks"), &json!({"split": "nope"}))?,
+        400,
+    )
+    .map(drop)
+}
+
+fn tasks_missing_split(ctx: &Ctx) -> Check {
+    expect_error(&ctx.post_json(&ctx.path("/tasks"), &json!({}))?, 400).map(drop)
+}
+
+fn tasks_unknown_env(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(&format!("/{UNKNOWN_ENV}/tasks"), &json!({"split": "train"}))?;
+    expect_error(&r, 404).map(drop)
+}
+
+fn num_tasks(ctx: &Ctx) -> Check {
+    for (split, _, _, n) in SPLITS {
+        let v = expect_ok_json(&ctx.post_json(&ctx.path("/num_tasks"), &json!({"split": split}))?)?;
+        expect_json(split, &v, &json!({"num_tasks": n}))?;
+    }
+    Ok(())
+}
+
+fn num_tasks_bad_split(ctx: &Ctx) -> Check {
+    expect_error(
+        &ctx.post_json(&ctx.path("/num_tasks"), &json!({"split": "nope"}))?,
+        400,
+    )
+    .map(drop)
+}
+
+fn num_tasks_unknown_env(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(
+        &format!("/{UNKNOWN_ENV}/num_tasks"),
+        &json!({"split": "train"}),
+    )?;
+    expect_error(&r, 404).map(drop)
+}
+
+fn get_task(ctx: &Ctx, route: &str, split: &str, index: i64) -> Result<Value, String> {
+    let r = ctx.post_json(&ctx.path(route), &json!({"split": split, "index": index}))?;
+    expect_ok_json(&r)
+}
+
+fn task_index(ctx: &Ctx) -> Check {
+    let v = get_task(ctx, "/task", "train", 7)?;
+    expect_json("task 7", &v, &json!({"task": task(7)}))
+}
+
+fn task_bounds(ctx: &Ctx) -> Check {
+    for (split, _, first, n) in SPLITS {
+        for index in [0, n - 1] {
+            let v = get_task(ctx, "/task", split, index)?;
+            expect_json(
+                &format!("{split}[{index}]"),
+                &v,
+                &json!({"task": task(first + index)}),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn task_out_of_range(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": 25}))?;
+    expect_error(&r, 400).map(drop)
+}
+
+fn task_negative(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": -1}))?;
+    expect_error(&r, 400).map(drop)
+}
+
+fn task_bad_split(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(&ctx.path("/task"), &json!({"split": "nope", "index": 0}))?;
+    expect_error(&r, 400).map(drop)
+}
+
+fn task_wrong_type(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(
+        &ctx.path("/task"),
+        &json!({"split": "train", "index": "three"}),
+    )?;
+    expect_error(&r, 400).map(drop)
+}
+
+fn task_unknown_env(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(
+        &format!("/{UNKNOWN_ENV}/task"),
+        &json!({"split": "train", "index": 0}),
+    )?;
+    expect_error(&r, 404).map(drop)
+}
+
+fn range(ctx: &Ctx, route: &str, body: Value) -> Result<Value, String> {
+    expect_ok_json(&ctx.post_json(&ctx.path(route), &body)?)
+}
+
+fn expect_range(
+    ctx: &Ctx,
+    start: Option<i64>,
+    stop: Option<i64>,
+    ids: std::ops::Range<i64>,
+) -> Check {
+    let mut body = json!({"split": "train"});
+    if let Some(s) = start {
+        body["start"] = json!(s);
+    }
+    if let Some(s) = stop {
+        body["stop"] = json!(s);
+    }
+    let v = range(ctx, "/task_range", body.clone())?;
+    let want = Value::Array(ids.map(task).collect());
+    expect_json(&format!("task_range {body}"), &v, &json!({"tasks": want}))
+}
+
+fn range_basic(ctx: &Ctx) -> Check {
+    expect_range(ctx, Some(2), Some(5), 2..5)
+}
+
+fn range_defaults(ctx: &Ctx) -> Check {
+    expect_range(ctx, None, None, 0..25)?;
+    expect_range(ctx, Some(20), None, 20..25)?;
+    expect_range(ctx, None, Some(3), 0..3)
+}
+
+fn range_negative(ctx: &Ctx) -> Check {
+    expect_range(ctx, Some(-3), None, 22..25)?;
+    expect_range(ctx, None, Some(-22), 0..3)?;
+    expect_range(ctx, Some(-5), Some(-3), 20..22)
+}
+
+fn range_clamped(ctx: &Ctx) -> Check {
+    expect_range(ctx, Some(20), Some(100), 20..25)?;
+    expect_range(ctx, Some(-100), Some(2), 0..2)?;
+    expect_range(ctx, Some(30), Some(40), 0..0)
+}
+
+fn range_empty(ctx: &Ctx) -> Check {
+    expect_range(ctx, Some(5), Some(2), 0..0)?;
+    expect_range(ctx, Some(3), Some(3), 0..0)
+}
+
+fn range_bad_split(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(
+        &ctx.path("/task_range"),
+        &json!({"split": "nope", "start": 0, "stop": 1}),
+    )?;
+    expect_error(&r, 400).map(drop)
+}
+
+fn range_unknown_env(ctx: &Ctx) -> Check {
+    let r = ctx.post_json(
+        &format!("/{UNKNOWN_ENV}/task_range"),
+        &json!({"split": "train"}),
+    )?;
+    expect_error(&r, 404).map(drop)
+}
+
+fn alias_get_task(ctx: &Ctx) -> Check {
+    let v = get_task(ctx, "/get_task", "test", 2)?;
+    expect_json("get_task test[2]", &v, &json!({"task": task(102)}))
+}
+
+fn alias_get_task_range(ctx: &Ctx) -> Check {
+    let v = range(
+        ctx,
+        "/get_task_range",
+        json!({"split": "train", "start": 1, "stop": 3}),
+    )?;
+    expect_json("get_task_range", &v, &json!({"tasks": tasks(1, 2)}))
+}
+
+fn default_tools(ctx: &Ctx) -> Check {
+    let r = ctx.get("/tools")?;
+    expect_status(&r, 200)?;
+    let want = expect_ok_json(&ctx.get(&ctx.path("/tools"))?)?;
+    expect_json("GET /tools", &r.json()?, &want)
+}
+
+fn default_splits(ctx: &Ctx) -> Check {
+    let r = ctx.get("/splits")?;
+    expect_status(&r, 200)?;
+    let want = expect_ok_json(&ctx.get(&ctx.path("/splits"))?)?;
+    expect_json("GET /splits", &r.json()?, &want)
+}
+
+fn default_num_tasks(ctx: &Ctx) -> Check {
+    let v = expect_ok_json(&ctx.post_json("/num_tasks", &json!({"split": "test"}))?)?;
+    expect_json("POST /num_tasks", &v, &json!({"num_tasks": 5}))
+}
+
+fn errors_json(ctx: &Ctx) -> Check {
+    let replies = [
+        ctx.get(&format!("/{UNKNOWN_ENV}/tools"))?,
+        ctx.post_json(&ctx.path("/tasks"), &json!({"split": "nope"}))?,
+        ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": 99}))?,
+    ];
+    for r in &replies {
+        ensure!(r.status() >= 400, "expected an error, got {}", r.status());
+        let ct = r.header("content-type").unwrap_or_default();
+        ensure!(
+            ct.starts_with("application/json"),
+            "status {} has content-type {ct:?}",
+            r.status()
+        );
+        expect_error(r, r.status())?;
+    }
+    Ok(())
+}
+
+fn unknown_route(ctx: &Ctx) -> Check {
+    expect_status(&ctx.get(&ctx.path("/no_such_route"))?, 404)
+}

@@ -1,0 +1,501 @@
+//! Sessions: both `create_session` forms, unique ids, every `create` validation error, the
+//! default environment, a missing `X-Session-ID` on each route, duplicate create, ping,
+//! task_tools, prompt, delete, 410 after delete, and secrets in the body and the header.
+
+use std::collections::HashSet;
+
+use ors_core::sse::SseDecoder;
+use serde_json::{json, Value};
+
+use super::{clause, Clause, Group};
+use crate::conformance::http::Request;
+use crate::conformance::support::{
+    ensure, expect_error, expect_json, expect_ok_json, expect_status, secrets_header,
+    sid_from_create_session, task, Check, Ctx,
+};
+
+const fn s(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
+    clause(Group::Sessions, id, description, check)
+}
+
+/// The session clauses.
+pub const CLAUSES: &[Clause] = &[
+    s("sessions.create_session.json", "POST /create_session without Accept: text/event-stream answers JSON {\"sid\": ...} (notes row 1)", create_session_json),
+    s("sessions.create_session.sse", "POST /create_session with Accept: text/event-stream answers a task_id event with the sid, then an empty end (notes row 1)", create_session_sse),
+    s("sessions.create_session.uuid", "session ids are UUID v4 strings", create_session_uuid),
+    s("sessions.create_session.unique", "20 create_session calls give 20 different ids", create_session_unique),
+    s("sessions.create.task_spec", "POST /create with task_spec answers {\"sid\": sid} and the episode serves that task", create_task_spec),
+    s("sessions.create.split-index", "POST /create with split and index resolves the task on the server", create_split_index),
+    s("sessions.create.default-env", "POST /create without env_name uses the default environment", create_default_env),
+    s("sessions.create.ready-at-once", "requests right after /create wait for setup and succeed", create_ready),
+    s("sessions.create.both-sources-400", "POST /create with task_spec and split+index is 400 (notes row 4)", create_both),
+    s("sessions.create.neither-400", "POST /create with neither task_spec nor split+index is 400 (notes row 4)", create_neither),
+    s("sessions.create.split-without-index-400", "POST /create with split but no index is 400", create_split_only),
+    s("sessions.create.index-without-split-400", "POST /create with index but no split is 400", create_index_only),
+    s("sessions.create.invalid-split-400", "POST /create with an unknown split is 400", create_bad_split),
+    s("sessions.create.index-out-of-range-400", "POST /create with index == num_tasks is 400", create_out_of_range),
+    s("sessions.create.negative-index-400", "POST /create with a negative index is 400 (notes row 16)", create_negative),
+    s("sessions.create.task_spec-not-object-400", "POST /create with a task_spec that is not an object is 400", create_spec_not_object),
+    s("sessions.create.unknown-env-404", "POST /create with an unknown env_name is 404", create_unknown_env),
+    s("sessions.create.non-json-400", "POST /create with a body that is not JSON is 400 (notes row 4)", create_non_json),
+    s("sessions.create.duplicate-400", "a second POST /create on a live session is 400", create_duplicate),
+    s("sessions.missing-sid.create-400", "POST /create without X-Session-ID is 400", missing_create),
+    s("sessions.missing-sid.ping-400", "POST /ping without X-Session-ID is 400", missing_ping),
+    s("sessions.missing-sid.delete-400", "POST /delete without X-Session-ID is 400", missing_delete),
+    s("sessions.missing-sid.delete_session-400", "POST /delete_session without X-Session-ID is 400", missing_delete_session),
+    s("sessions.missing-sid.prompt-400", "GET /{env}/prompt without X-Session-ID is 400", missing_prompt),
+    s("sessions.missing-sid.task_tools-400", "GET /{env}/task_tools without X-Session-ID is 400", missing_task_tools),
+    s("sessions.missing-sid.call-400", "POST /{env}/call without X-Session-ID is 400", missing_call),
+    s("sessions.unknown-sid.ping-404", "POST /ping for a session never created is 404", unknown_ping),
+    s("sessions.unknown-sid.prompt-404", "GET /{env}/prompt for a session never created is 404", unknown_prompt),
+    s("sessions.unknown-sid.task_tools-404", "GET /{env}/task_tools for a session never created is 404", unknown_task_tools),
+    s("sessions.unknown-sid.call-404", "POST /{env}/call for a session never created is 404", unknown_call),
+    s("sessions.ping", "POST /ping on a live session answers {\"status\": \"ok\"}", ping),
+    s("sessions.prompt", "GET /{env}/prompt is one text block with the question, detail null", prompt),
+    s("sessions.prompt.default-env", "GET /prompt without env prefix serves the session (notes row 8)", prompt_default_env),
+    s("sessions.prompt.path-env-not-validated", "an episode route naming another known environment is served by the session's (notes row 18)", prompt_path_env),
+    s("sessions.task_tools", "GET /{env}/task_tools lists the shared tools and the task-specific hint", task_tools),
+    s("sessions.task_tools.shared-identical", "task_tools repeats every shared tool exactly as /tools lists it", task_tools_shared),
+    s("sessions.delete", "POST /delete answers {\"sid\": sid}", delete),
+    s("sessions.delete.gone-prompt-410", "GET /{env}/prompt after delete is 410 (notes row 3)", gone_prompt),
+    s("sessions.delete.gone-call-410", "POST /{env}/call after delete is 410 (notes row 3)", gone_call),
+    s("sessions.delete.gone-task_tools-410", "GET /{env}/task_tools after delete is 410 (notes row 3)", gone_task_tools),
+    s("sessions.delete.twice-410", "a second POST /delete is 410 (notes row 19)", delete_twice),
+    s("sessions.delete.unknown-404", "POST /delete of a session never created is 404 (notes row 19)", delete_unknown),
+    s("sessions.delete.ping-after-delete", "POST /ping after delete is 404 or 410, never 200", ping_after_delete),
+    s("sessions.delete_session", "POST /delete_session answers {\"sid\": sid}", delete_session),
+    s("sessions.finished.no-teardown", "finished: true does not end the session; the client deletes (notes row 12)", finished_no_teardown),
+    s("sessions.secrets.body", "secrets in the /create body reach the environment", secrets_body),
+    s("sessions.secrets.header", "secrets in the X-Secrets header (base64 JSON) reach the environment (notes row 7)", secrets_header_clause),
+    s("sessions.secrets.not-shared", "one session's secrets are not visible to another session", secrets_not_shared),
+];
+
+fn create_session_json(ctx: &Ctx) -> Check {
+    for accept in [None, Some("application/json")] {
+        let mut req = Request::new("POST", "/create_session");
+        if let Some(a) = accept {
+            req = req.header("Accept", a);
+        }
+        let r = ctx.send(req)?;
+        let ct = r.header("content-type").unwrap_or_default().to_owned();
+        ensure!(
+            ct.starts_with("application/json"),
+            "Accept {accept:?}: content-type {ct:?}: {}",
+            r.snippet()
+        );
+        let v = expect_ok_json(&r)?;
+        ensure!(v["sid"].is_string(), "no sid string: {v}");
+    }
+    Ok(())
+}
+
+fn create_session_sse(ctx: &Ctx) -> Check {
+    let r =
+        ctx.send(Request::new("POST", "/create_session").header("Accept", "text/event-stream"))?;
+    expect_status(&r, 200)?;
+    let ct = r.header("content-type").unwrap_or_default();
+    ensure!(ct.starts_with("text/event-stream"), "content-type {ct:?}");
+    let events = SseDecoder::new().push(&r.body);
+    let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    ensure!(names == ["task_id", "end"], "events are {names:?}");
+    ensure!(!events[0].data.trim().is_empty(), "empty sid");
+    ensure!(
+        events[1].data.is_empty(),
+        "end data is {:?}, not empty",
+        events[1].data
+    );
+    Ok(())
+}
+
+fn is_uuid_v4(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+        && b[14] == b'4'
+        && matches!(b[19].to_ascii_lowercase(), b'8' | b'9' | b'a' | b'b')
+}
+
+fn create_session_uuid(ctx: &Ctx) -> Check {
+    let sid = ctx.new_sid()?;
+    ensure!(is_uuid_v4(&sid), "{sid:?} is not a UUID v4");
+    Ok(())
+}
+
+fn create_session_unique(ctx: &Ctx) -> Check {
+    let mut seen = HashSet::new();
+    for _ in 0..20 {
+        let sid = ctx.new_sid()?;
+        ensure!(seen.insert(sid.clone()), "{sid} was handed out twice");
+    }
+    Ok(())
+}
+
+fn expect_prompt(ctx: &Ctx, sid: &str, question: &str) -> Check {
+    let r = ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(sid))?;
+    let v = expect_ok_json(&r)?;
+    expect_json(
+        "prompt",
+        &v,
+        &json!([{"text": question, "detail": null, "type": "text"}]),
+    )
+}
+
+fn create_task_spec(ctx: &Ctx) -> Check {
+    let sid = ctx.new_sid()?;
+    let spec = json!({"id": 7, "question": "What is 7+7?", "answer": "14"});
+    let body = json!({"env_name": ctx.env, "task_spec": spec});
+    let v = expect_ok_json(&ctx.send(Request::new("POST", "/create").sid(&sid).json(&body))?)?;
+    expect_json("create reply", &v, &json!({"sid": sid}))?;
+    expect_prompt(ctx, &sid, "What is 7+7?")?;
+    let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
+    Ok(())
+}
+
+fn create_split_index(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("test", 3)?;
+    expect_prompt(ctx, &s.sid, "What is 103+103?")
+}
+
+fn create_default_env(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({"split": "train", "index": 4}))?;
+    expect_prompt(ctx, &s.sid, "What is 4+4?")
+}
+
+fn create_ready(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({"task_spec": task(1)}))?;
+    let n = s.text("counter", json!({}))?;
+    ensure!(n == "1", "counter right after create gave {n:?}");
+    Ok(())
+}
+
+fn create_error(ctx: &Ctx, body: &Value, status: u16) -> Check {
+    let sid = ctx.new_sid()?;
+    let r = ctx.send(Request::new("POST", "/create").sid(&sid).json(body))?;
+    if r.status() == 200 {
+        let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
+    }
+    expect_error(&r, status).map(drop)
+}
+
+fn create_both(ctx: &Ctx) -> Check {
+    create_error(
+        ctx,
+        &json!({"task_spec": task(1), "split": "train", "index": 1}),
+        400,
+    )
+}
+
+fn create_neither(ctx: &Ctx) -> Check {
+    create_error(ctx, &json!({"env_name": ctx.env}), 400)
+}
+
+fn create_split_only(ctx: &Ctx) -> Check {
+    create_error(ctx, &json!({"split": "train"}), 400)
+}
+
+fn create_index_only(ctx: &Ctx) -> Check {
+    create_error(ctx, &json!({"index": 1}), 400)
+}
+
+fn create_bad_split(ctx: &Ctx) -> Check {
+    create_error(ctx, &json!({"split": "nope", "index": 0}), 400)
+}
+
+fn create_out_of_range(ctx: &Ctx) -> Check {
+    create_error(ctx, &json!({"split": "test", "index": 5}), 400)
+}
+
+fn create_negative(ctx: &Ctx) -> Check {
+    create_error(ctx, &json!({"split": "train", "index": -1}), 400)
+}
+
+fn create_spec_not_object(ctx: &Ctx) -> Check {
+    create_error(ctx, &json!({"task_spec": "What is 1+1?"}), 400)
+}
+
+fn create_unknown_env(ctx: &Ctx) -> Check {
+    create_error(
+        ctx,
+        &json!({"env_name": "no-such-env-xyz", "task_spec": task(1)}),
+        404,
+    )
+}
+
+fn create_non_json(ctx: &Ctx) -> Check {
+    let sid = ctx.new_sid()?;
+    let req = Request::new("POST", "/create")
+        .sid(&sid)
+        .header("Content-Type", "application/json")
+        .body("task_spec=1");
+    expect_error(&ctx.send(req)?, 400).map(drop)
+}
+
+fn create_duplicate(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({"task_spec": task(2)}))?;
+    let r = ctx.send(
+        Request::new("POST", "/create")
+            .sid(&s.sid)
+            .json(&json!({"task_spec": task(3)})),
+    )?;
+    expect_error(&r, 400)?;
+    expect_prompt(ctx, &s.sid, "What is 2+2?")
+}
+
+fn missing_sid(ctx: &Ctx, req: Request) -> Check {
+    expect_error(&ctx.send(req)?, 400).map(drop)
+}
+
+fn missing_create(ctx: &Ctx) -> Check {
+    missing_sid(
+        ctx,
+        Request::new("POST", "/create").json(&json!({"task_spec": task(1)})),
+    )
+}
+
+fn missing_ping(ctx: &Ctx) -> Check {
+    missing_sid(ctx, Request::new("POST", "/ping"))
+}
+
+fn missing_delete(ctx: &Ctx) -> Check {
+    missing_sid(ctx, Request::new("POST", "/delete"))
+}
+
+fn missing_delete_session(ctx: &Ctx) -> Check {
+    missing_sid(ctx, Request::new("POST", "/delete_session"))
+}
+
+fn missing_prompt(ctx: &Ctx) -> Check {
+    missing_sid(ctx, Request::new("GET", &ctx.path("/prompt")))
+}
+
+fn missing_task_tools(ctx: &Ctx) -> Check {
+    missing_sid(ctx, Request::new("GET", &ctx.path("/task_tools")))
+}
+
+fn missing_call(ctx: &Ctx) -> Check {
+    let req = Request::new("POST", &ctx.path("/call"))
+        .header("Accept", "text/event-stream")
+        .json(&json!({"name": "counter", "input": {}}));
+    missing_sid(ctx, req)
+}
+
+const NEVER: &str = "00000000-0000-4000-8000-00000000dead";
+
+fn unknown_ping(ctx: &Ctx) -> Check {
+    expect_error(&ctx.send(Request::new("POST", "/ping").sid(NEVER))?, 404).map(drop)
+}
+
+fn unknown_prompt(ctx: &Ctx) -> Check {
+    expect_error(
+        &ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(NEVER))?,
+        404,
+    )
+    .map(drop)
+}
+
+fn unknown_task_tools(ctx: &Ctx) -> Check {
+    let r = ctx.send(Request::new("GET", &ctx.path("/task_tools")).sid(NEVER))?;
+    expect_error(&r, 404).map(drop)
+}
+
+fn unknown_call(ctx: &Ctx) -> Check {
+    let req = ctx.call_request(NEVER, &json!({"name": "counter", "input": {}}));
+    expect_error(&ctx.send(req)?, 404).map(drop)
+}
+
+fn ping(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({"task_spec": task(1)}))?;
+    let v = expect_ok_json(&ctx.send(Request::new("POST", "/ping").sid(&s.sid))?)?;
+    expect_json("ping", &v, &json!({"status": "ok"}))
+}
+
+fn prompt(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 9)?;
+    expect_prompt(ctx, &s.sid, "What is 9+9?")
+}
+
+fn prompt_default_env(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 5)?;
+    let v = expect_ok_json(&ctx.send(Request::new("GET", "/prompt").sid(&s.sid))?)?;
+    expect_json(
+        "GET /prompt",
+        &v,
+        &json!([{"text": "What is 5+5?", "detail": null, "type": "text"}]),
+    )
+}
+
+fn prompt_path_env(ctx: &Ctx) -> Check {
+    // Needs a second environment: an unknown name is a 404 like any env-scoped route
+    // (notes row 8); row 18 is about a known environment that is not the session's.
+    let envs = expect_ok_json(&ctx.get("/list_environments")?)?;
+    let Some(other) = envs
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .find(|e| !e.eq_ignore_ascii_case(&ctx.env))
+        .map(str::to_owned)
+    else {
+        return ctx.skip("the server hosts one environment; row 18 needs a second");
+    };
+    let s = ctx.session_at("train", 6)?;
+    let r = ctx.send(Request::new("GET", &format!("/{other}/prompt")).sid(&s.sid))?;
+    let v = expect_ok_json(&r)?;
+    let want = json!([{"text": "What is 6+6?", "detail": null, "type": "text"}]);
+    expect_json(&format!("GET /{other}/prompt"), &v, &want)
+}
+
+fn list_of(v: &Value) -> Result<Vec<Value>, String> {
+    v.get("tools")
+        .and_then(Value::as_array)
+        .cloned()
+        .ok_or_else(|| format!("no tools array: {v}"))
+}
+
+fn task_tools(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 1)?;
+    let v = expect_ok_json(&s.get("/task_tools")?)?;
+    let mut names: Vec<String> = list_of(&v)?
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    let mut want: Vec<String> = super::discovery::SHARED_TOOLS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    want.push("hint".to_owned());
+    want.sort();
+    ensure!(
+        names == want,
+        "task_tools lists {names:?}, expected {want:?}"
+    );
+    Ok(())
+}
+
+fn task_tools_shared(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 1)?;
+    let combined = list_of(&expect_ok_json(&s.get("/task_tools")?)?)?;
+    let shared = list_of(&expect_ok_json(&ctx.get(&ctx.path("/tools"))?)?)?;
+    for t in &shared {
+        ensure!(combined.contains(t), "task_tools lacks or changes {t}");
+    }
+    Ok(())
+}
+
+fn delete(ctx: &Ctx) -> Check {
+    let mut s = ctx.session_at("train", 1)?;
+    let v = expect_ok_json(&s.delete()?)?;
+    expect_json("delete reply", &v, &json!({"sid": s.sid}))
+}
+
+fn deleted_session(ctx: &Ctx) -> Result<String, String> {
+    let mut s = ctx.session_at("train", 1)?;
+    expect_status(&s.delete()?, 200)?;
+    Ok(s.sid.clone())
+}
+
+fn gone_prompt(ctx: &Ctx) -> Check {
+    let sid = deleted_session(ctx)?;
+    expect_error(
+        &ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(&sid))?,
+        410,
+    )
+    .map(drop)
+}
+
+fn gone_call(ctx: &Ctx) -> Check {
+    let sid = deleted_session(ctx)?;
+    let req = ctx.call_request(&sid, &json!({"name": "counter", "input": {}}));
+    expect_error(&ctx.send(req)?, 410).map(drop)
+}
+
+fn gone_task_tools(ctx: &Ctx) -> Check {
+    let sid = deleted_session(ctx)?;
+    let r = ctx.send(Request::new("GET", &ctx.path("/task_tools")).sid(&sid))?;
+    expect_error(&r, 410).map(drop)
+}
+
+fn delete_twice(ctx: &Ctx) -> Check {
+    let sid = deleted_session(ctx)?;
+    expect_error(&ctx.send(Request::new("POST", "/delete").sid(&sid))?, 410).map(drop)
+}
+
+fn delete_unknown(ctx: &Ctx) -> Check {
+    expect_error(&ctx.send(Request::new("POST", "/delete").sid(NEVER))?, 404).map(drop)
+}
+
+fn ping_after_delete(ctx: &Ctx) -> Check {
+    let sid = deleted_session(ctx)?;
+    let r = ctx.send(Request::new("POST", "/ping").sid(&sid))?;
+    ensure!(
+        matches!(r.status(), 404 | 410),
+        "ping after delete answered {}: {}",
+        r.status(),
+        r.snippet()
+    );
+    Ok(())
+}
+
+fn delete_session(ctx: &Ctx) -> Check {
+    let r =
+        ctx.send(Request::new("POST", "/create_session").header("Accept", "text/event-stream"))?;
+    let sid = sid_from_create_session(&r)?;
+    let v = expect_ok_json(&ctx.send(Request::new("POST", "/delete_session").sid(&sid))?)?;
+    expect_json("delete_session reply", &v, &json!({"sid": sid}))
+}
+
+fn finished_no_teardown(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 3)?;
+    let out = s.ok("submit", json!({"answer": "6"}))?;
+    ensure!(
+        out["finished"] == json!(true),
+        "submit did not finish: {out}"
+    );
+    expect_prompt(ctx, &s.sid, "What is 3+3?")?;
+    let n = s.text("counter", json!({}))?;
+    ensure!(n == "1", "counter after finish gave {n:?}");
+    Ok(())
+}
+
+fn secrets_body(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({"task_spec": task(1), "secrets": {"API_KEY": "sk-body-123"}}))?;
+    let v = s.text("secret", json!({"name": "API_KEY"}))?;
+    ensure!(v == "sk-body-123", "secret API_KEY is {v:?}");
+    Ok(())
+}
+
+fn secrets_header_clause(ctx: &Ctx) -> Check {
+    let sid = ctx.new_sid()?;
+    let header = secrets_header(&[("TOKEN", "tok-header-456")]);
+    let req = Request::new("POST", "/create")
+        .sid(&sid)
+        .header("X-Secrets", &header)
+        .json(&json!({"task_spec": task(1)}));
+    expect_status(&ctx.send(req)?, 200)?;
+    let call = ctx.call_with(
+        &ctx.call_request(&sid, &json!({"name": "secret", "input": {"name": "TOKEN"}})),
+        ctx.target.timeout,
+    );
+    let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
+    let out = call?.output()?;
+    let v = crate::conformance::support::first_text(&out)?;
+    ensure!(v == "tok-header-456", "secret TOKEN is {v:?}");
+    Ok(())
+}
+
+fn secrets_not_shared(ctx: &Ctx) -> Check {
+    let _a =
+        ctx.session(&json!({"task_spec": task(1), "secrets": {"API_KEY": "sk-private-789"}}))?;
+    let b = ctx.session(&json!({"task_spec": task(1)}))?;
+    let call = b.call("secret", json!({"name": "API_KEY"}))?;
+    let v = call.result_json()?;
+    ensure!(
+        !v.to_string().contains("sk-private-789"),
+        "session b sees session a's secret: {v}"
+    );
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! Interop with the Python reference SDK (ors-sdk 0.1.0), run by `cargo xtask test`:
+//! the reference client against our `conformance` and `gsm8k` servers, the conformance runner
+//! against the reference server hosting the same fixture (it must fail exactly the clauses in
+//! `interop/reference-expected-failures.txt`), and the runner against our server (no failure).
+
+// Called from `test.rs` (the lead wires `run_all` into `cargo xtask test`); until then the
+// functions would count as dead code.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::conformance::{self, ExpectedFailures, Report, RunOptions};
+use crate::procs::{cargo_build, ServerProcess};
+use crate::python::{ensure_venv, workspace_root};
+
+/// Keep-alive interval our servers get here, so the long-call checks take seconds, not tens.
+const KEEPALIVE_SECS: &str = "1";
+
+/// How long a server may take to print its ready line.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `interop/` in the workspace.
+fn interop_dir() -> PathBuf {
+    workspace_root().join("interop")
+}
+
+/// The reference's expected failures file.
+pub fn reference_expected_failures() -> PathBuf {
+    interop_dir().join("reference-expected-failures.txt")
+}
+
+/// Run every interop check; the first failing step ends the run with its error.
+pub fn run_all() -> Result<(), String> {
+    let python = ensure_venv()?;
+    let bins = build_examples()?;
+    step("python client vs our servers", || {
+        python_clients_against_ours(&python, &bins)
+    })?;
+    step(
+        "conformance runner vs the reference server",
+        conformance_against_reference,
+    )?;
+    step("conformance runner vs our server", || {
+        conformance_against_ours(&bins)
+    })?;
+    Ok(())
+}
+
+fn step(name: &str, f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    eprintln!("xtask: interop: {name}");
+    let t = Instant::now();
+    let result = f();
+    eprintln!(
+        "xtask: interop: {name}: {} in {:.1} s",
+        if result.is_ok() { "ok" } else { "FAILED" },
+        t.elapsed().as_secs_f64()
+    );
+    result.map_err(|e| format!("{name}: {e}"))
+}
+
+/// Build the `conformance` and `gsm8k` example binaries; their directory.
+pub fn build_examples() -> Result<PathBuf, String> {
+    cargo_build(
+        &[
+            "-p",
+            "ors-examples",
+            "--bin",
+            "conformance",
+            "--bin",
+            "gsm8k",
+        ],
+        false,
+    )
+}
+
+/// Start one of our example binaries from `bins` on a free loopback port.
+pub fn our_server(bins: &Path, name: &str, envs: &[(&str, &str)]) -> Result<ServerProcess, String> {
+    let mut cmd = Command::new(bins.join(name));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    with_envs(&mut cmd, envs);
+    cmd.stderr(conformance::log_file(name)?);
+    ServerProcess::start(cmd, START_TIMEOUT)
+}
+
+/// Set `envs` on `cmd`; an `ORS_API_KEY` of the caller's is not passed on unless given here,
+/// so server and client always agree on the key.
+fn with_envs(cmd: &mut Command, envs: &[(&str, &str)]) {
+    if !envs.iter().any(|(k, _)| *k == "ORS_API_KEY") {
+        cmd.env_remove("ORS_API_KEY");
+    }
+    cmd.envs(envs.iter().copied());
+}
+
+/// Start the Python reference server hosting the conformance fixture
+/// (`interop/python/conformance_env.py`) on a free loopback port.
+pub fn reference_server() -> Result<ServerProcess, String> {
+    let python = ensure_venv()?;
+    let script = interop_dir().join("python").join("conformance_env.py");
+    let mut cmd = Command::new(python);
+    cmd.arg(&script)
+        .args(["--host", "127.0.0.1", "--port", "0"]);
+    // The reference logs every request; keep that out of the way.
+    cmd.env("ORS_LOG_LEVEL", "WARNING");
+    cmd.stderr(conformance::log_file("reference")?);
+    ServerProcess::start(cmd, START_TIMEOUT)
+}
+
+/// Run one of the Python client scripts in `interop/python/` with `args` and `envs`.
+fn python_script(
+    python: &Path,
+    script: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> Result<(), String> {
+    let dir = interop_dir().join("python");
+    let mut cmd = Command::new(python);
+    cmd.arg(dir.join(script)).args(args).current_dir(&dir);
+    with_envs(&mut cmd, envs);
+    let status = cmd
+        .status()
+        .map_err(|e| format!("could not run {script}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{script} {} failed ({status})", args.join(" ")))
+    }
+}
+
+/// The reference Python client against our `conformance` and `gsm8k` servers. The
+/// conformance server runs with an API key, which the client sends as `X-API-Key` because
+/// `ORS_API_KEY` is set for it too (notes row 17).
+pub fn python_clients_against_ours(python: &Path, bins: &Path) -> Result<(), String> {
+    let key = conformance::throwaway_api_key();
+    let server = our_server(
+        bins,
+        "conformance",
+        &[
+            ("ORS_KEEPALIVE_SECS", KEEPALIVE_SECS),
+            ("ORS_API_KEY", &key),
+        ],
+    )?;
+    python_script(
+        python,
+        "client_conformance.py",
+        &[&server.url, "--keepalive-secs", KEEPALIVE_SECS],
+        &[("ORS_API_KEY", &key)],
+    )?;
+    drop(server);
+    let server = our_server(bins, "gsm8k", &[])?;
+    python_script(python, "client_gsm8k.py", &[&server.url], &[])
+}
+
+/// Print the lines of a report that explain a mismatch.
+fn explain(report: &Report, expected_file: Option<&Path>) {
+    for o in &report.outcomes {
+        if let conformance::Status::Fail(_) = &o.status {
+            if o.expected.is_none() {
+                println!("{}", o.line());
+            }
+        }
+    }
+    for line in report.summary(expected_file) {
+        println!("{line}");
+    }
+}
+
+/// The conformance runner against the reference server: exactly the expected failures.
+pub fn conformance_against_reference() -> Result<(), String> {
+    let server = reference_server()?;
+    let file = reference_expected_failures();
+    let opts = RunOptions {
+        expected: ExpectedFailures::load(&file)?,
+        ..RunOptions::default()
+    };
+    let report = conformance::run_against(&server.url, &opts)?;
+    explain(&report, Some(&file));
+    if report.matches_expectations() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the reference's results differ from {}: unexpected failures {:?}, unexpected passes {:?}, unknown ids {:?}",
+            file.display(),
+            report.unexpected_failures(),
+            report.unexpected_passes(),
+            report.unknown_expected
+        ))
+    }
+}
+
+/// The conformance runner, slow clauses included, against our server: no failure. The
+/// server has an API key, so the auth clauses run.
+pub fn conformance_against_ours(bins: &Path) -> Result<(), String> {
+    let key = conformance::throwaway_api_key();
+    let server = our_server(
+        bins,
+        "conformance",
+        &[
+            ("ORS_KEEPALIVE_SECS", KEEPALIVE_SECS),
+            ("ORS_API_KEY", &key),
+        ],
+    )?;
+    let opts = RunOptions {
+        slow: true,
+        keepalive_secs: KEEPALIVE_SECS.parse().unwrap_or(1),
+        api_key: Some(key),
+        ..RunOptions::default()
+    };
+    let report = conformance::run_against(&server.url, &opts)?;
+    explain(&report, None);
+    let failed = report.unexpected_failures();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("our server fails {failed:?}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The whole interop run, for working on it without `cargo xtask test`:
+    /// `cargo test -p xtask -- --ignored --nocapture interop`.
+    #[test]
+    #[ignore = "builds the examples and starts servers; run explicitly"]
+    fn interop_run_all() {
+        if let Err(e) = super::run_all() {
+            panic!("{e}");
+        }
+    }
+}
