@@ -1,1 +1,86 @@
-//! placeholder
+//! A typed async client for Open Reward Standard (ORS) servers, parallel rollouts, and (as the
+//! `ors` binary) a command-line tool.
+//!
+//! One [`Client`] holds a pool of keep-alive HTTP connections and is cheap to clone and share
+//! across tasks. From it, an [`Environment`] lists tools, splits and tasks, and opens
+//! [`Session`]s (episodes). A session pings the server in the background, notices when it has
+//! died, and deletes itself on [`Session::close`]. Tool calls stream over SSE and survive a
+//! dropped connection: the client reconnects with the call's `task_id`, so the tool never runs
+//! twice. All failures are one [`Error`] enum.
+//!
+//! ```no_run
+//! use ors_client::{Client, Provider};
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), ors_client::Error> {
+//! let client = Client::new("http://127.0.0.1:8080")?; // API key from ORS_API_KEY, if set
+//! let env = client.environment("gsm8k");
+//! println!("{} test tasks", env.num_tasks("test").await?);
+//! let openai_tools = env.tools_for(Provider::OpenAi).await?;
+//! # let _ = openai_tools;
+//!
+//! let session = env.session_at("test", 0).await?;
+//! for block in session.prompt().await? {
+//!     println!("{}", block.as_text().unwrap_or("<image>"));
+//! }
+//! let out = session.call("submit", json!({ "answer": "72" })).await?;
+//! println!("reward {:?}, finished {}", out.reward, out.finished);
+//! session.close().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Rollouts: implement [`Policy`] and hand it to [`evaluate`], which runs many episodes at
+//! once and reports per-episode returns, mean reward and success rate. Code without an async
+//! runtime can use the [`blocking`] facade.
+
+#![warn(missing_docs)]
+
+pub mod blocking;
+mod call;
+mod client;
+mod config;
+mod error;
+mod http;
+mod rollout;
+mod session;
+
+pub use call::{Progress, ProgressFn};
+pub use client::{Client, Environment, TaskRef};
+pub use config::{ClientBuilder, Config, SecretsMode, API_KEY_ENV, DEFAULT_URL, URL_ENV};
+pub use error::{Error, Result};
+pub use ors_core::provider::Provider;
+pub use ors_core::{
+    Block, Blocks, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType, TextBlock,
+    ToolOutput, ToolSpec,
+};
+pub use rollout::{
+    evaluate, Action, Episode, EvalOptions, EvalProgress, EvalProgressFn, EvalReport, Observation,
+    Outcome, Policy, PolicyError, Turn,
+};
+pub use session::{Session, SessionBuilder};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>(_: &T) {}
+
+    #[test]
+    fn handles_can_be_shared_across_tasks() {
+        send_sync::<Client>();
+        send_sync::<Environment>();
+        send_sync::<Session>();
+        send_sync::<Error>();
+    }
+
+    #[allow(dead_code, unreachable_code, clippy::diverging_sub_expression)]
+    fn futures_are_send(s: &Session, e: &Environment) {
+        send(&s.call("t", serde_json::Value::Null));
+        send(&s.prompt());
+        send(&s.tools());
+        send(&e.session_at("train", 0));
+        send(&e.tasks("train"));
+    }
+}

@@ -1,1 +1,352 @@
-fn main() {}
+//! `ors`: list, inspect and play Open Reward Standard environments from the command line.
+
+#[path = "ors/play.rs"]
+mod play;
+#[path = "ors/render.rs"]
+mod render;
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use ors_client::{Client, Environment, Error, Provider, RunToolOutput, Session, TaskRef};
+use serde_json::{json, Value};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ors",
+    version,
+    about = "Talk to an Open Reward Standard (ORS) server"
+)]
+struct Cli {
+    /// Server URL.
+    #[arg(long, global = true, env = "ORS_URL", default_value = ors_client::DEFAULT_URL)]
+    url: String,
+    /// API key sent as X-API-Key.
+    #[arg(long, global = true, env = "ORS_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Print JSON instead of tables, for scripts.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// List the server's environments.
+    Envs,
+    /// List an environment's tools.
+    Tools {
+        /// Environment name.
+        env: String,
+        /// Print the tools in an LLM provider's format (JSON): openai, anthropic or gemini.
+        #[arg(long, value_parser = parse_provider)]
+        format: Option<Provider>,
+    },
+    /// List an environment's splits.
+    Splits {
+        /// Environment name.
+        env: String,
+    },
+    /// List the tasks of a split.
+    Tasks {
+        /// Environment name.
+        env: String,
+        /// Split name.
+        split: String,
+        /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
+        #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = parse_range)]
+        range: Option<(Option<i64>, Option<i64>)>,
+    },
+    /// Run one episode: make the given calls in order, print each result, delete the session.
+    Call {
+        /// Environment name.
+        env: String,
+        #[command(flatten)]
+        task: TaskArgs,
+        /// TOOL INPUT pairs, e.g. `submit '{"answer": "72"}'`.
+        #[arg(required = true, num_args = 2.., value_names = ["TOOL", "INPUT"])]
+        calls: Vec<String>,
+    },
+    /// Play one episode interactively: type `TOOL {JSON}` lines (stdin may be a pipe).
+    Play {
+        /// Environment name.
+        env: String,
+        /// Split of the task.
+        #[arg(long)]
+        split: String,
+        /// Index of the task in the split.
+        #[arg(long)]
+        index: i64,
+    },
+}
+
+#[derive(Args, Debug)]
+#[group(required = true, multiple = true)]
+struct TaskArgs {
+    /// Split of the task (with --index).
+    #[arg(long, requires = "index", conflicts_with = "task")]
+    split: Option<String>,
+    /// Index of the task in the split (with --split).
+    #[arg(long, requires = "split", conflicts_with = "task")]
+    index: Option<i64>,
+    /// The task as JSON, instead of --split/--index.
+    #[arg(long)]
+    task: Option<String>,
+}
+
+fn parse_provider(s: &str) -> Result<Provider, String> {
+    s.parse()
+        .map_err(|e: ors_core::provider::UnknownProvider| e.to_string())
+}
+
+fn parse_range(s: &str) -> Result<(Option<i64>, Option<i64>), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("expected A:B, got {s:?}"))?;
+    let bound = |x: &str| -> Result<Option<i64>, String> {
+        let x = x.trim();
+        if x.is_empty() {
+            Ok(None)
+        } else {
+            x.parse()
+                .map(Some)
+                .map_err(|_| format!("{x:?} is not an integer"))
+        }
+    };
+    Ok((bound(a)?, bound(b)?))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let url = cli.url.clone();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            let msg = match &e {
+                Error::Transport(_) => format!("cannot reach {url}: {e}"),
+                Error::Http { status: 401, .. } => {
+                    format!("{e} (pass --api-key or set ORS_API_KEY)")
+                }
+                _ => e.to_string(),
+            };
+            eprintln!("ors: error: {}", render::one_line(&msg));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, Error> {
+    let mut builder = Client::builder(&cli.url);
+    builder = match &cli.api_key {
+        Some(k) if !k.is_empty() => builder.api_key(k),
+        _ => builder.no_api_key(),
+    };
+    let client = builder.build()?;
+    let json = cli.json;
+    match cli.command {
+        Command::Envs => {
+            let envs = client.environments().await?;
+            if json {
+                println!("{}", render::pretty(&envs));
+            } else {
+                for e in envs {
+                    println!("{e}");
+                }
+            }
+        }
+        Command::Tools { env, format } => {
+            let env = client.environment(env);
+            match format {
+                Some(p) => println!("{}", render::pretty(&env.tools_for(p).await?)),
+                None if json => println!("{}", render::pretty(&env.tools().await?)),
+                None => print!("{}", render::tools_table(&env.tools().await?)),
+            }
+        }
+        Command::Splits { env } => {
+            let splits = client.environment(env).splits().await?;
+            if json {
+                println!("{}", render::pretty(&splits));
+            } else {
+                let rows: Vec<Vec<String>> = splits
+                    .iter()
+                    .map(|s| vec![s.name.clone(), s.split_type.to_string()])
+                    .collect();
+                print!("{}", render::table(&["NAME", "TYPE"], &rows, 60));
+            }
+        }
+        Command::Tasks { env, split, range } => {
+            tasks(&client.environment(env), &split, range, json).await?;
+        }
+        Command::Call { env, task, calls } => {
+            return call(&client.environment(env), task, &calls, json).await;
+        }
+        Command::Play { env, split, index } => {
+            let session = client.environment(env).session_at(&split, index).await?;
+            let played = play::play(&session).await;
+            let closed = session.close().await;
+            played?;
+            closed?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn tasks(
+    env: &Environment,
+    split: &str,
+    range: Option<(Option<i64>, Option<i64>)>,
+    json: bool,
+) -> Result<(), Error> {
+    let (first, tasks) = match range {
+        None => (0, env.tasks(split).await?),
+        Some((start, stop)) => {
+            let tasks = env.task_range(split, start, stop).await?;
+            // Negative bounds count from the end; resolve them to show real indices.
+            let first = match start {
+                Some(s) if s < 0 => {
+                    let n = usize::try_from(env.num_tasks(split).await?).unwrap_or(usize::MAX);
+                    ors_core::slice_bounds(start, stop, n).start
+                }
+                Some(s) => usize::try_from(s).unwrap_or(0),
+                None => 0,
+            };
+            (first, tasks)
+        }
+    };
+    if json {
+        println!("{}", render::pretty(&tasks));
+    } else {
+        let rows: Vec<Vec<String>> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| vec![(first + i).to_string(), render::task_line(t)])
+            .collect();
+        print!("{}", render::table(&["INDEX", "TASK"], &rows, 100));
+    }
+    Ok(())
+}
+
+async fn call(
+    env: &Environment,
+    task: TaskArgs,
+    calls: &[String],
+    json: bool,
+) -> Result<ExitCode, Error> {
+    if calls.len() % 2 != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "calls come in TOOL INPUT pairs; {:?} has no INPUT (use '{{}}' for none)",
+            calls[calls.len() - 1]
+        )));
+    }
+    let mut inputs = Vec::with_capacity(calls.len() / 2);
+    for pair in calls.chunks(2) {
+        let input: Value = serde_json::from_str(&pair[1]).map_err(|e| {
+            Error::InvalidArgument(format!("input of {} is not JSON: {e}", pair[0]))
+        })?;
+        inputs.push((pair[0].as_str(), input));
+    }
+    let task_ref = match (task.task, task.split, task.index) {
+        (Some(t), _, _) => {
+            let v: Value = serde_json::from_str(&t)
+                .map_err(|e| Error::InvalidArgument(format!("--task is not JSON: {e}")))?;
+            TaskRef::spec(&v)?
+        }
+        (None, Some(split), Some(index)) => TaskRef::at(split, index),
+        _ => {
+            return Err(Error::InvalidArgument(
+                "give --task JSON or both --split and --index".into(),
+            ))
+        }
+    };
+    let session = env.session(task_ref).open().await?;
+    let result = episode(&session, &inputs, json).await;
+    let closed = session.close().await;
+    let failed = result?;
+    closed?;
+    if failed > 0 {
+        eprintln!("ors: error: {failed} of {} tool calls failed", inputs.len());
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Make the calls and print them; returns how many failed (tool error or crash).
+async fn episode(session: &Session, inputs: &[(&str, Value)], json: bool) -> Result<usize, Error> {
+    let prompt = session.prompt().await?;
+    if !json {
+        println!("session {}", session.sid());
+        print!("{}", render::blocks(&prompt));
+    }
+    let mut total = 0.0;
+    let mut failed = 0;
+    let mut results = Vec::new();
+    for (name, input) in inputs {
+        if !json {
+            println!("\n> {name} {}", render::compact(input));
+        }
+        let outcome = match session.call_raw(name, input.clone()).await {
+            Ok(r) => r,
+            Err(Error::ToolCrashed { message }) => {
+                failed += 1;
+                if json {
+                    results.push(json!({"tool": name, "input": input, "crashed": message}));
+                } else {
+                    println!("tool crashed: {message}");
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        match &outcome {
+            RunToolOutput::Success(out) => {
+                total += out.reward.unwrap_or(0.0);
+                if !json {
+                    print!("{}", render::output(out));
+                }
+            }
+            RunToolOutput::Error(message) => {
+                failed += 1;
+                if !json {
+                    println!("tool error: {message}");
+                }
+            }
+        }
+        if json {
+            results.push(json!({"tool": name, "input": input, "result": outcome}));
+        }
+    }
+    if json {
+        let doc = json!({
+            "sid": session.sid(),
+            "prompt": prompt,
+            "calls": results,
+            "return": total,
+        });
+        println!("{}", render::pretty(&doc));
+    } else {
+        println!("\nreturn {total}");
+    }
+    Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_slice_syntax() {
+        assert_eq!(parse_range("2:5"), Ok((Some(2), Some(5))));
+        assert_eq!(parse_range(":5"), Ok((None, Some(5))));
+        assert_eq!(parse_range("-3:"), Ok((Some(-3), None)));
+        assert!(parse_range("5").is_err());
+        assert!(parse_range("a:b").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

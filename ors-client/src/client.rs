@@ -1,0 +1,273 @@
+//! The client handle and discovery: environments, tools, splits and tasks.
+
+use std::fmt;
+use std::sync::Arc;
+
+use ors_core::{
+    GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse, Split,
+    TaskRangeResponse, TaskResponse, TasksResponse, ToolSpec,
+};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::{ClientBuilder, Config};
+use crate::error::{Error, Result};
+use crate::http::{segment, Http, Req, Retry};
+use crate::session::SessionBuilder;
+
+/// A connection to one ORS server: cheap to clone, `Send + Sync`, one pool of keep-alive
+/// connections shared by every clone, environment handle and session.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) http: Arc<Http>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.http.cfg.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client for the server at `url` (plain `http://`), with the key from `ORS_API_KEY`.
+    pub fn new(url: impl Into<String>) -> Result<Self> {
+        ClientBuilder::new(url).build()
+    }
+
+    /// A client for `ORS_URL` (default `http://127.0.0.1:8080`) and `ORS_API_KEY`.
+    pub fn from_env() -> Result<Self> {
+        ClientBuilder::from_env().build()
+    }
+
+    /// A builder to set the API key, timeouts, retries and ping period.
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder::new(url)
+    }
+
+    pub(crate) fn from_config(cfg: Config) -> Self {
+        Self {
+            http: Arc::new(Http::new(cfg)),
+        }
+    }
+
+    /// The settings this client runs with.
+    pub fn config(&self) -> &Config {
+        &self.http.cfg
+    }
+
+    /// The server's base URL.
+    pub fn url(&self) -> &str {
+        &self.http.cfg.url
+    }
+
+    /// `GET /health`: succeeds when the server answers `{"status": "ok"}`.
+    pub async fn health(&self) -> Result<()> {
+        let status: ors_core::Status = self
+            .http
+            .json(&Req::get("/health"), Retry::Idempotent)
+            .await?;
+        if status.status == "ok" {
+            Ok(())
+        } else {
+            Err(Error::Protocol(format!(
+                "/health answered status {:?}",
+                status.status
+            )))
+        }
+    }
+
+    /// `GET /list_environments`: the names of the environments the server hosts.
+    pub async fn environments(&self) -> Result<Vec<String>> {
+        self.http
+            .json(&Req::get("/list_environments"), Retry::Idempotent)
+            .await
+    }
+
+    /// A handle on the environment `name` (no request is made).
+    pub fn environment(&self, name: impl Into<String>) -> Environment {
+        Environment {
+            client: self.clone(),
+            name: Arc::from(name.into()),
+        }
+    }
+}
+
+/// One environment of a server: discovery and sessions. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Environment {
+    client: Client,
+    name: Arc<str>,
+}
+
+impl Environment {
+    /// The environment's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The client this handle belongs to.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The path `/{env}{suffix}`.
+    pub(crate) fn path(&self, suffix: &str) -> String {
+        format!("/{}{suffix}", segment(&self.name))
+    }
+
+    /// `GET /{env}/tools`: the shared tools (task-specific ones need a session, see
+    /// [`crate::Session::tools`]).
+    pub async fn tools(&self) -> Result<Vec<ToolSpec>> {
+        let out: ListToolsOutput = self
+            .client
+            .http
+            .json(&Req::get(self.path("/tools")), Retry::Idempotent)
+            .await?;
+        Ok(out.tools)
+    }
+
+    /// The shared tools in the function-calling format of an LLM provider.
+    pub async fn tools_for(&self, provider: crate::Provider) -> Result<Vec<Value>> {
+        Ok(provider.tools(&self.tools().await?))
+    }
+
+    /// `GET /{env}/splits`: the splits and their types.
+    pub async fn splits(&self) -> Result<Vec<Split>> {
+        self.client
+            .http
+            .json(&Req::get(self.path("/splits")), Retry::Idempotent)
+            .await
+    }
+
+    async fn post<B: Serialize, T: DeserializeOwned>(&self, suffix: &str, body: &B) -> Result<T> {
+        let req = Req::post(self.path(suffix)).json(body)?;
+        // Reading tasks changes nothing on the server, so every failure may be retried.
+        self.client.http.json(&req, Retry::Idempotent).await
+    }
+
+    /// `POST /{env}/tasks`: every task of a split, as JSON.
+    pub async fn tasks(&self, split: &str) -> Result<Vec<Value>> {
+        let body = ListTasks {
+            split: split.to_owned(),
+        };
+        let out: TasksResponse = self.post("/tasks", &body).await?;
+        Ok(out.tasks)
+    }
+
+    /// Every task of a split, decoded into the environment's task type.
+    pub async fn tasks_as<T: DeserializeOwned>(&self, split: &str) -> Result<Vec<T>> {
+        self.tasks(split)
+            .await?
+            .into_iter()
+            .map(decode_task)
+            .collect()
+    }
+
+    /// `POST /{env}/num_tasks`: how many tasks a split has.
+    pub async fn num_tasks(&self, split: &str) -> Result<u64> {
+        let body = NumTasks {
+            split: split.to_owned(),
+        };
+        let out: NumTasksResponse = self.post("/num_tasks", &body).await?;
+        Ok(out.num_tasks)
+    }
+
+    /// `POST /{env}/task`: the task at `index` of `split`.
+    pub async fn task(&self, split: &str, index: i64) -> Result<Value> {
+        let body = GetTask {
+            split: split.to_owned(),
+            index,
+        };
+        let out: TaskResponse = self.post("/task", &body).await?;
+        Ok(out.task)
+    }
+
+    /// The task at `index` of `split`, decoded into the environment's task type.
+    pub async fn task_as<T: DeserializeOwned>(&self, split: &str, index: i64) -> Result<T> {
+        decode_task(self.task(split, index).await?)
+    }
+
+    /// `POST /{env}/task_range`: the tasks in `start..stop` (Python slice rules: either bound
+    /// may be omitted or negative).
+    pub async fn task_range(
+        &self,
+        split: &str,
+        start: Option<i64>,
+        stop: Option<i64>,
+    ) -> Result<Vec<Value>> {
+        let body = GetTaskRange {
+            split: split.to_owned(),
+            start,
+            stop,
+        };
+        let out: TaskRangeResponse = self.post("/task_range", &body).await?;
+        Ok(out.tasks)
+    }
+
+    /// Start opening a session on a task: `env.session(TaskRef::at("test", 0)).await?`, or add
+    /// secrets and a progress callback on the builder first.
+    pub fn session(&self, task: impl Into<TaskRef>) -> SessionBuilder {
+        SessionBuilder::new(self.clone(), task.into())
+    }
+
+    /// Open a session on the task at `index` of `split`.
+    pub async fn session_at(&self, split: &str, index: i64) -> Result<crate::Session> {
+        self.session(TaskRef::at(split, index)).open().await
+    }
+
+    /// Open a session on a task given inline: a `serde_json::Value` or any serializable task
+    /// type.
+    pub async fn session_for<T: Serialize + ?Sized>(&self, task: &T) -> Result<crate::Session> {
+        self.session(TaskRef::spec(task)?).open().await
+    }
+}
+
+fn decode_task<T: DeserializeOwned>(v: Value) -> Result<T> {
+    serde_json::from_value(v)
+        .map_err(|e| Error::Protocol(format!("a task does not have the expected shape: {e}")))
+}
+
+/// Which task a session runs: given inline, or resolved by the server from split and index.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskRef {
+    /// The task itself (`task_spec`), a JSON object.
+    Spec(Value),
+    /// The task at `index` of `split`.
+    At {
+        /// The split name.
+        split: String,
+        /// The index in the split.
+        index: i64,
+    },
+}
+
+impl TaskRef {
+    /// The task at `index` of `split`.
+    pub fn at(split: impl Into<String>, index: i64) -> Self {
+        TaskRef::At {
+            split: split.into(),
+            index,
+        }
+    }
+
+    /// A task given inline, from any serializable value that is a JSON object.
+    pub fn spec<T: Serialize + ?Sized>(task: &T) -> Result<Self> {
+        let v = serde_json::to_value(task)
+            .map_err(|e| Error::InvalidArgument(format!("the task is not serializable: {e}")))?;
+        if !v.is_object() {
+            return Err(Error::InvalidArgument(
+                "a task given inline must be a JSON object".into(),
+            ));
+        }
+        Ok(TaskRef::Spec(v))
+    }
+}
+
+impl From<Value> for TaskRef {
+    fn from(v: Value) -> Self {
+        TaskRef::Spec(v)
+    }
+}

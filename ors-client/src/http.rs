@@ -1,0 +1,455 @@
+//! The HTTP layer: one pooled hyper client, request building, error mapping, and retries with
+//! exponential backoff and jitter.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use serde::de::DeserializeOwned;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+/// Header carrying the session id.
+pub(crate) const SESSION_HEADER: &str = "x-session-id";
+/// Header carrying the API key.
+pub(crate) const API_KEY_HEADER: &str = "x-api-key";
+/// Header carrying base64 JSON secrets (the reference client's form).
+pub(crate) const SECRETS_HEADER: &str = "x-secrets";
+
+/// Which failures may be repeated for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// Repeating changes nothing on the server: retry 5xx, 429, connection errors, timeouts.
+    Idempotent,
+    /// Repeating is only safe when the server certainly did not act: retry failed connects and
+    /// the statuses that say "not processed" (429, 503).
+    Refused,
+}
+
+/// How one attempt failed, for the retry decision.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// No connection could be made: the request was never sent.
+    Connect(Error),
+    /// The connection broke or the server misbehaved mid-request.
+    Broken(Error),
+    /// The attempt ran out of time.
+    Timeout(Error),
+    /// The server answered with an error status.
+    Status {
+        /// The error, an [`Error::Http`].
+        error: Error,
+        /// The status code.
+        status: u16,
+        /// The server's `Retry-After`, in seconds.
+        retry_after: Option<Duration>,
+    },
+}
+
+impl Failure {
+    /// The error to give the caller.
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) => e,
+            Failure::Status { error, .. } => error,
+        }
+    }
+
+    /// Whether a request of this kind may be sent again after this failure.
+    pub(crate) fn retryable(&self, retry: Retry) -> bool {
+        match (self, retry) {
+            (Failure::Connect(_), _) => true,
+            (Failure::Status { status, .. }, Retry::Refused) => *status == 429 || *status == 503,
+            (Failure::Status { status, .. }, Retry::Idempotent) => *status == 429 || *status >= 500,
+            (Failure::Broken(_) | Failure::Timeout(_), Retry::Idempotent) => true,
+            (Failure::Broken(_) | Failure::Timeout(_), Retry::Refused) => false,
+        }
+    }
+
+    /// The server's requested delay, if it gave one.
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Failure::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// One request to send: method, path below the base URL, headers and JSON body.
+#[derive(Debug, Clone)]
+pub(crate) struct Req {
+    pub method: Method,
+    pub path: String,
+    pub body: Option<Bytes>,
+    pub sid: Option<String>,
+    pub accept: &'static str,
+    pub extra: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Req {
+    /// A GET of `path` accepting JSON.
+    pub fn get(path: impl Into<String>) -> Self {
+        Self {
+            method: Method::GET,
+            path: path.into(),
+            body: None,
+            sid: None,
+            accept: "application/json",
+            extra: Vec::new(),
+        }
+    }
+
+    /// A POST of `path` accepting JSON, without a body.
+    pub fn post(path: impl Into<String>) -> Self {
+        Self {
+            method: Method::POST,
+            ..Self::get(path)
+        }
+    }
+
+    /// Set the JSON body.
+    pub fn json(mut self, body: &impl serde::Serialize) -> Result<Self> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| Error::InvalidArgument(format!("request body is not JSON: {e}")))?;
+        self.body = Some(Bytes::from(bytes));
+        Ok(self)
+    }
+
+    /// Send the session id.
+    pub fn sid(mut self, sid: &str) -> Self {
+        self.sid = Some(sid.to_owned());
+        self
+    }
+
+    /// Set the `Accept` header.
+    pub fn accept(mut self, accept: &'static str) -> Self {
+        self.accept = accept;
+        self
+    }
+
+    /// Add a header.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.extra.push((name, value));
+        self
+    }
+}
+
+/// The transport shared by every clone of a client.
+pub(crate) struct Http {
+    client: HyperClient<HttpConnector, Full<Bytes>>,
+    pub(crate) cfg: Config,
+}
+
+impl Http {
+    /// A pooled keep-alive client for `cfg`.
+    pub fn new(cfg: Config) -> Self {
+        let mut connector = HttpConnector::new();
+        // Tool calls are small request/response exchanges; Nagle only adds latency.
+        connector.set_nodelay(true);
+        connector.set_connect_timeout(Some(cfg.connect_timeout));
+        connector.enforce_http(true);
+        let client = HyperClient::builder(TokioExecutor::new())
+            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_max_idle_per_host(256)
+            .build(connector);
+        Self { client, cfg }
+    }
+
+    fn build(&self, req: &Req) -> Result<Request<Full<Bytes>>> {
+        let uri = format!("{}{}", self.cfg.url, req.path);
+        let mut b = Request::builder()
+            .method(req.method.clone())
+            .uri(&uri)
+            .header(ACCEPT, req.accept)
+            .header(USER_AGENT, &self.cfg.user_agent);
+        if let Some(key) = &self.cfg.api_key {
+            let mut v = HeaderValue::from_str(key).map_err(|_| {
+                Error::InvalidArgument("the API key has characters a header cannot carry".into())
+            })?;
+            v.set_sensitive(true);
+            b = b.header(API_KEY_HEADER, v);
+        }
+        if let Some(sid) = &req.sid {
+            let v = HeaderValue::from_str(sid).map_err(|_| {
+                Error::InvalidArgument(format!("session id {sid:?} cannot be sent in a header"))
+            })?;
+            b = b.header(SESSION_HEADER, v);
+        }
+        for (k, v) in &req.extra {
+            b = b.header(k, v);
+        }
+        let body = match &req.body {
+            Some(bytes) => {
+                b = b.header(CONTENT_TYPE, "application/json");
+                Full::new(bytes.clone())
+            }
+            None => Full::new(Bytes::new()),
+        };
+        b.body(body)
+            .map_err(|e| Error::InvalidArgument(format!("cannot build request for {uri}: {e}")))
+    }
+
+    /// Send one attempt and wait for the response head (within `head_timeout`). Error statuses
+    /// are returned as responses; the caller decides.
+    pub async fn send_once(
+        &self,
+        req: &Req,
+        head_timeout: Duration,
+    ) -> std::result::Result<Response<Incoming>, Failure> {
+        let request = self.build(req).map_err(Failure::Broken)?;
+        match tokio::time::timeout(head_timeout, self.client.request(request)).await {
+            Err(_) => Err(Failure::Timeout(Error::Timeout(format!(
+                "no response to {} {} within {:?}",
+                req.method, req.path, head_timeout
+            )))),
+            Ok(Err(e)) if e.is_connect() => Err(Failure::Connect(Error::transport(&e))),
+            Ok(Err(e)) => Err(Failure::Broken(Error::transport(&e))),
+            Ok(Ok(resp)) => Ok(resp),
+        }
+    }
+
+    /// One attempt: send, read the whole body, turn an error status into a [`Failure::Status`].
+    async fn attempt(&self, req: &Req) -> std::result::Result<(http::HeaderMap, Bytes), Failure> {
+        let timeout = self.cfg.request_timeout;
+        let work = async {
+            let resp = self.send_once(req, timeout).await?;
+            let (parts, body) = resp.into_parts();
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|e| Failure::Broken(Error::transport(&e)))?
+                .to_bytes();
+            if !parts.status.is_success() {
+                return Err(status_failure(parts.status, &parts.headers, &bytes));
+            }
+            Ok((parts.headers, bytes))
+        };
+        match tokio::time::timeout(timeout, work).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Timeout(Error::Timeout(format!(
+                "{} {} took longer than {:?}",
+                req.method, req.path, timeout
+            )))),
+        }
+    }
+
+    /// Send with retries as `retry` allows; returns the headers and body of a 2xx answer.
+    pub async fn fetch(&self, req: &Req, retry: Retry) -> Result<(http::HeaderMap, Bytes)> {
+        let mut attempt = 0u32;
+        loop {
+            match self.attempt(req).await {
+                Ok(ok) => return Ok(ok),
+                Err(f) if attempt < self.cfg.max_retries && f.retryable(retry) => {
+                    let delay = self.delay(attempt, f.retry_after());
+                    tracing::debug!(
+                        method = %req.method, path = %req.path, attempt, ?delay,
+                        error = %DisplayFailure(&f), "retrying request"
+                    );
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                Err(f) => return Err(f.into_error()),
+            }
+        }
+    }
+
+    /// Send with retries and decode a JSON answer.
+    pub async fn json<T: DeserializeOwned>(&self, req: &Req, retry: Retry) -> Result<T> {
+        let (_, body) = self.fetch(req, retry).await?;
+        decode_json(&req.path, &body)
+    }
+
+    /// The backoff before retry number `attempt + 1`, or the server's `Retry-After` (capped).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        match retry_after {
+            Some(d) => d.min(self.cfg.backoff_max),
+            None => backoff(attempt, self.cfg.backoff_base, self.cfg.backoff_max),
+        }
+    }
+}
+
+struct DisplayFailure<'a>(&'a Failure);
+
+impl std::fmt::Display for DisplayFailure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) => e.fmt(f),
+            Failure::Status { error, .. } => error.fmt(f),
+        }
+    }
+}
+
+/// Decode a JSON body, naming the endpoint when it is not what ORS says it is.
+pub(crate) fn decode_json<T: DeserializeOwned>(path: &str, body: &[u8]) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        Error::Protocol(format!(
+            "unexpected reply from {path}: {e} (body: {})",
+            preview(body)
+        ))
+    })
+}
+
+/// A [`Failure::Status`] for an error response, with the server's `detail`.
+pub(crate) fn status_failure(
+    status: StatusCode,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Failure {
+    let retry_after = headers
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    Failure::Status {
+        error: Error::Http {
+            status: status.as_u16(),
+            detail: detail_of(status, body),
+        },
+        status: status.as_u16(),
+        retry_after,
+    }
+}
+
+/// The `detail` of an error body: the string, the JSON of a structured detail (FastAPI's
+/// validation errors), the raw text, or the status's reason when the body is empty.
+pub(crate) fn detail_of(status: StatusCode, body: &[u8]) -> String {
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
+        match v.get("detail") {
+            Some(serde_json::Value::String(s)) => return s.clone(),
+            Some(other) => return other.to_string(),
+            None => {}
+        }
+    }
+    let text = preview(body);
+    if text.is_empty() {
+        status.canonical_reason().unwrap_or("error").to_owned()
+    } else {
+        text
+    }
+}
+
+/// At most 300 characters of a body, on one line, for error messages.
+pub(crate) fn preview(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let one_line: String = text
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match one_line.char_indices().nth(300) {
+        Some((i, _)) => format!("{}...", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+/// Exponential backoff with "equal jitter": half of `base * 2^attempt` (capped at `max`) is
+/// fixed and the other half random, so many clients retrying at once spread out.
+pub(crate) fn backoff(attempt: u32, base: Duration, max: Duration) -> Duration {
+    let exp = base.saturating_mul(1u32 << attempt.min(20)).min(max);
+    let half = exp / 2;
+    let span = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+    half + Duration::from_nanos(jitter() % span.saturating_add(1))
+}
+
+/// A pseudo-random number from the clock and a process-wide counter (no `rand` needed: this
+/// only has to differ between concurrent retriers, not be unpredictable).
+fn jitter() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    splitmix64(t ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+fn splitmix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Percent-encode one path segment (an environment name) so any name makes a valid URL.
+pub(crate) fn segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_stays_capped_and_jitters() {
+        let base = Duration::from_millis(100);
+        let max = Duration::from_secs(1);
+        for attempt in 0..10 {
+            let exp = base.saturating_mul(1 << attempt).min(max);
+            let d = backoff(attempt, base, max);
+            assert!(d >= exp / 2 && d <= exp, "attempt {attempt}: {d:?}");
+        }
+        let samples: std::collections::HashSet<Duration> =
+            (0..20).map(|_| backoff(3, base, max)).collect();
+        assert!(samples.len() > 1, "backoff has no jitter");
+    }
+
+    #[test]
+    fn details_come_from_json_or_text() {
+        let s = StatusCode::BAD_REQUEST;
+        assert_eq!(
+            detail_of(s, br#"{"detail":"Invalid index"}"#),
+            "Invalid index"
+        );
+        assert_eq!(
+            detail_of(s, br#"{"detail":[{"loc":["body","split"]}]}"#),
+            r#"[{"loc":["body","split"]}]"#
+        );
+        assert_eq!(detail_of(s, b"plain\ntext"), "plain text");
+        assert_eq!(detail_of(StatusCode::NOT_FOUND, b""), "Not Found");
+    }
+
+    #[test]
+    fn retry_rules_never_repeat_a_4xx() {
+        let st = |status| Failure::Status {
+            error: Error::Http {
+                status,
+                detail: String::new(),
+            },
+            status,
+            retry_after: None,
+        };
+        for retry in [Retry::Idempotent, Retry::Refused] {
+            assert!(!st(400).retryable(retry));
+            assert!(!st(404).retryable(retry));
+            assert!(!st(410).retryable(retry));
+            assert!(st(429).retryable(retry));
+            assert!(st(503).retryable(retry));
+            assert!(Failure::Connect(Error::Transport(String::new())).retryable(retry));
+        }
+        assert!(st(500).retryable(Retry::Idempotent));
+        assert!(!st(500).retryable(Retry::Refused));
+        assert!(!Failure::Broken(Error::Transport(String::new())).retryable(Retry::Refused));
+    }
+
+    #[test]
+    fn segments_are_percent_encoded() {
+        assert_eq!(segment("gsm8k"), "gsm8k");
+        assert_eq!(segment("a b/c"), "a%20b%2Fc");
+    }
+}

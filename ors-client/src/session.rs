@@ -1,0 +1,541 @@
+//! Sessions (episodes): creation in both reply forms, the background ping, death detection,
+//! prompt, tools, calls, and deletion.
+
+use std::future::{Future, IntoFuture};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use futures_util::future::BoxFuture;
+use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
+use ors_core::{
+    Blocks, CreateSession, ListToolsOutput, RunToolOutput, Secrets, SessionId, ToolOutput, ToolSpec,
+};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::call::{run_call, CallSpec, Progress, ProgressFn};
+use crate::client::{Environment, TaskRef};
+use crate::config::SecretsMode;
+use crate::error::{Error, Result};
+use crate::http::{decode_json, Http, Req, Retry, SECRETS_HEADER};
+
+/// Options for opening a session; `.await` it (or call [`SessionBuilder::open`]).
+#[must_use = "a SessionBuilder does nothing until it is opened or awaited"]
+pub struct SessionBuilder {
+    env: Environment,
+    task: TaskRef,
+    secrets: Secrets,
+    progress: Option<ProgressFn>,
+}
+
+impl SessionBuilder {
+    pub(crate) fn new(env: Environment, task: TaskRef) -> Self {
+        Self {
+            env,
+            task,
+            secrets: Secrets::default(),
+            progress: None,
+        }
+    }
+
+    /// Secrets for the environment (API keys it needs); never logged.
+    pub fn secrets(mut self, secrets: Secrets) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    /// Add one secret.
+    pub fn secret(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.secrets.insert(key, value);
+        self
+    }
+
+    /// Receive the `progress` events of every call made on this session.
+    pub fn on_progress(mut self, f: impl Fn(&Progress<'_>) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Create the session on the server and start its background ping.
+    pub async fn open(self) -> Result<Session> {
+        let http = Arc::clone(&self.env.client().http);
+        let mut body = match &self.task {
+            TaskRef::Spec(v) if !v.is_object() => {
+                return Err(Error::InvalidArgument(
+                    "a task given inline must be a JSON object".into(),
+                ))
+            }
+            TaskRef::Spec(v) => CreateSession::from_task(v.clone()),
+            TaskRef::At { split, index } => CreateSession::from_split(split.clone(), *index),
+        }
+        .env(self.env.name());
+
+        let sid = create_session_id(&http).await?;
+        let mut req = Req::post("/create").sid(&sid);
+        if !self.secrets.is_empty() {
+            let mode = http.cfg.secrets_mode;
+            if matches!(mode, SecretsMode::Body | SecretsMode::Both) {
+                body = body.secrets(self.secrets.clone());
+            }
+            if matches!(mode, SecretsMode::Header | SecretsMode::Both) {
+                req = req.header(
+                    HeaderName::from_static(SECRETS_HEADER),
+                    secrets_header(&self.secrets)?,
+                );
+            }
+        }
+        let req = req.json(&body)?;
+        // A repeated /create after a lost reply would hit "session already exists", so only
+        // failures where the server certainly did nothing are retried.
+        if let Err(e) = http.fetch(&req, Retry::Refused).await {
+            release_id(&http, &sid).await;
+            return Err(e);
+        }
+        tracing::debug!(sid = %sid, env = self.env.name(), "session created");
+
+        let (death, _) = watch::channel(None);
+        let shared = Arc::new(Shared {
+            env: self.env,
+            sid,
+            task: self.task,
+            progress: self.progress,
+            death,
+            no_task_tools: AtomicBool::new(false),
+        });
+        let ping = http
+            .cfg
+            .ping_interval
+            .map(|every| tokio::spawn(ping_loop(Arc::clone(&shared), every)));
+        Ok(Session {
+            shared,
+            ping,
+            closed: false,
+        })
+    }
+}
+
+impl IntoFuture for SessionBuilder {
+    type Output = Result<Session>;
+    type IntoFuture = BoxFuture<'static, Result<Session>>;
+
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(self.open())
+    }
+}
+
+/// `POST /create_session`, accepting a JSON `{"sid"}` reply or an SSE `task_id` event.
+async fn create_session_id(http: &Http) -> Result<String> {
+    // JSON is asked for; the reference server answers SSE regardless, and both are read.
+    let req = Req::post("/create_session");
+    // A repeat only mints another unused id, so this is safe to retry.
+    let (headers, body) = http.fetch(&req, Retry::Idempotent).await?;
+    let is_sse = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("text/event-stream"));
+    let sid = if is_sse || !body.trim_ascii_start().starts_with(b"{") {
+        let mut decoder = SseDecoder::new();
+        let events = decoder.push(&body);
+        events
+            .into_iter()
+            .find(|e| e.event == EVENT_TASK_ID)
+            .map(|e| e.data.trim().to_owned())
+            .ok_or_else(|| {
+                Error::Protocol("/create_session sent neither {\"sid\"} nor a task_id event".into())
+            })?
+    } else {
+        decode_json::<SessionId>("/create_session", &body)?.sid
+    };
+    if sid.is_empty() {
+        return Err(Error::Protocol(
+            "/create_session sent an empty session id".into(),
+        ));
+    }
+    Ok(sid)
+}
+
+/// Best-effort `POST /delete_session` for an id whose `/create` failed.
+async fn release_id(http: &Http, sid: &str) {
+    let req = Req::post("/delete_session").sid(sid);
+    if let Err(e) = http.fetch(&req, Retry::Refused).await {
+        tracing::debug!(sid, error = %e, "delete_session after a failed create also failed");
+    }
+}
+
+/// The `X-Secrets` header: base64 of `{"KEY": {"value": "V"}}`.
+fn secrets_header(secrets: &Secrets) -> Result<HeaderValue> {
+    let map: Map<String, Value> = secrets
+        .0
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::json!({ "value": v })))
+        .collect();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(Value::Object(map).to_string());
+    let mut v = HeaderValue::from_str(&encoded)
+        .map_err(|e| Error::InvalidArgument(format!("secrets header: {e}")))?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// Why a session died.
+#[derive(Debug, Clone)]
+struct Death {
+    reason: String,
+    /// The server said the session no longer exists, so deleting it is pointless.
+    gone: bool,
+}
+
+/// State shared by a session and its ping task.
+struct Shared {
+    env: Environment,
+    sid: String,
+    task: TaskRef,
+    progress: Option<ProgressFn>,
+    death: watch::Sender<Option<Death>>,
+    no_task_tools: AtomicBool,
+}
+
+impl Shared {
+    fn http(&self) -> &Http {
+        &self.env.client().http
+    }
+
+    fn mark_dead(&self, reason: String, gone: bool) {
+        let changed = self.death.send_if_modified(|d| {
+            if d.is_none() {
+                *d = Some(Death {
+                    reason: reason.clone(),
+                    gone,
+                });
+                true
+            } else {
+                false
+            }
+        });
+        if changed {
+            tracing::info!(sid = %self.sid, %reason, "session terminated");
+        }
+    }
+
+    fn terminated(&self) -> Option<Error> {
+        self.death
+            .borrow()
+            .as_ref()
+            .map(|d| Error::SessionTerminated {
+                sid: self.sid.clone(),
+                reason: d.reason.clone(),
+            })
+    }
+
+    /// Turn a "this session does not exist" answer into the session's death.
+    fn absorb(&self, e: Error) -> Error {
+        if let Error::Http { status, detail } = &e {
+            if session_gone(*status, detail) {
+                self.mark_dead(format!("the server answered {status}: {detail}"), true);
+                return self.terminated().unwrap_or(e);
+            }
+        }
+        e
+    }
+}
+
+/// Whether an error answer to a session-scoped request means the session is gone: 410 always,
+/// 404 when it is about the session (and not, say, an unknown environment in the path).
+fn session_gone(status: u16, detail: &str) -> bool {
+    let d = detail.to_ascii_lowercase();
+    status == 410
+        || (status == 404
+            && (d.contains("session") || d.contains("active environment"))
+            && !d.contains("unknown environment"))
+}
+
+async fn ping_loop(shared: Arc<Shared>, every: std::time::Duration) {
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let req = Req::post("/ping").sid(&shared.sid);
+        match shared.http().fetch(&req, Retry::Idempotent).await {
+            Ok(_) => {}
+            Err(Error::Http { status, detail }) if status == 404 || status == 410 => {
+                let reason = format!("ping answered {status}: {detail} (deleted or expired)");
+                shared.mark_dead(reason, true);
+                return;
+            }
+            Err(e @ (Error::Transport(_) | Error::Timeout(_))) => {
+                shared.mark_dead(format!("the server is unreachable: {e}"), false);
+                return;
+            }
+            Err(e) => tracing::warn!(sid = %shared.sid, error = %e, "ping failed"),
+        }
+    }
+}
+
+/// One episode on the server: created by [`Environment::session`], pinged in the background,
+/// deleted by [`Session::close`] (or, as a fallback, when dropped inside a tokio runtime).
+///
+/// Once the session is known to be dead (a ping answered 404/410, the server became
+/// unreachable, or a request said the session is gone), every method fails fast with
+/// [`Error::SessionTerminated`] naming the cause, and a call in flight is abandoned.
+pub struct Session {
+    shared: Arc<Shared>,
+    ping: Option<JoinHandle<()>>,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("env", &self.shared.env.name())
+            .field("sid", &self.shared.sid)
+            .field("terminated", &self.is_terminated())
+            .finish()
+    }
+}
+
+impl Session {
+    /// The session id.
+    pub fn sid(&self) -> &str {
+        &self.shared.sid
+    }
+
+    /// The environment this session runs in.
+    pub fn environment(&self) -> &Environment {
+        &self.shared.env
+    }
+
+    /// The task this session was opened on.
+    pub fn task(&self) -> &TaskRef {
+        &self.shared.task
+    }
+
+    /// Whether the session is known to be dead.
+    pub fn is_terminated(&self) -> bool {
+        self.shared.death.borrow().is_some()
+    }
+
+    /// Why the session died, if it did.
+    pub fn termination_reason(&self) -> Option<String> {
+        self.shared
+            .death
+            .borrow()
+            .as_ref()
+            .map(|d| d.reason.clone())
+    }
+
+    /// Wait until the session is known to be dead (for supervisors); returns the reason.
+    pub async fn terminated(&self) -> String {
+        let mut rx = self.shared.death.subscribe();
+        // The sender lives in `shared`, which `self` holds, so waiting cannot fail.
+        let _ = rx.wait_for(Option::is_some).await;
+        self.termination_reason().unwrap_or_default()
+    }
+
+    /// Run `fut` unless the session is dead; abandon it as soon as the session dies.
+    async fn guarded<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        if let Some(e) = self.shared.terminated() {
+            return Err(e);
+        }
+        let mut rx = self.shared.death.subscribe();
+        tokio::select! {
+            biased;
+            r = fut => r.map_err(|e| self.shared.absorb(e)),
+            _ = rx.wait_for(Option::is_some) => Err(self.shared.terminated().unwrap_or_else(|| {
+                Error::SessionTerminated { sid: self.shared.sid.clone(), reason: "unknown".into() }
+            })),
+        }
+    }
+
+    /// `GET /{env}/prompt`: the blocks that start the episode.
+    pub async fn prompt(&self) -> Result<Blocks> {
+        let req = Req::get(self.shared.env.path("/prompt")).sid(&self.shared.sid);
+        self.guarded(self.shared.http().json(&req, Retry::Idempotent))
+            .await
+    }
+
+    /// The tools of this episode: `GET /{env}/task_tools` (shared and task-specific), or the
+    /// shared `GET /{env}/tools` when the server has no `task_tools` route (404).
+    pub async fn tools(&self) -> Result<Vec<ToolSpec>> {
+        let http = self.shared.http();
+        if !self.shared.no_task_tools.load(Ordering::Relaxed) {
+            let req = Req::get(self.shared.env.path("/task_tools")).sid(&self.shared.sid);
+            match self
+                .guarded(http.json::<ListToolsOutput>(&req, Retry::Idempotent))
+                .await
+            {
+                Ok(out) => return Ok(out.tools),
+                Err(Error::Http { status: 404, .. }) => {
+                    self.shared.no_task_tools.store(true, Ordering::Relaxed);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let req = Req::get(self.shared.env.path("/tools"));
+        let out: ListToolsOutput = self.guarded(http.json(&req, Retry::Idempotent)).await?;
+        Ok(out.tools)
+    }
+
+    /// This episode's tools in the function-calling format of an LLM provider.
+    pub async fn tools_for(&self, provider: crate::Provider) -> Result<Vec<Value>> {
+        Ok(provider.tools(&self.tools().await?))
+    }
+
+    /// Call a tool and get its result as the server sent it: `ok: false` is a value here,
+    /// not an error. A crash is [`Error::ToolCrashed`].
+    pub async fn call_raw(&self, name: &str, input: Value) -> Result<RunToolOutput> {
+        self.call_inner(name, input, self.shared.progress.as_ref())
+            .await
+    }
+
+    /// Call a tool: its output, or [`Error::ToolError`] when it answered `ok: false`.
+    /// `input` must be a JSON object (`null` means no input).
+    pub async fn call(&self, name: &str, input: Value) -> Result<ToolOutput> {
+        into_output(self.call_raw(name, input).await?)
+    }
+
+    /// Call a tool with a typed input (any `Serialize` that becomes a JSON object, or `()`).
+    pub async fn call_as<I: Serialize + ?Sized>(
+        &self,
+        name: &str,
+        input: &I,
+    ) -> Result<ToolOutput> {
+        let value = serde_json::to_value(input)
+            .map_err(|e| Error::InvalidArgument(format!("tool input is not serializable: {e}")))?;
+        self.call(name, value).await
+    }
+
+    /// Call a tool, handing its progress events to `on_progress` (instead of the session's
+    /// callback).
+    pub async fn call_with_progress(
+        &self,
+        name: &str,
+        input: Value,
+        on_progress: impl Fn(&Progress<'_>) + Send + Sync + 'static,
+    ) -> Result<ToolOutput> {
+        let cb: ProgressFn = Arc::new(on_progress);
+        into_output(self.call_inner(name, input, Some(&cb)).await?)
+    }
+
+    async fn call_inner(
+        &self,
+        name: &str,
+        input: Value,
+        progress: Option<&ProgressFn>,
+    ) -> Result<RunToolOutput> {
+        let input = match input {
+            Value::Null => Value::Object(Map::new()),
+            Value::Object(_) => input,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "tool input must be a JSON object, got {}",
+                    kind(&other)
+                )))
+            }
+        };
+        let spec = CallSpec {
+            path: self.shared.env.path("/call"),
+            sid: &self.shared.sid,
+            name,
+            input: &input,
+            progress,
+        };
+        self.guarded(run_call(self.shared.http(), spec)).await
+    }
+
+    /// Delete the session on the server (`POST /delete`) and stop pinging. A session the
+    /// server already forgot (404/410) counts as closed.
+    pub async fn close(mut self) -> Result<()> {
+        self.closed = true;
+        if let Some(ping) = self.ping.take() {
+            ping.abort();
+        }
+        delete(&self.shared).await
+    }
+}
+
+async fn delete(shared: &Shared) -> Result<()> {
+    if shared.death.borrow().as_ref().is_some_and(|d| d.gone) {
+        return Ok(());
+    }
+    let req = Req::post("/delete").sid(&shared.sid);
+    // Deleting twice is harmless (the second answers 410), so every failure may be retried.
+    match shared.http().fetch(&req, Retry::Idempotent).await {
+        Ok(_)
+        | Err(Error::Http {
+            status: 404 | 410, ..
+        }) => {
+            tracing::debug!(sid = %shared.sid, "session deleted");
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(ping) = self.ping.take() {
+            ping.abort();
+        }
+        if self.closed {
+            return;
+        }
+        // Without a runtime there is nothing to run the request on; the server's reaper will
+        // remove the session after its idle timeout.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let shared = Arc::clone(&self.shared);
+            rt.spawn(async move {
+                if let Err(e) = delete(&shared).await {
+                    tracing::debug!(sid = %shared.sid, error = %e, "delete on drop failed");
+                }
+            });
+        }
+    }
+}
+
+fn into_output(r: RunToolOutput) -> Result<ToolOutput> {
+    match r {
+        RunToolOutput::Success(o) => Ok(o),
+        RunToolOutput::Error(message) => Err(Error::ToolError { message }),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gone_means_410_or_a_404_about_the_session() {
+        assert!(session_gone(410, "Session deleted"));
+        assert!(session_gone(404, "Active environment not found"));
+        assert!(session_gone(404, "session not found"));
+        assert!(!session_gone(404, "unknown environment 'x'"));
+        assert!(!session_gone(404, "Not Found"));
+        assert!(!session_gone(400, "session already exists"));
+    }
+
+    #[test]
+    fn secrets_header_is_the_reference_form() {
+        let s: Secrets = [("KEY", "v")].into_iter().collect();
+        let h = secrets_header(&s).unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(h.as_bytes())
+            .unwrap();
+        let v: Value = serde_json::from_slice(&raw).unwrap();
+        assert_eq!(v, serde_json::json!({"KEY": {"value": "v"}}));
+        assert!(h.is_sensitive());
+    }
+}

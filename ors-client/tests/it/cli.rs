@@ -1,0 +1,356 @@
+//! The `ors` binary, run as a user would, against the in-process server.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::support::{client, server};
+
+/// Run `ors ARGS` with `stdin` piped in; never inherits ORS_* settings from the test's
+/// environment.
+async fn ors(args: &[&str], stdin: &str) -> Output {
+    ors_env(args, stdin, &[]).await
+}
+
+/// Run `ors ARGS` with these environment variables set.
+async fn ors_env(args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Output {
+    let args: Vec<String> = args.iter().map(|s| (*s).to_owned()).collect();
+    let vars: Vec<(String, String)> = vars
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    let stdin = stdin.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ors"))
+            .args(&args)
+            .env_remove("ORS_URL")
+            .env_remove("ORS_API_KEY")
+            .envs(vars)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the ors binary runs");
+        if let Some(mut input) = child.stdin.take() {
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        child.wait_with_output().expect("ors finishes")
+    })
+    .await
+    .expect("the blocking task")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: &Output) -> String {
+    assert!(o.status.success(), "ors failed: {}{}", stdout(o), stderr(o));
+    stdout(o)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn discovery_commands_print_tables_and_json() {
+    let srv = server().await;
+    let url = srv.url().to_string();
+
+    let out = ok(&ors(&["envs", "--url", &url], "").await);
+    assert_eq!(out, "conformance\ngsm8k\nprogressive\n");
+    let out = ok(&ors(&["--json", "--url", &url, "envs"], "").await);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v[1], "gsm8k");
+
+    let out = ok(&ors(&["tools", "conformance", "--url", &url], "").await);
+    assert!(out.starts_with("NAME"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("submit") && l.contains("answer: string")),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("counter") && l.contains("(none)")),
+        "{out}"
+    );
+
+    let out = ok(&ors(
+        &[
+            "tools",
+            "conformance",
+            "--format",
+            "anthropic",
+            "--url",
+            &url,
+        ],
+        "",
+    )
+    .await);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "submit" && t["input_schema"].is_object()));
+    let bad = ors(
+        &["tools", "conformance", "--format", "cohere", "--url", &url],
+        "",
+    )
+    .await;
+    assert!(!bad.status.success());
+
+    let out = ok(&ors(&["splits", "conformance", "--url", &url], "").await);
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().eq(["hard", "validation"])),
+        "{out}"
+    );
+
+    let out = ok(&ors(
+        &[
+            "tasks",
+            "conformance",
+            "test",
+            "--range",
+            "1:3",
+            "--url",
+            &url,
+        ],
+        "",
+    )
+    .await);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[1].starts_with("1 ") && lines[1].contains("\"id\":101"),
+        "{out}"
+    );
+    assert!(
+        lines[2].starts_with("2 ") && lines[2].contains("\"id\":102"),
+        "{out}"
+    );
+
+    let out = ok(&ors(
+        &[
+            "tasks",
+            "conformance",
+            "test",
+            "--range",
+            "-1:",
+            "--url",
+            &url,
+        ],
+        "",
+    )
+    .await);
+    assert!(out.lines().nth(1).unwrap().starts_with("4 "), "{out}");
+
+    let out = ok(&ors(
+        &["tasks", "conformance", "hard", "--json", "--url", &url],
+        "",
+    )
+    .await);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.as_array().unwrap().len(), 3);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_runs_one_episode() {
+    let srv = server().await;
+    let url = srv.url().to_string();
+    let task = client(&url)
+        .environment("gsm8k")
+        .task("test", 0)
+        .await
+        .unwrap();
+    let solution = task["answer"].as_str().unwrap();
+    let answer = solution.rsplit("####").next().unwrap().trim();
+    let input = serde_json::json!({ "answer": answer }).to_string();
+
+    let out = ok(&ors(
+        &[
+            "call", "gsm8k", "--split", "test", "--index", "0", "submit", &input, "--url", &url,
+        ],
+        "",
+    )
+    .await);
+    assert!(out.contains(task["question"].as_str().unwrap()), "{out}");
+    assert!(out.contains("reward 1  finished true"), "{out}");
+    assert!(out.trim_end().ends_with("return 1"), "{out}");
+
+    let out = ok(&ors(
+        &[
+            "call",
+            "conformance",
+            "--json",
+            "--url",
+            &url,
+            "--task",
+            r#"{"id": 1, "question": "q?", "answer": "2"}"#,
+            "echo",
+            r#"{"text": "hi"}"#,
+            "submit",
+            r#"{"answer": "2"}"#,
+        ],
+        "",
+    )
+    .await);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["prompt"][0]["text"], "q?");
+    assert_eq!(v["calls"][0]["result"]["output"]["blocks"][0]["text"], "hi");
+    assert_eq!(v["calls"][1]["result"]["output"]["reward"], 1.0);
+    assert_eq!(v["return"], 1.0);
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_exit_non_zero_with_one_line() {
+    let srv = server().await;
+    let url = srv.url().to_string();
+
+    let o = ors(
+        &[
+            "call",
+            "conformance",
+            "--split",
+            "train",
+            "--index",
+            "0",
+            "fail",
+            r#"{"message": "boom"}"#,
+            "--url",
+            &url,
+        ],
+        "",
+    )
+    .await;
+    assert!(!o.status.success());
+    assert!(stdout(&o).contains("tool error: boom"), "{}", stdout(&o));
+    assert_eq!(stderr(&o), "ors: error: 1 of 1 tool calls failed\n");
+
+    let o = ors(&["tools", "nosuch", "--url", &url], "").await;
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with("ors: error: HTTP 404") && e.contains("unknown environment"),
+        "{e}"
+    );
+
+    let o = ors(
+        &[
+            "call",
+            "conformance",
+            "--split",
+            "train",
+            "--index",
+            "0",
+            "echo",
+            "{not json",
+            "--url",
+            &url,
+        ],
+        "",
+    )
+    .await;
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("not JSON"), "{}", stderr(&o));
+    srv.shutdown().await;
+
+    let o = ors(&["envs", "--url", &url], "").await;
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.starts_with(&format!("ors: error: cannot reach {url}")),
+        "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn play_reads_calls_from_a_pipe() {
+    let srv = server().await;
+    let url = srv.url().to_string();
+    let script = "help\necho {\"text\": \"hello there\"}\nsubmit {\"answer\": \"oops\nhint\nsubmit {\"answer\": \"4\"}\necho {\"text\": \"never\"}\n";
+    let out = ok(&ors(
+        &[
+            "play",
+            "conformance",
+            "--split",
+            "train",
+            "--index",
+            "2",
+            "--url",
+            &url,
+        ],
+        script,
+    )
+    .await);
+    assert!(out.starts_with("What is 2+2?\n"), "{out}");
+    assert!(
+        out.contains("hint") && out.contains("PARAMETERS"),
+        "the tools are listed: {out}"
+    );
+    assert!(out.contains("Type a tool call"), "help: {out}");
+    assert!(
+        out.contains("hello there\nreward 0  finished false\nreturn 0"),
+        "{out}"
+    );
+    assert!(out.contains("the input is not JSON"), "{out}");
+    assert!(out.contains("The answer is 4"), "{out}");
+    assert!(
+        out.contains("Correct!\nreward 1  finished true\nreturn 1"),
+        "{out}"
+    );
+    assert!(
+        out.trim_end().ends_with("episode finished; return 1"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("never"),
+        "play stops when the episode finishes"
+    );
+
+    let out = ok(&ors(
+        &[
+            "play",
+            "conformance",
+            "--split",
+            "train",
+            "--index",
+            "2",
+            "--url",
+            &url,
+        ],
+        "fail {\"message\": \"m\"}\n",
+    )
+    .await);
+    assert!(out.contains("tool error: m"), "{out}");
+    assert!(out.trim_end().ends_with("end of input; return 0"), "{out}");
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_and_key_come_from_flags_or_the_environment() {
+    let srv = crate::support::server_with(|c| c.api_key = Some("k3y".into())).await;
+    let url = srv.url().to_string();
+
+    let o = ors(&["envs", "--url", &url], "").await;
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("HTTP 401") && stderr(&o).contains("--api-key"),
+        "{}",
+        stderr(&o)
+    );
+
+    let out = ok(&ors(&["envs", "--url", &url, "--api-key", "k3y"], "").await);
+    assert!(out.contains("gsm8k"), "{out}");
+    let out = ok(&ors_env(&["envs"], "", &[("ORS_URL", &url), ("ORS_API_KEY", "k3y")]).await);
+    assert!(out.contains("gsm8k"), "{out}");
+    srv.shutdown().await;
+}

@@ -1,0 +1,302 @@
+//! Retries against scripted fake servers: 5xx and 429 are retried on requests that are safe
+//! to repeat, never a 4xx, and never a request the server may have acted on. Also the SSE form
+//! of the `create_session` reply, and the API key header.
+
+use std::time::Duration;
+
+use ors_client::{Client, Error};
+use serde_json::json;
+
+use crate::support::{Fake, FakeRequest, FakeResponse};
+
+fn client(url: &str) -> Client {
+    Client::builder(url)
+        .api_key("k-123")
+        .ping_interval(None)
+        .max_retries(3)
+        .reconnect_attempts(3)
+        .backoff(Duration::from_millis(5), Duration::from_millis(20))
+        .build()
+        .unwrap()
+}
+
+const RESULT: &str = "event: task_id\ndata: t1\n\nevent: end\ndata: {\"ok\":true,\"output\":{\"blocks\":[{\"type\":\"text\",\"text\":\"hi\",\"detail\":null}],\"metadata\":null,\"reward\":0.5,\"finished\":false}}\n\n";
+
+/// A server for one session: SSE `create_session` (the reference form), and `call` answers
+/// scripted by `call`.
+async fn session_server(
+    create: impl Fn(usize) -> FakeResponse + Send + Sync + 'static,
+    call: impl Fn(usize) -> FakeResponse + Send + Sync + 'static,
+) -> Fake {
+    Fake::start(move |req: &FakeRequest, n| match req.line.as_str() {
+        "POST /create_session" => {
+            FakeResponse::sse("event: task_id\ndata: sid-1\n\nevent: end\ndata: \n\n")
+        }
+        "POST /create" => create(n),
+        "POST /env/call" => call(n),
+        "POST /delete" | "POST /delete_session" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        _ => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_503_then_200_is_retried_and_succeeds() {
+    let fake = Fake::start(|_, n| {
+        if n < 2 {
+            FakeResponse::json(503, r#"{"detail":"busy"}"#)
+        } else {
+            FakeResponse::json(200, r#"["x"]"#)
+        }
+    })
+    .await;
+    assert_eq!(client(&fake.url).environments().await.unwrap(), ["x"]);
+    assert_eq!(fake.count("GET /list_environments"), 3);
+    let key = fake.requests()[0]
+        .headers
+        .iter()
+        .find(|(k, _)| k == "x-api-key")
+        .map(|(_, v)| v.clone());
+    assert_eq!(key.as_deref(), Some("k-123"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_429_and_500_are_retried_up_to_the_limit() {
+    let fake = Fake::start(|req, _| {
+        if req.line.ends_with("/splits") {
+            FakeResponse::json(429, r#"{"detail":"slow down"}"#)
+        } else {
+            FakeResponse::json(500, r#"{"detail":"kaput"}"#)
+        }
+    })
+    .await;
+    let env = client(&fake.url).environment("env");
+    match env.splits().await {
+        Err(Error::Http {
+            status: 429,
+            detail,
+        }) => assert_eq!(detail, "slow down"),
+        other => panic!("expected 429, got {other:?}"),
+    }
+    assert_eq!(fake.count("GET /env/splits"), 4, "1 attempt + 3 retries");
+    assert_eq!(
+        env.num_tasks("train").await.unwrap_err().status(),
+        Some(500)
+    );
+    assert_eq!(fake.count("POST /env/num_tasks"), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_4xx_is_never_retried() {
+    let fake = Fake::start(|_, _| FakeResponse::json(400, r#"{"detail":"Invalid split"}"#)).await;
+    let err = client(&fake.url)
+        .environment("env")
+        .tasks("x")
+        .await
+        .unwrap_err();
+    assert_eq!(err.to_string(), "HTTP 400: Invalid split");
+    assert_eq!(fake.count("POST /env/tasks"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_accepts_the_sse_reply_and_is_not_repeated_after_a_500() {
+    let fake = session_server(
+        |_| FakeResponse::json(500, r#"{"detail":"setup exploded"}"#),
+        |_| FakeResponse::sse(RESULT),
+    )
+    .await;
+    let err = client(&fake.url)
+        .environment("env")
+        .session_at("train", 0)
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(500));
+    assert_eq!(
+        fake.count("POST /create"),
+        1,
+        "a 500 from /create may mean it acted"
+    );
+    let create = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.line == "POST /create")
+        .unwrap();
+    assert!(create
+        .headers
+        .contains(&("x-session-id".into(), "sid-1".into())));
+    let body: serde_json::Value = serde_json::from_str(&create.body).unwrap();
+    assert_eq!(
+        body,
+        json!({"env_name": "env", "split": "train", "index": 0})
+    );
+    assert_eq!(
+        fake.count("POST /delete_session"),
+        1,
+        "the unused id is released"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_refused_with_503_is_retried_but_a_500_before_task_id_is_not() {
+    let fake = session_server(
+        |n| {
+            if n == 0 {
+                FakeResponse::json(503, r#"{"detail":"full"}"#)
+            } else {
+                FakeResponse::json(200, r#"{"sid":"sid-1"}"#)
+            }
+        },
+        |n| match n {
+            0 => FakeResponse::json(503, r#"{"detail":"busy"}"#),
+            1 => FakeResponse::sse(RESULT),
+            _ => FakeResponse::json(500, r#"{"detail":"kaput"}"#),
+        },
+    )
+    .await;
+    let s = client(&fake.url)
+        .environment("env")
+        .session_at("train", 0)
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.count("POST /create"),
+        2,
+        "a 503 from /create is retried"
+    );
+    assert_eq!(s.sid(), "sid-1");
+
+    let out = s.call("t", json!({})).await.unwrap();
+    assert_eq!(out.reward, Some(0.5));
+    assert_eq!(fake.count("POST /env/call"), 2);
+
+    assert_eq!(
+        s.call("t", json!({})).await.unwrap_err().status(),
+        Some(500)
+    );
+    assert_eq!(
+        fake.count("POST /env/call"),
+        3,
+        "the tool may have run: not repeated"
+    );
+    s.close().await.unwrap();
+    assert_eq!(fake.count("POST /delete"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_500_after_task_id_reconnects_with_the_task_id() {
+    let fake = session_server(
+        |_| FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        |n| match n {
+            // The stream ends after the task_id, then the reconnect hits a 500, then works.
+            0 => FakeResponse::sse("event: task_id\ndata: t1\n\n"),
+            1 => FakeResponse::json(500, r#"{"detail":"hiccup"}"#),
+            _ => FakeResponse::sse(RESULT),
+        },
+    )
+    .await;
+    let s = client(&fake.url)
+        .environment("env")
+        .session_at("train", 0)
+        .await
+        .unwrap();
+    let out = s.call("t", json!({"a": 1})).await.unwrap();
+    assert_eq!(out.reward, Some(0.5));
+    let calls: Vec<serde_json::Value> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.line == "POST /env/call")
+        .map(|r| serde_json::from_str(&r.body).unwrap())
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0], json!({"name": "t", "input": {"a": 1}}));
+    assert_eq!(calls[1]["task_id"], "t1");
+    assert_eq!(calls[2]["task_id"], "t1");
+    s.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_result_is_a_protocol_error() {
+    let fake = session_server(
+        |_| FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        |_| FakeResponse::sse("event: task_id\ndata: t1\n\nevent: end\ndata: {\"ok\": tru\n\n"),
+    )
+    .await;
+    let s = client(&fake.url)
+        .environment("env")
+        .session_at("train", 0)
+        .await
+        .unwrap();
+    assert!(matches!(
+        s.call("t", json!({})).await,
+        Err(Error::Protocol(_))
+    ));
+    s.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_server_is_a_transport_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    match client(&url).environments().await {
+        Err(Error::Transport(m)) => assert!(m.to_lowercase().contains("connect"), "{m}"),
+        other => panic!("expected a transport error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_fall_back_to_the_shared_list_when_task_tools_is_missing() {
+    let fake = Fake::start(|req: &FakeRequest, _| match req.line.as_str() {
+        "POST /create_session" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        "POST /create" | "POST /delete" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        "GET /old/tools" => FakeResponse::json(
+            200,
+            r#"{"tools":[{"name":"submit","description":"d","input_schema":null}]}"#,
+        ),
+        "GET /old/task_tools" => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
+        "GET /gone/task_tools" => {
+            FakeResponse::json(404, r#"{"detail":"Active environment not found"}"#)
+        }
+        _ => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
+    })
+    .await;
+    let c = client(&fake.url);
+    let s = c.environment("old").session_at("train", 0).await.unwrap();
+    for _ in 0..2 {
+        let tools = s.tools().await.unwrap();
+        assert_eq!(tools[0].name, "submit");
+    }
+    assert_eq!(
+        fake.count("GET /old/task_tools"),
+        1,
+        "the fallback is remembered"
+    );
+    assert_eq!(fake.count("GET /old/tools"), 2);
+    s.close().await.unwrap();
+
+    // The reference server's answer for a session it no longer has is not a missing route.
+    let s = c.environment("gone").session_at("train", 0).await.unwrap();
+    assert!(s.tools().await.unwrap_err().is_session_terminated());
+    assert_eq!(fake.count("GET /gone/tools"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_can_be_bounded_in_time() {
+    let srv = crate::support::server().await;
+    let c = Client::builder(srv.url().to_string())
+        .no_api_key()
+        .call_timeout(Some(Duration::from_millis(300)))
+        .build()
+        .unwrap();
+    let s = c
+        .environment("conformance")
+        .session_at("train", 0)
+        .await
+        .unwrap();
+    match s.call("sleep", json!({"ms": 30_000})).await {
+        Err(Error::Timeout(m)) => assert!(m.contains("sleep"), "{m}"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    s.close().await.unwrap();
+    srv.shutdown().await;
+}

@@ -1,0 +1,375 @@
+//! Test fixtures: the in-process server, a cutting TCP proxy, a scripted fake server, and a
+//! raw HTTP helper for checking what the server thinks of a session.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ors_client::Client;
+use ors_examples::conformance::Conformance;
+use ors_examples::gsm8k::Gsm8k;
+use ors_server::{RunningServer, Server, ServerConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::progress_env::Progressive;
+
+/// Start a server on a free port with conformance, gsm8k and the progress test environment.
+pub async fn server_with(tweak: impl FnOnce(&mut ServerConfig)) -> RunningServer {
+    let mut cfg = ServerConfig {
+        host: "127.0.0.1".into(),
+        port: 0,
+        ..ServerConfig::default()
+    };
+    tweak(&mut cfg);
+    Server::with_config(cfg)
+        .environment::<Conformance>()
+        .environment::<Gsm8k>()
+        .environment::<Progressive>()
+        .bind()
+        .await
+        .expect("the test server starts")
+}
+
+/// A server with default settings.
+pub async fn server() -> RunningServer {
+    server_with(|_| {}).await
+}
+
+/// A client for `url` with fast retries and no API key from the environment.
+pub fn client(url: &str) -> Client {
+    Client::builder(url)
+        .no_api_key()
+        .backoff(Duration::from_millis(10), Duration::from_millis(50))
+        .build()
+        .expect("valid URL")
+}
+
+/// The status of a raw `POST path` with a session id (to see what the server thinks of it).
+pub async fn raw_post(url: &str, path: &str, sid: &str) -> u16 {
+    let addr = url.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).await.expect("connect");
+    let req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nX-Session-ID: {sid}\r\nContent-Length: 0\r\n\
+         Connection: close\r\n\r\n"
+    );
+    s.write_all(req.as_bytes()).await.expect("write");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).await.expect("read");
+    let text = String::from_utf8_lossy(&out);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status line")
+}
+
+/// Poll `f` every 50 ms until it is true or 20 s pass (generous: the machine is shared).
+pub async fn eventually<F, Fut>(mut f: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    for _ in 0..400 {
+        if f().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// What the proxy does to the next tool call it sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// Close both sides right after forwarding the `task_id` event.
+    Drop,
+    /// Forward the `task_id` event, then forward nothing more but keep the connection open.
+    Stall,
+    /// Close both sides as soon as the response starts, before the `task_id` event.
+    Early,
+}
+
+/// A TCP proxy in front of a server that sabotages tool-call streams on request.
+pub struct Proxy {
+    /// The proxy's URL.
+    pub url: String,
+    plan: Arc<Mutex<Vec<Cut>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// A proxy to `upstream` (an `http://host:port` URL).
+    pub async fn start(upstream: &str) -> Proxy {
+        let upstream = upstream.trim_start_matches("http://").to_owned();
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let plan: Arc<Mutex<Vec<Cut>>> = Arc::default();
+        let p = Arc::clone(&plan);
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let plan = Arc::clone(&p);
+                tokio::spawn(async move {
+                    if let Ok(server) = TcpStream::connect(&upstream).await {
+                        pump(client, server, plan).await;
+                    }
+                });
+            }
+        });
+        Proxy { url, plan, task }
+    }
+
+    /// Sabotage the next tool calls, one plan entry per call, in order.
+    pub fn plan(&self, cuts: &[Cut]) {
+        self.plan.lock().unwrap().extend_from_slice(cuts);
+    }
+
+    /// Plan entries not used yet.
+    pub fn pending(&self) -> usize {
+        self.plan.lock().unwrap().len()
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn pump(client: TcpStream, server: TcpStream, plan: Arc<Mutex<Vec<Cut>>>) {
+    let (mut cr, mut cw) = client.into_split();
+    let (mut sr, mut sw) = server.into_split();
+    let armed: Arc<Mutex<Option<Cut>>> = Arc::default();
+    let armed_up = Arc::clone(&armed);
+    let up = tokio::spawn(async move {
+        let mut buf = vec![0u8; 16 * 1024];
+        loop {
+            let n = match cr.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let chunk = &buf[..n];
+            // A new call (not a reconnect, which carries a task_id) takes the next plan entry;
+            // arm before forwarding so the answer cannot overtake the decision.
+            let is_call = find(chunk, b"/call HTTP/1.1").is_some();
+            let is_reconnect = find(chunk, b"\"task_id\"").is_some();
+            if is_call && !is_reconnect {
+                let mut plan = plan.lock().unwrap();
+                if !plan.is_empty() {
+                    *armed_up.lock().unwrap() = Some(plan.remove(0));
+                }
+            }
+            if sw.write_all(chunk).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut seen: Vec<u8> = Vec::new();
+    loop {
+        let n = match sr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let chunk = &buf[..n];
+        let cut = *armed.lock().unwrap();
+        match cut {
+            None => {
+                if cw.write_all(chunk).await.is_err() {
+                    break;
+                }
+            }
+            Some(Cut::Early) => break,
+            Some(mode) => {
+                seen.extend_from_slice(chunk);
+                let Some(start) = find(&seen, b"event: task_id") else {
+                    continue; // headers so far: hold them until the event is complete
+                };
+                let Some(end) = find(&seen[start..], b"\n\n") else {
+                    continue;
+                };
+                let upto = start + end + 2;
+                if cw.write_all(&seen[..upto]).await.is_err() {
+                    break;
+                }
+                if mode == Cut::Stall {
+                    // Keep both sockets open and silent until the client gives up.
+                    let mut sink = vec![0u8; 16 * 1024];
+                    while let Ok(n) = sr.read(&mut sink).await {
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                }
+                break;
+            }
+        }
+    }
+    up.abort();
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// One request as the fake server saw it.
+#[derive(Debug, Clone)]
+pub struct FakeRequest {
+    /// `POST /x`.
+    pub line: String,
+    /// Lower-cased header lines.
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: String,
+}
+
+/// A canned answer: status, content type, body, extra header lines.
+pub struct FakeResponse {
+    pub status: u16,
+    pub content_type: &'static str,
+    pub body: String,
+    pub headers: Vec<(&'static str, String)>,
+}
+
+impl FakeResponse {
+    /// A JSON answer.
+    pub fn json(status: u16, body: &str) -> Self {
+        Self {
+            status,
+            content_type: "application/json",
+            body: body.to_owned(),
+            headers: Vec::new(),
+        }
+    }
+
+    /// An SSE answer.
+    pub fn sse(body: &str) -> Self {
+        Self {
+            status: 200,
+            content_type: "text/event-stream",
+            body: body.to_owned(),
+            headers: Vec::new(),
+        }
+    }
+}
+
+type Handler = dyn Fn(&FakeRequest, usize) -> FakeResponse + Send + Sync;
+
+/// A scripted HTTP/1.1 server: the handler gets each request and how many requests with the
+/// same request line came before it.
+pub struct Fake {
+    pub url: String,
+    seen: Arc<Mutex<Vec<FakeRequest>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Fake {
+    /// Serve `handler` on a free port.
+    pub async fn start(
+        handler: impl Fn(&FakeRequest, usize) -> FakeResponse + Send + Sync + 'static,
+    ) -> Fake {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let seen: Arc<Mutex<Vec<FakeRequest>>> = Arc::default();
+        let handler: Arc<Handler> = Arc::new(handler);
+        let s = Arc::clone(&seen);
+        let task = tokio::spawn(async move {
+            while let Ok((conn, _)) = listener.accept().await {
+                let (seen, handler) = (Arc::clone(&s), Arc::clone(&handler));
+                tokio::spawn(serve_fake(conn, seen, handler));
+            }
+        });
+        Fake { url, seen, task }
+    }
+
+    /// How many requests had this request line (`"POST /create"`).
+    pub fn count(&self, line: &str) -> usize {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.line == line)
+            .count()
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<FakeRequest> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Fake {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn serve_fake(
+    mut conn: TcpStream,
+    seen: Arc<Mutex<Vec<FakeRequest>>>,
+    handler: Arc<Handler>,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        let mut buf: Vec<u8> = Vec::new();
+        let mut tmp = vec![0u8; 8192];
+        loop {
+            let head_end = loop {
+                if let Some(i) = find(&buf, b"\r\n\r\n") {
+                    break i;
+                }
+                match conn.read(&mut tmp).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                }
+            };
+            let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+            let mut lines = head.split("\r\n");
+            let first = lines.next().unwrap_or("");
+            let line = first.rsplit_once(' ').map_or(first, |(l, _)| l).to_owned();
+            let headers: Vec<(String, String)> = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                .collect();
+            let len: usize = headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .and_then(|(_, v)| v.parse().ok())
+                .unwrap_or(0);
+            while buf.len() < head_end + 4 + len {
+                match conn.read(&mut tmp).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&tmp[..n]),
+                }
+            }
+            let body = String::from_utf8_lossy(&buf[head_end + 4..head_end + 4 + len]).into_owned();
+            buf.drain(..head_end + 4 + len);
+            let req = FakeRequest {
+                line,
+                headers,
+                body,
+            };
+            let before = {
+                let mut s = seen.lock().unwrap();
+                let n = s.iter().filter(|r| r.line == req.line).count();
+                s.push(req.clone());
+                n
+            };
+            let resp = handler(&req, before);
+            let mut out = format!(
+                "HTTP/1.1 {} X\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
+                resp.status,
+                resp.content_type,
+                resp.body.len()
+            );
+            for (k, v) in &resp.headers {
+                out.push_str(&format!("{k}: {v}\r\n"));
+            }
+            out.push_str("\r\n");
+            out.push_str(&resp.body);
+            if conn.write_all(out.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    })
+}
