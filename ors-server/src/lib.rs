@@ -1,6 +1,116 @@
-//! ors-server: host Open Reward Standard environments over HTTP + SSE, on hyper.
+//! ors-server: host Open Reward Standard (ORS) environments over HTTP + SSE, on hyper.
 //!
-//! (Module docs and the doctest example are completed by the server issue.)
+//! Write an environment with `#[environment]` and `#[tool]` (everything needed is in
+//! [`prelude`]), register it on a [`Server`], and serve. The server implements the whole ORS
+//! HTTP API: discovery (`/health`, `/list_environments`, `/{env}/tools`, `/{env}/splits`,
+//! `/{env}/tasks`, `/{env}/num_tasks`, `/{env}/task` and `/{env}/task_range`, also under their
+//! `get_` names), sessions (`/create_session`, `/create`, `/ping`, `/delete`,
+//! `/delete_session`) and episodes (`/{env}/prompt`, `/{env}/task_tools`, `/{env}/call` as a
+//! Server-Sent-Events stream). Errors are `{"detail": "..."}` bodies naming the problem.
+//!
+//! ```no_run
+//! use ors_server::prelude::*;
+//! use ors_server::Server;
+//!
+//! #[wire]
+//! struct MathTask {
+//!     question: String,
+//!     answer: String,
+//! }
+//!
+//! #[wire]
+//! struct Submit {
+//!     /// Your final answer.
+//!     answer: String,
+//! }
+//!
+//! struct Math {
+//!     task: MathTask,
+//! }
+//!
+//! #[environment]
+//! impl Environment for Math {
+//!     type Task = MathTask;
+//!
+//!     fn splits() -> Vec<Split> {
+//!         vec![Split::train("train")]
+//!     }
+//!     async fn tasks(_split: &str) -> Result<Vec<MathTask>, EnvError> {
+//!         Ok(vec![MathTask { question: "What is 2+2?".into(), answer: "4".into() }])
+//!     }
+//!     async fn new(task: MathTask, _secrets: Secrets) -> Result<Self, EnvError> {
+//!         Ok(Self { task })
+//!     }
+//!     async fn prompt(&self) -> Result<Blocks, EnvError> {
+//!         Ok(vec![Block::text(&self.task.question)])
+//!     }
+//!
+//!     /// Submit your final answer.
+//!     #[tool]
+//!     fn submit(&mut self, input: Submit) -> ToolOutput {
+//!         let correct = input.answer.trim() == self.task.answer;
+//!         let text = if correct { "Correct!" } else { "Incorrect" };
+//!         ToolOutput::text(text).reward(if correct { 1.0 } else { 0.0 }).finished()
+//!     }
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), ors_server::ServerError> {
+//!     ors_server::init_tracing();
+//!     // Port 8080 unless ORS_PORT says otherwise; stops on Ctrl-C or SIGTERM.
+//!     Server::new().environment::<Math>().serve_from_env().await
+//! }
+//! ```
+//!
+//! In tests, [`Server::bind`] on port 0 gives a [`RunningServer`] to talk to and shut down:
+//!
+//! ```
+//! # use ors_server::prelude::*;
+//! # #[wire] struct T { q: String }
+//! # struct Echo;
+//! # #[environment]
+//! # impl Environment for Echo {
+//! #     type Task = T;
+//! #     fn splits() -> Vec<Split> { vec![Split::train("train")] }
+//! #     async fn tasks(_s: &str) -> Result<Vec<T>, EnvError> { Ok(vec![]) }
+//! #     async fn new(_t: T, _s: Secrets) -> Result<Self, EnvError> { Ok(Echo) }
+//! #     async fn prompt(&self) -> Result<Blocks, EnvError> { Ok(vec![]) }
+//! #     /// Say hi.
+//! #     #[tool] fn hi(&self) -> String { "hi".into() }
+//! # }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let server = ors_server::Server::new()
+//!     .port(0)
+//!     .environment::<Echo>()
+//!     .bind()
+//!     .await
+//!     .expect("bind");
+//! assert!(server.url().starts_with("http://127.0.0.1:"));
+//! server.shutdown().await;
+//! # }
+//! ```
+//!
+//! # Behaviour worth knowing
+//!
+//! - **One call at a time per session.** Tool calls on one session run one after another, in
+//!   the order they arrived (a tool gets `&mut self`); different sessions run in parallel. Each
+//!   call runs in its own task: a client that disconnects does not cancel it, and the result
+//!   stays available for [`ServerConfig::linger`] to a reconnect with its `task_id` from the
+//!   same session. A panicking tool becomes an SSE `error` event; the session stays usable.
+//! - **Setup in the background.** `create` returns at once; later requests on the session
+//!   wait for the environment's `new` and get its error if it failed.
+//! - **Limits.** Optional tool timeouts (the tool's future is dropped and its
+//!   [`ToolContext`] cancellation fires; the result is `ok: false`), body and header sizes,
+//!   a session-id length of 128, a maximum number of live sessions (503), idle sessions
+//!   reaped after [`ServerConfig::session_timeout`], and an optional API key
+//!   ([`ServerConfig::api_key`]; `/health` stays open). See [`ServerConfig`] for the
+//!   defaults and the `ORS_*` environment variables.
+//! - **Routing.** The first environment registered is the default: `/tools`, `/call`, ...
+//!   without an environment segment reach it. Episode routes are served by the session's
+//!   environment whatever the path segment names.
+//! - **Logging.** `tracing`, quiet at `info`; one span and line per request at `debug`
+//!   (method, path, status, latency, session, env, tool). Secrets are never logged.
 
 pub use ors_core as core;
 pub use ors_core::{
@@ -11,6 +121,23 @@ pub use ors_macros::{environment, tool, toolset, wire};
 
 #[doc(hidden)]
 pub use ors_core::__private;
+
+mod app;
+mod body;
+mod call;
+mod config;
+mod error;
+mod handlers;
+mod logging;
+mod request;
+mod router;
+mod server;
+mod session;
+
+pub use config::{ConfigError, ServerConfig};
+pub use error::ServerError;
+pub use logging::init_tracing;
+pub use server::{RunningServer, Server};
 
 /// Everything an environment author needs: `use ors_server::prelude::*;`.
 pub mod prelude {

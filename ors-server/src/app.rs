@@ -1,0 +1,229 @@
+//! The shared server state and the request entry point: route, authenticate, dispatch to
+//! a handler, turn any error into its response, and trace the request.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::request::Parts;
+use http::Request;
+use hyper::body::Incoming;
+use ors_core::env::DynEnvironment;
+use ors_core::types::ListToolsOutput;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+use tracing::field::Empty;
+use tracing::Instrument as _;
+
+use crate::body::{self, Resp};
+use crate::call::CallShared;
+use crate::config::ServerConfig;
+use crate::error::{ApiError, ServerError};
+use crate::request;
+use crate::router::{self, Endpoint, RouteMatch};
+use crate::session::SessionStore;
+
+/// One hosted environment with the replies that never change rendered once.
+pub(crate) struct HostedEnv {
+    pub(crate) name: String,
+    pub(crate) env: Arc<dyn DynEnvironment>,
+    pub(crate) tools_json: Bytes,
+    pub(crate) splits_json: Bytes,
+    /// Each split's task list as a JSON array, rendered on first use.
+    tasks_json: HashMap<String, OnceCell<Bytes>>,
+}
+
+impl HostedEnv {
+    fn new(env: Arc<dyn DynEnvironment>) -> Result<Self, ServerError> {
+        let name = env.name().to_owned();
+        if let Some(first) = env.table_errors().first() {
+            let problems: Vec<String> = env.table_errors().iter().map(|e| e.to_string()).collect();
+            tracing::debug!(env = %name, error = %first, "invalid tool table");
+            return Err(ServerError::ToolTable {
+                env: name,
+                problems: problems.join("; "),
+            });
+        }
+        if env.tools().is_empty() {
+            tracing::warn!(env = %name, "environment has no shared tools");
+        }
+        if env.splits().is_empty() {
+            tracing::warn!(env = %name, "environment has no splits");
+        }
+        let render = |v: serde_json::Result<Vec<u8>>| {
+            v.map(Bytes::from).map_err(|e| ServerError::ToolTable {
+                env: name.clone(),
+                problems: format!("tool specs cannot be encoded: {e}"),
+            })
+        };
+        let tools_json = render(serde_json::to_vec(&ListToolsOutput {
+            tools: env.tools().to_vec(),
+        }))?;
+        let splits_json = render(serde_json::to_vec(env.splits()))?;
+        let tasks_json = env
+            .splits()
+            .iter()
+            .map(|s| (s.name.clone(), OnceCell::new()))
+            .collect();
+        Ok(Self {
+            name,
+            env,
+            tools_json,
+            splits_json,
+            tasks_json,
+        })
+    }
+
+    /// The tasks of a split as a JSON array, rendered once (tasks are cached by the
+    /// environment handle for the life of the server anyway).
+    pub(crate) async fn tasks_json(&self, split: &str) -> Result<Bytes, ApiError> {
+        let Some(cell) = self.tasks_json.get(split) else {
+            return Err(ors_core::env::TaskError::UnknownSplit(split.to_owned()).into());
+        };
+        cell.get_or_try_init(|| async {
+            let tasks = self.env.tasks(split).await?;
+            body::to_json(&tasks)
+        })
+        .await
+        .cloned()
+    }
+}
+
+/// Everything a request handler can reach.
+pub(crate) struct App {
+    pub(crate) config: ServerConfig,
+    pub(crate) envs: Vec<HostedEnv>,
+    pub(crate) list_envs_json: Bytes,
+    pub(crate) sessions: SessionStore,
+    pub(crate) calls: Arc<CallShared>,
+    /// Set when shutdown starts: no new sessions.
+    pub(crate) closing: AtomicBool,
+}
+
+impl App {
+    pub(crate) fn new(
+        config: ServerConfig,
+        envs: Vec<Arc<dyn DynEnvironment>>,
+    ) -> Result<Self, ServerError> {
+        if envs.is_empty() {
+            return Err(ServerError::NoEnvironments);
+        }
+        let mut hosted: Vec<HostedEnv> = Vec::with_capacity(envs.len());
+        for env in envs {
+            if hosted
+                .iter()
+                .any(|h| h.name.eq_ignore_ascii_case(env.name()))
+            {
+                return Err(ServerError::DuplicateEnvironment(env.name().to_owned()));
+            }
+            hosted.push(HostedEnv::new(env)?);
+        }
+        let names: Vec<&str> = hosted.iter().map(|h| h.name.as_str()).collect();
+        let list_envs_json = Bytes::from(serde_json::to_vec(&names).unwrap_or_default());
+        let calls = Arc::new(CallShared {
+            grace: config.shutdown_grace,
+            linger: config.linger,
+            keepalive: config.keepalive,
+            abort: CancellationToken::new(),
+            active: AtomicUsize::new(0),
+        });
+        Ok(Self {
+            sessions: SessionStore::new(config.max_sessions),
+            config,
+            envs: hosted,
+            list_envs_json,
+            calls,
+            closing: AtomicBool::new(false),
+        })
+    }
+
+    /// The environment a path segment names; no segment is the default (first) one.
+    pub(crate) fn env(&self, segment: Option<&str>) -> Result<&HostedEnv, ApiError> {
+        match segment {
+            None => Ok(&self.envs[0]),
+            Some(name) => self.env_named(name).map(|(_, e)| e),
+        }
+    }
+
+    /// An environment and its index by name, compared without case.
+    pub(crate) fn env_named(&self, name: &str) -> Result<(usize, &HostedEnv), ApiError> {
+        self.envs
+            .iter()
+            .enumerate()
+            .find(|(_, e)| e.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| ApiError::UnknownEnvironment(name.to_owned()))
+    }
+
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
+    }
+
+    /// Serve one request; never fails (errors become their responses).
+    pub(crate) async fn serve(self: Arc<Self>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+        let span = tracing::debug_span!(
+            "request",
+            method = %req.method(),
+            path = %req.uri().path(),
+            status = Empty,
+            latency_us = Empty,
+            session = Empty,
+            env = Empty,
+            tool = Empty,
+        );
+        let started = Instant::now();
+        let resp = match self.handle(req).instrument(span.clone()).await {
+            Ok(resp) => resp,
+            Err(err) => {
+                if err.status().is_server_error() {
+                    tracing::warn!(parent: &span, error = %err, "request failed");
+                }
+                err.to_response()
+            }
+        };
+        if !span.is_disabled() {
+            span.record("status", resp.status().as_u16());
+            span.record("latency_us", started.elapsed().as_micros() as u64);
+            tracing::debug!(parent: &span, "request");
+        }
+        Ok(resp)
+    }
+
+    async fn handle(&self, req: Request<Incoming>) -> Result<Resp, ApiError> {
+        let (parts, body) = req.into_parts();
+        let (endpoint, env) = match router::route(&parts.method, parts.uri.path()) {
+            RouteMatch::Found { endpoint, env } => (endpoint, env),
+            RouteMatch::MethodNotAllowed { allow } => {
+                self.authorize(&parts)?;
+                return Err(ApiError::MethodNotAllowed {
+                    method: parts.method.to_string(),
+                    path: parts.uri.path().to_owned(),
+                    allow,
+                });
+            }
+            RouteMatch::NotFound => {
+                self.authorize(&parts)?;
+                return Err(ApiError::NoRoute {
+                    method: parts.method.to_string(),
+                    path: parts.uri.path().to_owned(),
+                });
+            }
+        };
+        if endpoint != Endpoint::Health {
+            self.authorize(&parts)?;
+        }
+        if let Some(env) = env {
+            tracing::Span::current().record("env", env);
+        }
+        self.dispatch(endpoint, env, &parts, body).await
+    }
+
+    fn authorize(&self, parts: &Parts) -> Result<(), ApiError> {
+        match &self.config.api_key {
+            Some(key) if !request::authorized(&parts.headers, key) => Err(ApiError::Unauthorized),
+            _ => Ok(()),
+        }
+    }
+}

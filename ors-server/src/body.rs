@@ -1,0 +1,186 @@
+//! Response bodies (a complete buffer, or a live SSE stream with keep-alives), the response
+//! builders, and reading a request body under the size limit.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use http::{Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use serde::Serialize;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, Sleep};
+
+use crate::error::ApiError;
+
+/// The body of every response this server sends.
+pub(crate) enum RespBody {
+    /// A complete body (JSON, or a finished SSE stream).
+    Full(Option<Bytes>),
+    /// A call stream: SSE events as a running call produces them.
+    Sse(SseBody),
+}
+
+impl RespBody {
+    pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
+        RespBody::Full(Some(bytes.into()))
+    }
+}
+
+/// A live `text/event-stream`: an optional first event, then whatever the call task sends,
+/// with a keep-alive comment whenever nothing was sent for `keepalive` (PROTOCOL_NOTES row 10).
+pub(crate) struct SseBody {
+    first: Option<Bytes>,
+    rx: mpsc::Receiver<Bytes>,
+    keepalive: Duration,
+    // Created on the first idle poll only: a fast call finishes before any timer is needed.
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl SseBody {
+    pub(crate) fn new(first: Bytes, rx: mpsc::Receiver<Bytes>, keepalive: Duration) -> Self {
+        Self {
+            first: Some(first),
+            rx,
+            keepalive,
+            timer: None,
+        }
+    }
+}
+
+impl Body for RespBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            RespBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            RespBody::Sse(sse) => {
+                if let Some(first) = sse.first.take() {
+                    return Poll::Ready(Some(Ok(Frame::data(first))));
+                }
+                match sse.rx.poll_recv(cx) {
+                    Poll::Ready(Some(bytes)) => {
+                        if let Some(timer) = sse.timer.as_mut() {
+                            timer.as_mut().reset(Instant::now() + sse.keepalive);
+                        }
+                        return Poll::Ready(Some(Ok(Frame::data(bytes))));
+                    }
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => {}
+                }
+                let keepalive = sse.keepalive;
+                let timer = sse
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(keepalive)));
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => {
+                        timer.as_mut().reset(Instant::now() + keepalive);
+                        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(
+                            ors_core::sse::KEEPALIVE,
+                        )))))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, RespBody::Full(None))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            RespBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
+            RespBody::Full(None) => SizeHint::with_exact(0),
+            RespBody::Sse(_) => SizeHint::default(),
+        }
+    }
+}
+
+pub(crate) type Resp = Response<RespBody>;
+
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
+
+/// A 200 response with a JSON body already rendered.
+pub(crate) fn json_bytes(bytes: Bytes) -> Resp {
+    json_status(StatusCode::OK, bytes)
+}
+
+/// A response with a status and a rendered JSON body.
+pub(crate) fn json_status(status: StatusCode, bytes: Bytes) -> Resp {
+    let mut resp = Response::new(RespBody::full(bytes));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(CONTENT_TYPE, JSON);
+    resp
+}
+
+/// A 200 response with a value rendered as JSON.
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<Resp, ApiError> {
+    Ok(json_bytes(to_json(value)?))
+}
+
+/// A value rendered as JSON bytes.
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, ApiError> {
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::Internal(format!("could not encode the response: {e}")))
+}
+
+fn sse_headers(resp: &mut Resp) {
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, EVENT_STREAM);
+    h.insert(CACHE_CONTROL, NO_CACHE);
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+}
+
+/// A complete SSE response (events already encoded).
+pub(crate) fn sse_full(events: Bytes) -> Resp {
+    let mut resp = Response::new(RespBody::full(events));
+    sse_headers(&mut resp);
+    resp
+}
+
+/// A live SSE response.
+pub(crate) fn sse_stream(body: SseBody) -> Resp {
+    let mut resp = Response::new(RespBody::Sse(body));
+    sse_headers(&mut resp);
+    resp
+}
+
+/// Read a request body, refusing one over `limit` bytes with 413 (before reading when the
+/// `Content-Length` already says so).
+pub(crate) async fn read_body(
+    body: Incoming,
+    content_length: Option<u64>,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    if content_length.is_some_and(|n| n > limit as u64) {
+        return Err(ApiError::PayloadTooLarge { limit });
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                Err(ApiError::PayloadTooLarge { limit })
+            } else {
+                Err(ApiError::BadRequest(format!(
+                    "could not read the request body: {e}"
+                )))
+            }
+        }
+    }
+}

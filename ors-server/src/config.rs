@@ -1,0 +1,327 @@
+//! Server settings: defaults, the builder-facing struct, and the `ORS_*` environment variables.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Everything a server can be tuned with. Build it with [`Default`], [`ServerConfig::from_env`]
+/// or the setters of [`crate::Server`].
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// Address to listen on (`ORS_HOST`, default `127.0.0.1`; use `0.0.0.0` to serve others).
+    pub host: String,
+    /// Port to listen on (`ORS_PORT`, default 8080; 0 picks a free port).
+    pub port: u16,
+    /// Idle time after which the reaper deletes a session (`ORS_SESSION_TIMEOUT_SECS`, 15 min).
+    pub session_timeout: Duration,
+    /// How often the reaper looks for idle sessions (5 s).
+    pub reaper_interval: Duration,
+    /// How long a finished call's result stays available for reconnects (`ORS_LINGER_SECS`, 60 s).
+    pub linger: Duration,
+    /// Interval of SSE keep-alive comments on open call streams (`ORS_KEEPALIVE_SECS`, 10 s).
+    pub keepalive: Duration,
+    /// Largest accepted request body (`ORS_MAX_BODY_BYTES`, 10 MiB); larger is 413.
+    pub max_body_bytes: usize,
+    /// Largest accepted request head, start line and headers (64 KiB); larger is 431.
+    pub max_header_bytes: usize,
+    /// Most live sessions (`ORS_MAX_SESSIONS`, 100 000); beyond it `create` is 503.
+    pub max_sessions: usize,
+    /// When set, every route but `/health` needs this key (`ORS_API_KEY`).
+    pub api_key: Option<String>,
+    /// Default time limit of one tool call (`ORS_TOOL_TIMEOUT_SECS`; off by default).
+    pub tool_timeout: Option<Duration>,
+    /// Per-tool time limits by tool name; they override `tool_timeout`.
+    pub tool_timeouts: HashMap<String, Duration>,
+    /// How long in-flight calls may run on shutdown before sessions are torn down, and how
+    /// long a call may go on after its session is deleted (it sees its cancellation token at
+    /// once); also the limit of one `teardown` (10 s).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            host: "127.0.0.1".to_owned(),
+            port: 8080,
+            session_timeout: Duration::from_secs(15 * 60),
+            reaper_interval: Duration::from_secs(5),
+            linger: Duration::from_secs(60),
+            keepalive: Duration::from_secs(10),
+            max_body_bytes: 10 * 1024 * 1024,
+            max_header_bytes: 64 * 1024,
+            max_sessions: 100_000,
+            api_key: None,
+            tool_timeout: None,
+            tool_timeouts: HashMap::new(),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+// The API key must never reach logs, so Debug is written by hand.
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("session_timeout", &self.session_timeout)
+            .field("reaper_interval", &self.reaper_interval)
+            .field("linger", &self.linger)
+            .field("keepalive", &self.keepalive)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_header_bytes", &self.max_header_bytes)
+            .field("max_sessions", &self.max_sessions)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("tool_timeout", &self.tool_timeout)
+            .field("tool_timeouts", &self.tool_timeouts)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .finish()
+    }
+}
+
+/// A setting that cannot be used; names the variable (or field) and says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {name}: {reason}")]
+pub struct ConfigError {
+    /// The environment variable or config field.
+    pub name: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl ConfigError {
+    fn new(name: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            name,
+            reason: reason.into(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The defaults overlaid with the `ORS_*` environment variables.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let mut config = Self::default();
+        config.apply_env()?;
+        Ok(config)
+    }
+
+    /// Overlay the `ORS_*` environment variables that are set onto this config.
+    pub fn apply_env(&mut self) -> Result<(), ConfigError> {
+        self.apply_vars(|name| std::env::var(name).ok())
+    }
+
+    /// Overlay variables looked up by `var` (the environment, or a map in tests).
+    pub fn apply_vars(
+        &mut self,
+        var: impl Fn(&'static str) -> Option<String>,
+    ) -> Result<(), ConfigError> {
+        if let Some(v) = var("ORS_HOST") {
+            let v = v.trim();
+            if v.is_empty() {
+                return Err(ConfigError::new("ORS_HOST", "must not be empty"));
+            }
+            self.host = v.to_owned();
+        }
+        if let Some(v) = var("ORS_PORT") {
+            self.port = v.trim().parse().map_err(|_| {
+                ConfigError::new("ORS_PORT", format!("'{v}' is not a port number (0-65535)"))
+            })?;
+        }
+        if let Some(v) = var("ORS_SESSION_TIMEOUT_SECS") {
+            self.session_timeout = positive_secs("ORS_SESSION_TIMEOUT_SECS", &v)?;
+        }
+        if let Some(v) = var("ORS_LINGER_SECS") {
+            self.linger = secs("ORS_LINGER_SECS", &v)?;
+        }
+        if let Some(v) = var("ORS_KEEPALIVE_SECS") {
+            self.keepalive = positive_secs("ORS_KEEPALIVE_SECS", &v)?;
+        }
+        if let Some(v) = var("ORS_MAX_BODY_BYTES") {
+            self.max_body_bytes = count("ORS_MAX_BODY_BYTES", &v)?;
+        }
+        if let Some(v) = var("ORS_MAX_SESSIONS") {
+            self.max_sessions = count("ORS_MAX_SESSIONS", &v)?;
+        }
+        if let Some(v) = var("ORS_API_KEY") {
+            self.api_key = Some(v).filter(|k| !k.is_empty());
+        }
+        if let Some(v) = var("ORS_TOOL_TIMEOUT_SECS") {
+            let t = v.trim();
+            self.tool_timeout = if t.is_empty() || t == "0" || t.eq_ignore_ascii_case("off") {
+                None
+            } else {
+                Some(positive_secs("ORS_TOOL_TIMEOUT_SECS", t)?)
+            };
+        }
+        Ok(())
+    }
+
+    /// Check that the settings can run a server (called by `bind`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let nonzero = [
+            ("session_timeout", self.session_timeout),
+            ("reaper_interval", self.reaper_interval),
+            ("keepalive", self.keepalive),
+        ];
+        for (name, d) in nonzero {
+            if d.is_zero() {
+                return Err(ConfigError::new(name, "must be greater than zero"));
+            }
+        }
+        if self.max_sessions == 0 {
+            return Err(ConfigError::new("max_sessions", "must be at least 1"));
+        }
+        if self.max_header_bytes < 1024 {
+            return Err(ConfigError::new(
+                "max_header_bytes",
+                "must be at least 1024",
+            ));
+        }
+        if self.tool_timeout.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigError::new(
+                "tool_timeout",
+                "must be greater than zero",
+            ));
+        }
+        if let Some((tool, _)) = self.tool_timeouts.iter().find(|(_, d)| d.is_zero()) {
+            return Err(ConfigError::new(
+                "tool_timeouts",
+                format!("timeout of tool '{tool}' must be greater than zero"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The time limit of a tool: its own, else the server's, else none.
+    pub fn timeout_for(&self, tool: &str) -> Option<Duration> {
+        self.tool_timeouts.get(tool).copied().or(self.tool_timeout)
+    }
+}
+
+fn secs(name: &'static str, v: &str) -> Result<Duration, ConfigError> {
+    let n: f64 = v
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::new(name, format!("'{v}' is not a number of seconds")))?;
+    if !n.is_finite() || !(0.0..=1e9).contains(&n) {
+        return Err(ConfigError::new(name, format!("'{v}' is out of range")));
+    }
+    Ok(Duration::from_secs_f64(n))
+}
+
+fn positive_secs(name: &'static str, v: &str) -> Result<Duration, ConfigError> {
+    let d = secs(name, v)?;
+    if d.is_zero() {
+        return Err(ConfigError::new(name, "must be greater than zero"));
+    }
+    Ok(d)
+}
+
+fn count(name: &'static str, v: &str) -> Result<usize, ConfigError> {
+    match v.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ConfigError::new(
+            name,
+            format!("'{v}' is not a positive whole number"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&'static str, &str)]) -> Result<ServerConfig, ConfigError> {
+        let map: HashMap<&str, String> = vars.iter().map(|(k, v)| (*k, v.to_string())).collect();
+        let mut c = ServerConfig::default();
+        c.apply_vars(|n| map.get(n).cloned())?;
+        Ok(c)
+    }
+
+    #[test]
+    fn defaults_match_the_documented_values() {
+        let c = ServerConfig::default();
+        assert_eq!(c.port, 8080);
+        assert_eq!(c.host, "127.0.0.1");
+        assert_eq!(c.session_timeout, Duration::from_secs(900));
+        assert_eq!(c.linger, Duration::from_secs(60));
+        assert_eq!(c.keepalive, Duration::from_secs(10));
+        assert_eq!(c.max_body_bytes, 10 * 1024 * 1024);
+        assert_eq!(c.tool_timeout, None);
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn variables_overlay_the_config() {
+        let c = with(&[
+            ("ORS_HOST", "0.0.0.0"),
+            ("ORS_PORT", "0"),
+            ("ORS_SESSION_TIMEOUT_SECS", "1.5"),
+            ("ORS_LINGER_SECS", "0"),
+            ("ORS_KEEPALIVE_SECS", "2"),
+            ("ORS_MAX_BODY_BYTES", "1000"),
+            ("ORS_MAX_SESSIONS", "7"),
+            ("ORS_API_KEY", "k"),
+            ("ORS_TOOL_TIMEOUT_SECS", "3"),
+        ])
+        .unwrap();
+        assert_eq!(c.host, "0.0.0.0");
+        assert_eq!(c.port, 0);
+        assert_eq!(c.session_timeout, Duration::from_millis(1500));
+        assert_eq!(c.linger, Duration::ZERO);
+        assert_eq!(c.keepalive, Duration::from_secs(2));
+        assert_eq!(c.max_body_bytes, 1000);
+        assert_eq!(c.max_sessions, 7);
+        assert_eq!(c.api_key.as_deref(), Some("k"));
+        assert_eq!(c.tool_timeout, Some(Duration::from_secs(3)));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (name, value) in [
+            ("ORS_PORT", "70000"),
+            ("ORS_PORT", "http"),
+            ("ORS_SESSION_TIMEOUT_SECS", "0"),
+            ("ORS_KEEPALIVE_SECS", "-1"),
+            ("ORS_LINGER_SECS", "soon"),
+            ("ORS_MAX_BODY_BYTES", "0"),
+            ("ORS_MAX_SESSIONS", "many"),
+            ("ORS_TOOL_TIMEOUT_SECS", "x"),
+            ("ORS_HOST", " "),
+        ] {
+            let err = with(&[(name, value)]).unwrap_err();
+            assert_eq!(err.name, name);
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn tool_timeout_can_be_switched_off_and_overridden_per_tool() {
+        let mut c = with(&[("ORS_TOOL_TIMEOUT_SECS", "0")]).unwrap();
+        assert_eq!(c.tool_timeout, None);
+        c.tool_timeout = Some(Duration::from_secs(5));
+        c.tool_timeouts
+            .insert("slow".into(), Duration::from_secs(60));
+        assert_eq!(c.timeout_for("slow"), Some(Duration::from_secs(60)));
+        assert_eq!(c.timeout_for("echo"), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn debug_never_shows_the_api_key() {
+        let c = ServerConfig {
+            api_key: Some("hunter2".into()),
+            ..ServerConfig::default()
+        };
+        assert!(!format!("{c:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn validate_rejects_zero_intervals() {
+        let c = ServerConfig {
+            keepalive: Duration::ZERO,
+            ..ServerConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().name, "keepalive");
+    }
+}

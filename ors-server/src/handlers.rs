@@ -1,0 +1,260 @@
+//! The endpoint handlers of the HTTP API page, one function each.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use bytes::{BufMut as _, Bytes, BytesMut};
+use futures_util::FutureExt as _;
+use http::header::CONTENT_LENGTH;
+use http::request::Parts;
+use hyper::body::Incoming;
+use ors_core::sse;
+use ors_core::types::{
+    CreateSession, GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse,
+    SessionId, TaskRangeResponse, TaskResponse, TaskSource,
+};
+use serde_json::Value;
+
+use crate::app::{App, HostedEnv};
+use crate::body::{self, json, json_bytes, sse_full, Resp};
+use crate::call;
+use crate::error::ApiError;
+use crate::request::{
+    self, check_body, parse_body, CALL_BODY, CREATE_BODY, RANGE_BODY, SPLIT_BODY, TASK_BODY,
+};
+use crate::router::Endpoint;
+use crate::session::{panic_message, Session};
+
+const HEALTH: &[u8] = b"{\"status\":\"ok\"}";
+
+impl App {
+    /// Run the handler of an endpoint.
+    pub(crate) async fn dispatch(
+        &self,
+        endpoint: Endpoint,
+        env: Option<&str>,
+        parts: &Parts,
+        body: Incoming,
+    ) -> Result<Resp, ApiError> {
+        match endpoint {
+            Endpoint::Health => Ok(json_bytes(Bytes::from_static(HEALTH))),
+            Endpoint::ListEnvironments => Ok(json_bytes(self.list_envs_json.clone())),
+            Endpoint::CreateSession => self.create_session(parts),
+            Endpoint::Create => self.create(parts, body).await,
+            Endpoint::Ping => {
+                let sid = request::session_id(&parts.headers)?;
+                tracing::Span::current().record("session", sid);
+                self.sessions.get(sid)?;
+                Ok(json_bytes(Bytes::from_static(HEALTH)))
+            }
+            Endpoint::Delete => self.delete(parts, false).await,
+            Endpoint::DeleteSession => self.delete(parts, true).await,
+            Endpoint::Tools => Ok(json_bytes(self.env(env)?.tools_json.clone())),
+            Endpoint::Splits => Ok(json_bytes(self.env(env)?.splits_json.clone())),
+            Endpoint::Tasks => {
+                let env = self.env(env)?;
+                let req: ListTasks = parse_body(&self.body(parts, body).await?, SPLIT_BODY)?;
+                tasks_reply(env, &req.split).await
+            }
+            Endpoint::NumTasks => {
+                let env = self.env(env)?;
+                let req: NumTasks = parse_body(&self.body(parts, body).await?, SPLIT_BODY)?;
+                let n = env.env.num_tasks(&req.split).await?;
+                json(&NumTasksResponse {
+                    num_tasks: n as u64,
+                })
+            }
+            Endpoint::Task => {
+                let env = self.env(env)?;
+                let req: GetTask = parse_body(&self.body(parts, body).await?, TASK_BODY)?;
+                let task = env.env.task(&req.split, req.index).await?;
+                json(&TaskResponse { task })
+            }
+            Endpoint::TaskRange => {
+                let env = self.env(env)?;
+                let req: GetTaskRange = parse_body(&self.body(parts, body).await?, RANGE_BODY)?;
+                let tasks = env.env.task_range(&req.split, req.start, req.stop).await?;
+                json(&TaskRangeResponse { tasks })
+            }
+            Endpoint::TaskTools => {
+                self.env(env)?;
+                let session = self.ready_session(parts).await?;
+                let slot = session.episode.lock().await;
+                let episode = slot.as_ref().ok_or_else(|| gone(&session))?;
+                let tools = std::panic::catch_unwind(AssertUnwindSafe(|| episode.tools()))
+                    .map_err(|p| {
+                        ApiError::Internal(format!("task_tools panicked: {}", panic_message(&*p)))
+                    })?;
+                json(&ListToolsOutput { tools })
+            }
+            Endpoint::Prompt => {
+                self.env(env)?;
+                let session = self.ready_session(parts).await?;
+                let slot = session.episode.lock().await;
+                let episode = slot.as_ref().ok_or_else(|| gone(&session))?;
+                let blocks = AssertUnwindSafe(episode.prompt())
+                    .catch_unwind()
+                    .await
+                    .map_err(|p| {
+                        ApiError::Internal(format!("prompt panicked: {}", panic_message(&*p)))
+                    })?
+                    .map_err(|e| ApiError::Internal(format!("prompt failed: {e}")))?;
+                json(&blocks)
+            }
+            Endpoint::Call => {
+                self.env(env)?;
+                self.call(parts, body).await
+            }
+        }
+    }
+
+    async fn body(&self, parts: &Parts, body: Incoming) -> Result<Bytes, ApiError> {
+        let length = parts
+            .headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        body::read_body(body, length, self.config.max_body_bytes).await
+    }
+
+    /// The session of the request's `X-Session-ID`, once its setup has finished.
+    async fn ready_session(&self, parts: &Parts) -> Result<Arc<Session>, ApiError> {
+        let sid = request::session_id(&parts.headers)?;
+        tracing::Span::current().record("session", sid);
+        let session = self.sessions.get(sid)?;
+        self.record_env(&session);
+        session.wait_ready().await?;
+        Ok(session)
+    }
+
+    /// A fresh session id: JSON `{"sid"}`, or SSE `task_id` + empty `end` for clients that
+    /// accept `text/event-stream` (PROTOCOL_NOTES row 1). Nothing is stored until `create`.
+    fn create_session(&self, parts: &Parts) -> Result<Resp, ApiError> {
+        if self.is_closing() {
+            return Err(ApiError::ShuttingDown);
+        }
+        if self.sessions.is_full() {
+            return Err(ApiError::TooManySessions {
+                max: self.config.max_sessions,
+            });
+        }
+        let sid = uuid::Uuid::new_v4().to_string();
+        if request::wants_sse(&parts.headers) {
+            let mut events = sse::encode_task_id(&sid);
+            events.extend_from_slice(&sse::encode_event(sse::EVENT_END, ""));
+            Ok(sse_full(Bytes::from(events)))
+        } else {
+            json(&SessionId { sid })
+        }
+    }
+
+    /// Validate the body, resolve the task, register the session, and run the environment's
+    /// setup in the background; requests on the session wait for it.
+    async fn create(&self, parts: &Parts, body: Incoming) -> Result<Resp, ApiError> {
+        if self.is_closing() {
+            return Err(ApiError::ShuttingDown);
+        }
+        let sid = request::session_id(&parts.headers)?;
+        tracing::Span::current().record("session", sid);
+        let header_secrets = request::header_secrets(&parts.headers)?;
+        let body = self.body(parts, body).await?;
+        let create: CreateSession = parse_body(&body, CREATE_BODY)?;
+        let source = create
+            .task_source()
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        let (index, env) = match &create.env_name {
+            Some(name) => self.env_named(name)?,
+            None => (0, &self.envs[0]),
+        };
+        tracing::Span::current().record("env", env.name.as_str());
+        // Checked before resolving the task so a duplicate is a cheap 400; `insert` re-checks.
+        if self.sessions.contains(sid) {
+            return Err(ApiError::SessionExists(sid.into()));
+        }
+        let task = match source {
+            TaskSource::Spec(task) => task,
+            TaskSource::Split { split, index } => env.env.task(&split, index).await?,
+        };
+        let mut secrets = create.secrets.unwrap_or_default();
+        if let Some(from_header) = header_secrets {
+            secrets.merge_missing(from_header);
+        }
+        let session = Arc::new(Session::new(sid.into(), index));
+        self.sessions.insert(Arc::clone(&session))?;
+        session.spawn_setup(env.env.create(task, secrets));
+        tracing::debug!(session = sid, env = %env.name, "session created");
+        json(&SessionId {
+            sid: sid.to_owned(),
+        })
+    }
+
+    /// `delete` tears the episode down (404 never seen, 410 already deleted: PROTOCOL_NOTES
+    /// row 19); `delete_session` does the same when there is something to delete, else
+    /// answers 200 anyway (it is optional cleanup).
+    async fn delete(&self, parts: &Parts, lenient: bool) -> Result<Resp, ApiError> {
+        let sid = request::session_id(&parts.headers)?;
+        tracing::Span::current().record("session", sid);
+        match self.sessions.remove(sid) {
+            Some(session) => {
+                session.close(self.config.shutdown_grace).await;
+                tracing::debug!(session = sid, "session deleted");
+            }
+            None if lenient => {}
+            None => return Err(self.sessions.missing(sid)),
+        }
+        json(&SessionId {
+            sid: sid.to_owned(),
+        })
+    }
+
+    /// Start a tool call (or reconnect to one by `task_id`) and stream its events.
+    async fn call(&self, parts: &Parts, body: Incoming) -> Result<Resp, ApiError> {
+        let sid = request::session_id(&parts.headers)?;
+        tracing::Span::current().record("session", sid);
+        let body = self.body(parts, body).await?;
+        let mut fields = check_body(&body, CALL_BODY)?;
+        let name = match fields.remove("name") {
+            Some(Value::String(name)) => name,
+            _ => return Err(ApiError::BadRequest("missing field 'name'".to_owned())),
+        };
+        tracing::Span::current().record("tool", name.as_str());
+        let input = fields
+            .remove("input")
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        let session = self.sessions.get(sid)?;
+        self.record_env(&session);
+        if let Some(Value::String(task_id)) = fields.remove("task_id") {
+            return Ok(call::reconnect(&session, &task_id, &self.calls));
+        }
+        session.wait_ready().await?;
+        let timeout = self.config.timeout_for(&name);
+        Ok(call::start(session, name, input, timeout, Arc::clone(&self.calls)).await)
+    }
+}
+
+impl App {
+    /// Episode routes are served by the session's environment, whatever the path says
+    /// (PROTOCOL_NOTES row 18); the span shows that one.
+    fn record_env(&self, session: &Session) {
+        if let Some(env) = self.envs.get(session.env) {
+            tracing::Span::current().record("env", env.name.as_str());
+        }
+    }
+}
+
+fn gone(session: &Session) -> ApiError {
+    ApiError::SessionGone(session.id.clone())
+}
+
+/// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.
+async fn tasks_reply(env: &HostedEnv, split: &str) -> Result<Resp, ApiError> {
+    let tasks = env.tasks_json(split).await?;
+    let name = body::to_json(&env.name)?;
+    let mut out = BytesMut::with_capacity(tasks.len() + name.len() + 24);
+    out.put_slice(b"{\"tasks\":");
+    out.put_slice(&tasks);
+    out.put_slice(b",\"env_name\":");
+    out.put_slice(&name);
+    out.put_u8(b'}');
+    Ok(json_bytes(out.freeze()))
+}

@@ -1,0 +1,325 @@
+//! The public [`Server`] builder, the accept loop on hyper's HTTP/1 connection driver, the
+//! idle-session reaper, and graceful shutdown.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use ors_core::env::{DynEnvironment, EnvHandle, Environment};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::App;
+use crate::config::ServerConfig;
+use crate::error::ServerError;
+
+/// Builds and runs an ORS server for one or more environments; the first registered one is
+/// the default that env-less paths (`/tools`, `/call`, ...) reach.
+///
+/// Tool calls on one session run one at a time, in the order they arrived (the episode is
+/// `&mut`); different sessions run in parallel.
+pub struct Server {
+    config: ServerConfig,
+    envs: Vec<Arc<dyn DynEnvironment>>,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Server {
+    /// A server with the default [`ServerConfig`] and no environments yet.
+    pub fn new() -> Self {
+        Self::with_config(ServerConfig::default())
+    }
+
+    /// A server with the given settings and no environments yet.
+    pub fn with_config(config: ServerConfig) -> Self {
+        Self {
+            config,
+            envs: Vec::new(),
+        }
+    }
+
+    /// Host the environment type `E` (the first one registered is the default).
+    pub fn environment<E: Environment>(self) -> Self {
+        self.environment_handle(Arc::new(EnvHandle::<E>::new()))
+    }
+
+    /// Host an already type-erased environment.
+    pub fn environment_handle(mut self, env: Arc<dyn DynEnvironment>) -> Self {
+        self.envs.push(env);
+        self
+    }
+
+    /// The settings, to change in place.
+    pub fn config_mut(&mut self) -> &mut ServerConfig {
+        &mut self.config
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// Set the listen address.
+    pub fn host(mut self, host: impl Into<String>) -> Self {
+        self.config.host = host.into();
+        self
+    }
+
+    /// Set the port (0 picks a free one).
+    pub fn port(mut self, port: u16) -> Self {
+        self.config.port = port;
+        self
+    }
+
+    /// Require this API key on every route but `/health`.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.config.api_key = Some(key.into());
+        self
+    }
+
+    /// Limit every tool call to `timeout`.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.config.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// Limit calls of one tool to `timeout` (overrides [`Server::tool_timeout`]).
+    pub fn tool_timeout_for(mut self, tool: impl Into<String>, timeout: Duration) -> Self {
+        self.config.tool_timeouts.insert(tool.into(), timeout);
+        self
+    }
+
+    /// Delete sessions idle for longer than `timeout`.
+    pub fn session_timeout(mut self, timeout: Duration) -> Self {
+        self.config.session_timeout = timeout;
+        self
+    }
+
+    /// Set how many sessions may be live at once.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.config.max_sessions = max;
+        self
+    }
+
+    /// Bind the listener, print the ready line `ors-server listening on http://HOST:PORT` to
+    /// stdout, and serve in the background until [`RunningServer::shutdown`].
+    pub async fn bind(self) -> Result<RunningServer, ServerError> {
+        self.config.validate()?;
+        let app = Arc::new(App::new(self.config, self.envs)?);
+        let host = app.config.host.clone();
+        let listener = TcpListener::bind((host.as_str(), app.config.port))
+            .await
+            .map_err(|source| ServerError::Bind {
+                addr: format!("{host}:{}", app.config.port),
+                source,
+            })?;
+        let local_addr = listener.local_addr()?;
+        let shown_host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host.clone()
+        };
+        {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(
+                out,
+                "ors-server listening on http://{shown_host}:{}",
+                local_addr.port()
+            );
+            let _ = out.flush();
+        }
+        let names: Vec<&str> = app.envs.iter().map(|e| e.name.as_str()).collect();
+        tracing::info!(addr = %local_addr, envs = ?names, "ors-server ready");
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(run(app, listener, stop.clone()));
+        Ok(RunningServer {
+            local_addr,
+            stop,
+            task: Some(task),
+        })
+    }
+
+    /// Bind and serve until SIGINT or SIGTERM, then shut down gracefully.
+    pub async fn serve(self) -> Result<(), ServerError> {
+        // Handlers first, so a signal right after the ready line is not missed.
+        let signal = shutdown_signal()?;
+        let running = self.bind().await?;
+        signal.await;
+        tracing::info!("shutting down");
+        running.shutdown().await;
+        Ok(())
+    }
+
+    /// Overlay the `ORS_*` environment variables on the settings, then [`Server::serve`].
+    pub async fn serve_from_env(mut self) -> Result<(), ServerError> {
+        self.config.apply_env()?;
+        self.serve().await
+    }
+}
+
+/// A server accepting connections in the background.
+#[derive(Debug)]
+pub struct RunningServer {
+    local_addr: SocketAddr,
+    stop: CancellationToken,
+    task: Option<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// The bound address (with the real port when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The base URL to reach the server from this machine, e.g. `http://127.0.0.1:8080`.
+    pub fn url(&self) -> String {
+        let ip = self.local_addr.ip();
+        if ip.is_unspecified() {
+            let loopback = if ip.is_ipv4() { "127.0.0.1" } else { "[::1]" };
+            format!("http://{loopback}:{}", self.local_addr.port())
+        } else {
+            format!("http://{}", self.local_addr)
+        }
+    }
+
+    /// Stop accepting, give in-flight calls the grace period, tear down every session, and
+    /// return when all that is done.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    // Dropping without `shutdown` still stops the server, in the background.
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A future that resolves on SIGINT or SIGTERM; the handlers are installed on the call.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, ServerError> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+    }
+}
+
+fn connection_builder(config: &ServerConfig) -> http1::Builder {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(Duration::from_secs(30))
+        .max_header_size(config.max_header_bytes)
+        // hyper's minimum; the read buffer must hold at least a whole head.
+        .max_buf_size(config.max_header_bytes.max(8192) + 8192);
+    builder
+}
+
+/// Accept connections until `stop`, then shut down.
+async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
+    let builder = connection_builder(&app.config);
+    let graceful = GracefulShutdown::new();
+    let kill = CancellationToken::new();
+    let reaper = tokio::spawn(reap(Arc::clone(&app), stop.clone()));
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = stop.cancelled() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let (tcp, _peer) = match accepted {
+            Ok(conn) => conn,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let app = Arc::clone(&app);
+        let service = service_fn(move |req| Arc::clone(&app).serve(req));
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        let kill = kill.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                r = conn => if let Err(e) = r {
+                    tracing::debug!(error = %e, "connection ended with an error");
+                },
+                _ = kill.cancelled() => {}
+            }
+        });
+    }
+    drop(listener);
+    shut_down(&app, graceful).await;
+    reaper.abort();
+    kill.cancel();
+}
+
+/// Stop taking sessions, let in-flight requests and calls finish within the grace period,
+/// then stop the rest and tear every session down.
+async fn shut_down(app: &App, graceful: GracefulShutdown) {
+    app.closing.store(true, Ordering::Release);
+    let deadline = tokio::time::Instant::now() + app.config.shutdown_grace;
+    let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
+    while app.calls.active.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    app.calls.abort.cancel();
+    let sessions = app.sessions.drain();
+    let count = sessions.len();
+    let grace = app.config.shutdown_grace;
+    futures_util::future::join_all(sessions.iter().map(|s| s.close(grace))).await;
+    tracing::info!(sessions = count, "ors-server stopped");
+}
+
+/// Every `reaper_interval`, delete sessions idle longer than `session_timeout`.
+async fn reap(app: Arc<App>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(app.config.reaper_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let stale = app.sessions.take_stale(app.config.session_timeout);
+        if !stale.is_empty() {
+            tracing::debug!(count = stale.len(), "reaping idle sessions");
+        }
+        for session in stale {
+            let grace = app.config.shutdown_grace;
+            tokio::spawn(async move { session.close(grace).await });
+        }
+        app.sessions.sweep_tombstones();
+    }
+}

@@ -1,0 +1,328 @@
+//! Discovery endpoints, routing, and request-level errors, over raw HTTP.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_and_list_environments() {
+    let server = start().await;
+    let addr = server.local_addr();
+
+    let r = get(addr, "/health").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json(), json!({"status": "ok"}));
+
+    let r = get(addr, "/list_environments").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), json!(["lab", "other"]));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_lists_only_shared_tools_with_schemas() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let r = get(addr, "/lab/tools").await;
+    assert_eq!(r.status, 200);
+    let tools = r.json()["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"echo") && names.contains(&"counter"));
+    assert!(
+        !names.contains(&"hint"),
+        "task-specific tools are not in /tools"
+    );
+    let echo = tools.iter().find(|t| t["name"] == "echo").unwrap();
+    assert_eq!(echo["description"], "Echo the text back.");
+    assert_eq!(echo["input_schema"]["properties"]["text"]["type"], "string");
+    let counter = tools.iter().find(|t| t["name"] == "counter").unwrap();
+    assert!(
+        counter["input_schema"].is_null(),
+        "no-input tools have a null schema"
+    );
+
+    let other = get(addr, "/other/tools").await.json();
+    assert_eq!(other["tools"][0]["name"], "which");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn env_routes_without_prefix_go_to_the_default_env() {
+    // PROTOCOL_NOTES row 8: no redirect, the first registered environment answers.
+    let server = start().await;
+    let addr = server.local_addr();
+    let bare = get(addr, "/tools").await;
+    assert_eq!(bare.status, 200);
+    assert_eq!(bare.json(), get(addr, "/lab/tools").await.json());
+    let splits = get(addr, "/splits").await;
+    assert_eq!(splits.status, 200);
+    let n = post(addr, "/num_tasks", r#"{"split": "train"}"#).await;
+    assert_eq!(n.json(), json!({"num_tasks": 5}));
+    // Names are matched without case.
+    assert_eq!(get(addr, "/LAB/tools").await.status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_environment_is_404_naming_it() {
+    let server = start().await;
+    let addr = server.local_addr();
+    for r in [
+        get(addr, "/nope/tools").await,
+        get(addr, "/nope/splits").await,
+        post(addr, "/nope/tasks", r#"{"split":"train"}"#).await,
+        post(addr, "/nope/call", r#"{"name":"echo"}"#).await,
+    ] {
+        assert_eq!(r.status, 404);
+        assert_eq!(r.detail(), "unknown environment 'nope'");
+    }
+    let r = post(addr, "/create", r#"{"env_name": "nope", "task_spec": {}}"#).await;
+    assert_eq!(r.status, 400, "missing X-Session-ID is checked first");
+    let r = post_s(
+        addr,
+        "s-unknown-env",
+        "/create",
+        r#"{"env_name": "nope", "task_spec": {}}"#,
+    )
+    .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.detail(), "unknown environment 'nope'");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn splits_use_the_bare_name_rule() {
+    let server = start().await;
+    let r = get(server.local_addr(), "/lab/splits").await;
+    assert_eq!(
+        r.json(),
+        json!([
+            {"name": "train", "type": "train"},
+            {"name": "test", "type": "test"},
+            {"name": "hard", "type": "validation"},
+        ])
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_num_tasks_task_and_ranges() {
+    let server = start().await;
+    let addr = server.local_addr();
+
+    let r = post(addr, "/lab/tasks", r#"{"split": "test"}"#).await;
+    assert_eq!(r.status, 200);
+    let v = r.json();
+    assert_eq!(v["env_name"], "lab");
+    assert_eq!(v["tasks"].as_array().unwrap().len(), 2);
+    assert_eq!(v["tasks"][0]["id"], 100);
+    // Served from the cache the second time, same bytes.
+    assert_eq!(
+        post(addr, "/lab/tasks", r#"{"split": "test"}"#).await.body,
+        r.body
+    );
+
+    let r = post(addr, "/lab/num_tasks", r#"{"split": "train"}"#).await;
+    assert_eq!(r.json(), json!({"num_tasks": 5}));
+
+    // Both names of the single-task endpoint (PROTOCOL_NOTES row 2).
+    for path in ["/lab/task", "/lab/get_task"] {
+        let r = post(addr, path, r#"{"split": "train", "index": 3}"#).await;
+        assert_eq!(r.status, 200, "{path}");
+        assert_eq!(r.json()["task"]["id"], 3);
+    }
+    for path in ["/lab/task_range", "/lab/get_task_range"] {
+        let r = post(addr, path, r#"{"split": "train", "start": 1, "stop": 3}"#).await;
+        assert_eq!(r.status, 200, "{path}");
+        let ids: Vec<i64> = r.json()["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect();
+        assert_eq!(ids, vec![1, 2]);
+    }
+    // Python slice rules (row 15): negatives count from the end, bounds clamp, start > stop
+    // is empty, both optional.
+    let range = |body: &'static str| async move {
+        post(addr, "/lab/task_range", body).await.json()["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_i64().unwrap())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        range(r#"{"split": "train", "start": -2}"#).await,
+        vec![3, 4]
+    );
+    assert_eq!(range(r#"{"split": "train", "stop": -3}"#).await, vec![0, 1]);
+    assert_eq!(
+        range(r#"{"split": "train", "start": 3, "stop": 99}"#).await,
+        vec![3, 4]
+    );
+    assert_eq!(
+        range(r#"{"split": "train", "start": 4, "stop": 1}"#).await,
+        Vec::<i64>::new()
+    );
+    assert_eq!(range(r#"{"split": "train"}"#).await, vec![0, 1, 2, 3, 4]);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_errors_are_400_with_the_reason() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let r = post(addr, "/lab/tasks", r#"{"split": "nope"}"#).await;
+    assert_eq!(r.status, 400);
+    assert!(r.detail().starts_with("Invalid split"), "{}", r.detail());
+    assert!(r.detail().contains("'nope'"));
+    let r = post(addr, "/lab/num_tasks", r#"{"split": "nope"}"#).await;
+    assert_eq!(r.status, 400);
+    let r = post(addr, "/lab/task", r#"{"split": "train", "index": 5}"#).await;
+    assert_eq!(r.status, 400);
+    assert!(r.detail().starts_with("Invalid index"), "{}", r.detail());
+    // Row 16: a negative index is not Python indexing here.
+    let r = post(addr, "/lab/task", r#"{"split": "train", "index": -1}"#).await;
+    assert_eq!(r.status, 400);
+    assert!(r.detail().starts_with("Invalid index"));
+    let r = post(addr, "/lab/task_range", r#"{"split": "nope"}"#).await;
+    assert_eq!(r.status, 400);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_validation_is_400_naming_the_field() {
+    // PROTOCOL_NOTES row 4: 400, not FastAPI's 422.
+    let server = start().await;
+    let addr = server.local_addr();
+    let cases = [
+        ("/lab/tasks", r#"{}"#, "missing field 'split'"),
+        (
+            "/lab/tasks",
+            r#"{"split": 3}"#,
+            "field 'split' must be a string",
+        ),
+        (
+            "/lab/task",
+            r#"{"split": "train"}"#,
+            "missing field 'index'",
+        ),
+        (
+            "/lab/task",
+            r#"{"split": "train", "index": "1"}"#,
+            "field 'index' must be an integer",
+        ),
+        (
+            "/lab/task_range",
+            r#"{"split": "train", "start": 1.5}"#,
+            "field 'start'",
+        ),
+        (
+            "/lab/tasks",
+            r#"{"split": "train", "extra": 1}"#,
+            "unknown field 'extra'",
+        ),
+        ("/lab/tasks", r#"["train"]"#, "must be a JSON object"),
+        ("/lab/tasks", r#"{"split": "#, "not valid JSON"),
+    ];
+    for (path, body, expected) in cases {
+        let r = post(addr, path, body).await;
+        assert_eq!(r.status, 400, "{path} {body}");
+        assert!(
+            r.detail().contains(expected),
+            "{path} {body}: {}",
+            r.detail()
+        );
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_paths_404_and_wrong_methods_405_with_allow() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let r = get(addr, "/nothing/here/at/all").await;
+    assert_eq!(r.status, 404);
+    assert!(r.detail().contains("no route"), "{}", r.detail());
+    let r = get(addr, "/lab/nope").await;
+    assert_eq!(r.status, 404);
+
+    let r = get(addr, "/lab/call").await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("POST"));
+    let r = post(addr, "/health", "{}").await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("GET"));
+    let r = send(addr, "DELETE", "/create", &[], None).await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("POST"));
+    assert!(r.detail().contains("DELETE"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_strings_are_ignored_by_routing() {
+    let server = start().await;
+    let r = get(server.local_addr(), "/health?probe=1").await;
+    assert_eq!(r.status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn body_over_the_limit_is_413() {
+    let server = start_with(|c| c.max_body_bytes = 1024).await;
+    let addr = server.local_addr();
+    let big = format!(r#"{{"split": "{}"}}"#, "x".repeat(2000));
+    let r = post(addr, "/lab/tasks", &big).await;
+    assert_eq!(r.status, 413);
+    assert!(r.detail().contains("1024"), "{}", r.detail());
+
+    // Without a Content-Length (chunked upload) the limit holds while reading.
+    let chunk = "x".repeat(1500);
+    let raw = format!(
+        "POST /lab/tasks HTTP/1.1\r\nHost: t\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+        chunk.len()
+    );
+    let r = send_raw(addr, raw.as_bytes()).await;
+    assert_eq!(r.status, 413);
+
+    // Just under the limit is fine.
+    let ok = post(addr, "/lab/tasks", r#"{"split": "train"}"#).await;
+    assert_eq!(ok.status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_headers_are_431() {
+    let server = start_with(|c| c.max_header_bytes = 4096).await;
+    let addr = server.local_addr();
+    let big = "a".repeat(6000);
+    let r = send(addr, "GET", "/health", &[("X-Filler", &big)], None).await;
+    assert_eq!(r.status, 431);
+    let r = send(addr, "GET", "/health", &[("X-Filler", "small")], None).await;
+    assert_eq!(r.status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive_connections_serve_several_requests() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = start().await;
+    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    let one = b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
+    let last = b"GET /list_environments HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    stream.write_all(one).await.unwrap();
+    stream.write_all(one).await.unwrap();
+    stream.write_all(last).await.unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
+    assert!(text.ends_with(r#"["lab","other"]"#), "{text}");
+    server.shutdown().await;
+}
