@@ -1,0 +1,112 @@
+//! One server hosting both example environments, driven by our client: what a user who serves
+//! several environments from one process relies on (registration order, the default
+//! environment for env-less routes, per-environment tools and tasks, isolation of episodes).
+
+use ors_client::{Client, Error};
+use ors_examples::conformance::Conformance;
+use ors_examples::gsm8k::Gsm8k;
+use ors_server::{RunningServer, Server};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+async fn serve_both() -> RunningServer {
+    Server::new()
+        .port(0)
+        .environment::<Gsm8k>()
+        .environment::<Conformance>()
+        .bind()
+        .await
+        .expect("the server binds a free port")
+}
+
+/// A raw HTTP/1.1 request, so env-less paths are sent exactly as written.
+async fn raw(server: &RunningServer, request: &str) -> (u16, String) {
+    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .expect("connect");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).await.expect("read");
+    let reply = String::from_utf8_lossy(&reply).into_owned();
+    let status = reply
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = reply.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+#[tokio::test]
+async fn environments_are_listed_in_registration_order_and_the_first_is_the_default() {
+    let server = serve_both().await;
+    let client = Client::new(server.url()).expect("client");
+    assert_eq!(
+        client.environments().await.expect("environments"),
+        vec!["gsm8k".to_owned(), "conformance".to_owned()]
+    );
+
+    // An env-less route goes to the default (first) environment: gsm8k's tools, not the fixture's.
+    let (status, body) = raw(
+        &server,
+        "GET /tools HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let tools: Value = serde_json::from_str(&body).expect("JSON tools");
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .expect("a tools array")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["submit"]);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn each_environment_serves_its_own_tasks_and_episodes_side_by_side() -> Result<(), Error> {
+    let server = serve_both().await;
+    let client = Client::new(server.url())?;
+    let gsm8k = client.environment("gsm8k");
+    let fixture = client.environment("conformance");
+
+    assert_eq!(fixture.num_tasks("train").await?, 25);
+    assert!(gsm8k.num_tasks("test").await? >= 50);
+
+    // Episodes of both environments at once, each with its own state.
+    let math = gsm8k.session_at("test", 0).await?;
+    let a = fixture.session_at("train", 2).await?;
+    let b = fixture.session_at("train", 3).await?;
+    for _ in 0..3 {
+        a.call("counter", json!({})).await?;
+    }
+    let b_count = b.call("counter", json!({})).await?;
+    assert_eq!(b_count.blocks[0].as_text(), Some("1"), "sessions are isolated");
+
+    // The gsm8k task's own answer (after ####) is accepted.
+    let task = gsm8k.task("test", 0).await?;
+    let answer = task["answer"]
+        .as_str()
+        .and_then(|a| a.rsplit("####").next())
+        .map(str::trim)
+        .expect("a GSM8K answer line")
+        .to_owned();
+    let out = math.call("submit", json!({ "answer": answer })).await?;
+    assert_eq!(out.reward, Some(1.0));
+    assert!(out.finished);
+
+    // Task-specific tools show up only in the episode's tool list.
+    let shared: Vec<String> = fixture.tools().await?.into_iter().map(|t| t.name).collect();
+    let episode: Vec<String> = a.tools().await?.into_iter().map(|t| t.name).collect();
+    assert!(!shared.contains(&"hint".to_owned()));
+    assert!(episode.contains(&"hint".to_owned()));
+    let hint = a.call("hint", json!({})).await?;
+    assert_eq!(hint.blocks[0].as_text(), Some("The answer is 4"));
+
+    for s in [math, a, b] {
+        s.close().await?;
+    }
+    server.shutdown().await;
+    Ok(())
+}
