@@ -1,5 +1,6 @@
 //! Interop with the Python reference SDK (ors-sdk 0.1.0), run by `cargo xtask test`:
-//! the reference client against our `conformance` and `gsm8k` servers, the conformance runner
+//! the reference client against our `conformance` and `gsm8k` servers, our client library and
+//! `ors` CLI against the reference server (`interop/rust_client.rs`), the conformance runner
 //! against the reference server hosting the same fixture (it must fail exactly the clauses in
 //! `interop/reference-expected-failures.txt`), and the runner against our server (no failure).
 
@@ -14,6 +15,9 @@ use std::time::{Duration, Instant};
 use crate::conformance::{self, ExpectedFailures, Report, RunOptions};
 use crate::procs::{cargo_build, ServerProcess};
 use crate::python::{ensure_venv, workspace_root};
+
+mod rust_client;
+pub use rust_client::rust_client_against_reference;
 
 /// Keep-alive interval our servers get here, so the long-call checks take seconds, not tens.
 const KEEPALIVE_SECS: &str = "1";
@@ -38,6 +42,10 @@ pub fn run_all() -> Result<(), String> {
     step("python client vs our servers", || {
         python_clients_against_ours(&python, &bins)
     })?;
+    step(
+        "rust client and ors CLI vs the reference server",
+        rust_client_against_reference,
+    )?;
     step(
         "conformance runner vs the reference server",
         conformance_against_reference,
