@@ -4,10 +4,6 @@
 //! against the reference server hosting the same fixture (it must fail exactly the clauses in
 //! `interop/reference-expected-failures.txt`), and the runner against our server (no failure).
 
-// Called from `test.rs` (the lead wires `run_all` into `cargo xtask test`); until then the
-// functions would count as dead code.
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -222,18 +218,5 @@ pub fn conformance_against_ours(bins: &Path) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!("our server fails {failed:?}"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// The whole interop run, for working on it without `cargo xtask test`:
-    /// `cargo test -p xtask -- --ignored --nocapture interop`.
-    #[test]
-    #[ignore = "builds the examples and starts servers; run explicitly"]
-    fn interop_run_all() {
-        if let Err(e) = super::run_all() {
-            panic!("{e}");
-        }
     }
 }

@@ -487,15 +487,3 @@ fn closed_port() -> Result<u16, String> {
         .map(|a| a.port())
         .map_err(|e| format!("local_addr: {e}"))
 }
-
-#[cfg(test)]
-mod tests {
-    /// This step alone: `cargo test -p xtask -- --ignored --nocapture rust_client`.
-    #[test]
-    #[ignore = "builds ors-client and starts the Python reference server; run explicitly"]
-    fn rust_client_against_reference_run() {
-        if let Err(e) = super::rust_client_against_reference() {
-            panic!("{e}");
-        }
-    }
-}
