@@ -431,7 +431,7 @@ impl Session {
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "tool input must be a JSON object, got {}",
-                    kind(&other)
+                    ors_core::types::json_kind(&other)
                 )))
             }
         };
@@ -499,17 +499,6 @@ fn into_output(r: RunToolOutput) -> Result<ToolOutput> {
     match r {
         RunToolOutput::Success(o) => Ok(o),
         RunToolOutput::Error(message) => Err(Error::ToolError { message }),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -71,19 +71,8 @@ pub fn no_input(tool: &str, input: &Value) -> Result<(), RunToolOutput> {
         Value::Null | Value::Object(_) => Ok(()),
         other => Err(RunToolOutput::Error(format!(
             "invalid input for tool '{tool}': expected an object, got {}",
-            json_kind(other)
+            crate::types::json_kind(other)
         ))),
-    }
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -336,3 +336,15 @@ pub struct ToolCall {
 fn empty_object() -> Value {
     Value::Object(Map::new())
 }
+
+/// How a JSON value is described in error messages ("a string", "an array", ...).
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

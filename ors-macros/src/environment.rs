@@ -66,25 +66,13 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let args = parse_args(attr, &mut errors);
-    let item = match syn::parse2::<syn::Item>(item.clone()) {
-        Ok(syn::Item::Impl(imp)) => imp,
-        Ok(other) => {
-            errors.spanned(
-                crate::item_head(&other),
-                "#[environment] goes on `impl Environment for YourType { ... }`",
-            );
-            return quote!(#other)
-                .into_iter()
-                .chain(errors.into_compile_errors())
-                .collect();
-        }
-        Err(e) => {
-            errors.push(e);
-            return item
-                .into_iter()
-                .chain(errors.into_compile_errors())
-                .collect();
-        }
+    let item = match crate::parse_impl(
+        item,
+        "#[environment] goes on `impl Environment for YourType { ... }`",
+        &mut errors,
+    ) {
+        Ok(imp) => imp,
+        Err(emitted) => return emitted,
     };
     expand_impl(args, item, errors)
 }

@@ -208,6 +208,32 @@ pub fn wire(attr: TokenStream, item: TokenStream) -> TokenStream {
     wire::expand(attr.into(), item.into()).into()
 }
 
+/// Parse the item under `#[environment]` / `#[toolset]` as an `impl` block. Anything else is
+/// emitted unchanged beside the collected errors (plus `wrong_item` on its head), so one
+/// mistake gives one message.
+fn parse_impl(
+    item: proc_macro2::TokenStream,
+    wrong_item: &str,
+    errors: &mut args::Errors,
+) -> Result<syn::ItemImpl, proc_macro2::TokenStream> {
+    let emitted = |item: proc_macro2::TokenStream, errors: &mut args::Errors| {
+        item.into_iter()
+            .chain(std::mem::take(errors).into_compile_errors())
+            .collect()
+    };
+    match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Impl(imp)) => Ok(imp),
+        Ok(other) => {
+            errors.spanned(item_head(&other), wrong_item);
+            Err(emitted(other.into_token_stream(), errors))
+        }
+        Err(e) => {
+            errors.push(e);
+            Err(emitted(item, errors))
+        }
+    }
+}
+
 /// The head of an item (`struct Foo`, `fn foo`), so an error about the item as a whole
 /// underlines one line rather than the whole body.
 fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {

@@ -22,25 +22,13 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             Ok(())
         },
     );
-    let imp = match syn::parse2::<syn::Item>(item.clone()) {
-        Ok(syn::Item::Impl(imp)) => imp,
-        Ok(other) => {
-            errors.spanned(
-                crate::item_head(&other),
-                "#[toolset] goes on an inherent impl: `impl YourToolset { ... }`",
-            );
-            return quote!(#other)
-                .into_iter()
-                .chain(errors.into_compile_errors())
-                .collect();
-        }
-        Err(e) => {
-            errors.push(e);
-            return item
-                .into_iter()
-                .chain(errors.into_compile_errors())
-                .collect();
-        }
+    let imp = match crate::parse_impl(
+        item,
+        "#[toolset] goes on an inherent impl: `impl YourToolset { ... }`",
+        &mut errors,
+    ) {
+        Ok(imp) => imp,
+        Err(emitted) => return emitted,
     };
     expand_impl(&krate, imp, errors)
 }
