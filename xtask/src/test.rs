@@ -43,5 +43,12 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     ])?;
     cargo(&["test", "--workspace"])?;
     crate::interop::run_all()?;
+    // Only proves the benchmark runs and every response checks out; its figures are not
+    // asserted (shared, noisy machines), and an error in any workload fails the run.
+    let bench = crate::bench::run(crate::bench::BenchArgs::quick())?;
+    if bench != ExitCode::SUCCESS {
+        return Err("cargo xtask bench --quick reported errors".to_owned());
+    }
+    eprintln!("xtask: test: fmt, clippy, cargo test, interop, conformance and bench all passed");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,182 @@
+//! `ors-bench`: the load generator and the bare hyper server that `cargo xtask bench` runs.
+//!
+//! `ors-bench load --workload calls --url http://127.0.0.1:PORT ...` runs one workload and
+//! prints one JSON object on stdout; `ors-bench bare --port 0` serves canned ORS answers.
+
+mod bare;
+mod client;
+mod stats;
+mod workloads;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use serde_json::json;
+
+use crate::client::Target;
+use crate::stats::Errors;
+use crate::workloads::LoadOpts;
+
+/// Load generator and bare server for `cargo xtask bench`.
+#[derive(Parser)]
+#[command(name = "ors-bench")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve canned ORS answers with no logic (the machine's limit).
+    Bare {
+        /// Address to bind.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// Port (0 picks a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Size of the canned `big` result.
+        #[arg(long, default_value_t = 1 << 20)]
+        big_bytes: usize,
+    },
+    /// Run one workload against a server and print its JSON report.
+    Load(LoadArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Workload {
+    /// `echo` calls on warm sessions.
+    Calls,
+    /// Full episodes.
+    Episodes,
+    /// One large result after another.
+    Big,
+    /// Idle sessions and the server's memory.
+    Idle,
+}
+
+#[derive(clap::Args)]
+struct LoadArgs {
+    /// The workload.
+    #[arg(long, value_enum)]
+    workload: Workload,
+    /// The server, `http://127.0.0.1:PORT`.
+    #[arg(long)]
+    url: String,
+    /// The server answers canned bytes (prompts are not checked against the task).
+    #[arg(long)]
+    canned: bool,
+    /// Concurrent sessions, one connection each.
+    #[arg(long, default_value_t = 16)]
+    sessions: usize,
+    /// Measurement window, seconds.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Warm-up before the window, seconds.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+    /// Size of the `big` result, bytes.
+    #[arg(long, default_value_t = 1 << 20)]
+    big_bytes: usize,
+    /// Idle-session counts at which memory is read.
+    #[arg(long, value_delimiter = ',', default_value = "10000")]
+    steps: Vec<usize>,
+    /// Connections creating and deleting idle sessions.
+    #[arg(long, default_value_t = 32)]
+    concurrency: usize,
+    /// The server's process id (for its memory).
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Client threads; 1 (the default) keeps the client off the server's second core.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Give up after this many seconds, whatever the workload reached.
+    #[arg(long, default_value_t = 300.0)]
+    time_limit: f64,
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.clamp(0.0, 86_400.0))
+}
+
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    if threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(threads)
+            .enable_all()
+            .build()
+    }
+}
+
+fn load(args: LoadArgs) -> Result<(), String> {
+    let target = Target::parse(&args.url, args.canned)?;
+    let limit = secs(args.time_limit);
+    let opts = LoadOpts {
+        target,
+        sessions: args.sessions.max(1),
+        duration: secs(args.duration),
+        warmup: secs(args.warmup),
+        big_bytes: args.big_bytes,
+        steps: args.steps,
+        concurrency: args.concurrency.max(1),
+        pid: args.pid,
+        // Leave room inside the time limit for deleting the sessions again.
+        deadline: Instant::now() + limit.mul_f64(0.6),
+    };
+    let rt = runtime(args.threads).map_err(|e| format!("tokio runtime: {e}"))?;
+    let workload = args.workload;
+    let report = rt.block_on(async move {
+        let run = async {
+            match workload {
+                Workload::Calls => workloads::calls(&opts).await,
+                Workload::Episodes => workloads::episodes(&opts).await,
+                Workload::Big => workloads::big(&opts).await,
+                Workload::Idle => workloads::idle(&opts).await,
+            }
+        };
+        match tokio::time::timeout(limit, run).await {
+            Ok(v) => v,
+            Err(_) => {
+                let mut e = Errors::default();
+                e.add_other(format!("the workload did not finish within {limit:?}"));
+                json!({"errors": e.to_json()})
+            }
+        }
+    });
+    // Workers still blocked on a dead server must not hold the process open.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    println!("{report}");
+    Ok(())
+}
+
+fn bare(host: std::net::IpAddr, port: u16, big_bytes: usize) -> Result<(), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    rt.block_on(bare::serve(SocketAddr::new(host, port), big_bytes))
+}
+
+fn main() -> ExitCode {
+    let result = match Cli::parse().command {
+        Command::Bare {
+            host,
+            port,
+            big_bytes,
+        } => bare(host, port, big_bytes),
+        Command::Load(args) => load(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ors-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
