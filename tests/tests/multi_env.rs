@@ -82,7 +82,11 @@ async fn each_environment_serves_its_own_tasks_and_episodes_side_by_side() -> Re
         a.call("counter", json!({})).await?;
     }
     let b_count = b.call("counter", json!({})).await?;
-    assert_eq!(b_count.blocks[0].as_text(), Some("1"), "sessions are isolated");
+    assert_eq!(
+        b_count.blocks[0].as_text(),
+        Some("1"),
+        "sessions are isolated"
+    );
 
     // The gsm8k task's own answer (after ####) is accepted.
     let task = gsm8k.task("test", 0).await?;
