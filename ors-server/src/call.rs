@@ -115,10 +115,33 @@ impl CallRecord {
     }
 }
 
+/// Hashes a call id by its first 8 bytes. Ids in the table are ours (random hex from
+/// [`new_task_id`]), so they are spread already and a client cannot choose colliding ones;
+/// SipHash would cost more than the rest of the table's work per call.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut word = [0u8; 8];
+        let n = bytes.len().min(8);
+        word[..n].copy_from_slice(&bytes[..n]);
+        // The multiply carries the bytes into the high bits hashbrown uses for its tags.
+        self.0 =
+            (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type IdMap<V> = HashMap<Arc<str>, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// The calls of one session, finished ones in completion order for expiry.
 #[derive(Default)]
 pub(crate) struct CallTable {
-    map: HashMap<Arc<str>, Arc<CallRecord>>,
+    map: IdMap<Arc<CallRecord>>,
     finished: VecDeque<(Instant, Arc<str>)>,
 }
 
@@ -212,7 +235,10 @@ pub(crate) async fn start(
     // re-registers its wakers) by the task it moves to.
     let polled = std::future::poll_fn(|cx| Poll::Ready(job.as_mut().poll(cx))).await;
     if let Poll::Ready(done) = polled {
-        let mut body = first;
+        // One allocation of the final size.
+        let unheard: usize = done.unheard.iter().map(Bytes::len).sum();
+        let mut body = Vec::with_capacity(first.len() + unheard + done.events.len());
+        body.extend_from_slice(&first);
         for event in &done.unheard {
             body.extend_from_slice(event);
         }

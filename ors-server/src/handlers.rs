@@ -13,15 +13,12 @@ use ors_core::types::{
     CreateSession, GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse,
     SessionId, TaskRangeResponse, TaskResponse, TaskSource,
 };
-use serde_json::Value;
 
 use crate::app::{App, HostedEnv};
 use crate::body::{self, json, json_bytes, sse_full, Resp};
 use crate::call;
 use crate::error::ApiError;
-use crate::request::{
-    self, check_body, parse_body, CALL_BODY, CREATE_BODY, RANGE_BODY, SPLIT_BODY, TASK_BODY,
-};
+use crate::request::{self, parse_body, CREATE_BODY, RANGE_BODY, SPLIT_BODY, TASK_BODY};
 use crate::router::Endpoint;
 use crate::session::{panic_message, Session};
 
@@ -212,18 +209,15 @@ impl App {
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
         let body = self.body(parts, body).await?;
-        let mut fields = check_body(&body, CALL_BODY)?;
-        let name = match fields.remove("name") {
-            Some(Value::String(name)) => name,
-            _ => return Err(ApiError::BadRequest("missing field 'name'".to_owned())),
-        };
+        let request::CallBody {
+            name,
+            input,
+            task_id,
+        } = request::call_body(&body)?;
         tracing::Span::current().record("tool", name.as_str());
-        let input = fields
-            .remove("input")
-            .unwrap_or_else(|| Value::Object(Default::default()));
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
-        if let Some(Value::String(task_id)) = fields.remove("task_id") {
+        if let Some(task_id) = task_id {
             return Ok(call::reconnect(&session, &task_id, &self.calls));
         }
         session.wait_ready().await?;

@@ -4,7 +4,7 @@
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION};
+use http::header::{HeaderName, ACCEPT, AUTHORIZATION};
 use http::HeaderMap;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -13,13 +13,18 @@ use ors_core::types::Secrets;
 
 use crate::error::ApiError;
 
+// Named once: looking a header up by `&str` parses and hashes the name on every request.
+const X_SESSION_ID: HeaderName = HeaderName::from_static("x-session-id");
+const X_SECRETS: HeaderName = HeaderName::from_static("x-secrets");
+const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+
 /// Longest accepted session id, in characters.
 pub(crate) const MAX_SESSION_ID_LEN: usize = 128;
 
 /// The trimmed `X-Session-ID`: required, at most 128 printable characters.
 pub(crate) fn session_id(headers: &HeaderMap) -> Result<&str, ApiError> {
     let raw = headers
-        .get("x-session-id")
+        .get(X_SESSION_ID)
         .ok_or(ApiError::MissingSessionId)?;
     let sid = raw
         .to_str()
@@ -42,7 +47,7 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Result<&str, ApiError> {
 /// Secrets sent in `X-Secrets`: base64 of `{"NAME": {"value": "V"}}` (what the reference
 /// client sends; a bare string value is accepted too). The error never repeats the content.
 pub(crate) fn header_secrets(headers: &HeaderMap) -> Result<Option<Secrets>, ApiError> {
-    let Some(raw) = headers.get("x-secrets") else {
+    let Some(raw) = headers.get(X_SECRETS) else {
         return Ok(None);
     };
     let bad = || {
@@ -80,7 +85,7 @@ pub(crate) fn header_secrets(headers: &HeaderMap) -> Result<Option<Secrets>, Api
 /// (PROTOCOL_NOTES row 17), compared in constant time.
 pub(crate) fn authorized(headers: &HeaderMap, key: &str) -> bool {
     let key = key.as_bytes();
-    if let Some(v) = headers.get("x-api-key") {
+    if let Some(v) = headers.get(X_API_KEY) {
         if constant_time_eq(v.as_bytes(), key) {
             return true;
         }
@@ -248,6 +253,81 @@ pub(crate) fn check_body(body: &Bytes, fields: &[Field]) -> Result<Map<String, V
     Ok(map)
 }
 
+/// What a `call` body says.
+#[derive(Debug)]
+pub(crate) struct CallBody {
+    pub(crate) name: String,
+    /// The tool input; an empty object when absent.
+    pub(crate) input: Value,
+    pub(crate) task_id: Option<String>,
+}
+
+/// The well-formed shape of a `call` body, read in one pass from the bytes.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallWire {
+    name: String,
+    #[serde(default)]
+    input: Option<Value>,
+    #[serde(default)]
+    task_id: Option<String>,
+}
+
+/// Parse a `call` body. Every call goes through here, so a valid body is deserialized
+/// straight from the bytes; anything else is re-read by [`check_body`], whose 400s name the
+/// field.
+pub(crate) fn call_body(body: &Bytes) -> Result<CallBody, ApiError> {
+    // A derived struct would also accept a JSON array of its fields: objects only.
+    let is_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if let Some(wire) = is_object
+        .then(|| serde_json::from_slice::<CallWire>(body).ok())
+        .flatten()
+    {
+        match wire.input {
+            None => {
+                return Ok(CallBody {
+                    name: wire.name,
+                    input: Value::Object(Map::new()),
+                    task_id: wire.task_id,
+                })
+            }
+            Some(input @ Value::Object(_)) => {
+                return Ok(CallBody {
+                    name: wire.name,
+                    input,
+                    task_id: wire.task_id,
+                })
+            }
+            // `null` is absent; other kinds get check_body's message.
+            Some(Value::Null) => {
+                return Ok(CallBody {
+                    name: wire.name,
+                    input: Value::Object(Map::new()),
+                    task_id: wire.task_id,
+                })
+            }
+            Some(_) => {}
+        }
+    }
+    let mut map = check_body(body, CALL_BODY)?;
+    let name = match map.remove("name") {
+        Some(Value::String(name)) => name,
+        _ => return Err(ApiError::BadRequest("missing field 'name'".to_owned())),
+    };
+    let input = map
+        .remove("input")
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    let task_id = match map.remove("task_id") {
+        Some(Value::String(id)) => Some(id),
+        _ => None,
+    };
+    Ok(CallBody {
+        name,
+        input,
+        task_id,
+    })
+}
+
 /// [`check_body`], then the typed body.
 pub(crate) fn parse_body<T: DeserializeOwned>(
     body: &Bytes,
@@ -364,6 +444,34 @@ mod tests {
         assert!(err("{", TASK_BODY).contains("not valid JSON"));
         assert!(err(r#"{"secrets": {"a": 1}}"#, CREATE_BODY).contains("'secrets'"));
         assert!(err(r#"{"split": "train", "index": 1.5}"#, TASK_BODY).contains("'index'"));
+    }
+
+    #[test]
+    fn call_bodies_parse_in_one_pass_and_errors_name_the_field() {
+        let ok = |body: &'static str| call_body(&Bytes::from_static(body.as_bytes())).unwrap();
+        let c = ok(r#"{"name":"echo","input":{"text":"hi"}}"#);
+        assert_eq!(c.name, "echo");
+        assert_eq!(c.input, serde_json::json!({"text": "hi"}));
+        assert_eq!(c.task_id, None);
+        let c = ok(r#"{"name":"echo","input":null,"task_id":"t1"}"#);
+        assert_eq!(c.input, serde_json::json!({}));
+        assert_eq!(c.task_id.as_deref(), Some("t1"));
+        assert_eq!(ok(r#"{"name":"a","task_id":null}"#).task_id, None);
+        let err = |body: &'static str| {
+            call_body(&Bytes::from_static(body.as_bytes()))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(r#"{"input":{}}"#).contains("missing field 'name'"));
+        assert!(err(r#"{"name":null}"#).contains("missing field 'name'"));
+        assert!(err(r#"{"name":1}"#).contains("field 'name' must be a string"));
+        assert!(err(r#"{"name":"a","input":[1]}"#).contains("field 'input' must be a JSON object"));
+        assert!(err(r#"{"name":"a","task_id":5}"#).contains("field 'task_id' must be a string"));
+        assert!(err(r#"{"name":"a","x":1}"#).contains("unknown field 'x'"));
+        assert!(err("").contains("missing field 'name'"));
+        assert!(err("[]").contains("JSON object"));
+        assert!(err(r#"["echo", {}]"#).contains("JSON object"));
+        assert!(err("{").contains("not valid JSON"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use ors_core::env::{DynEnvironment, EnvHandle, Environment};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -119,12 +119,13 @@ impl Server {
         self.config.validate()?;
         let app = Arc::new(App::new(self.config, self.envs)?);
         let host = app.config.host.clone();
-        let listener = TcpListener::bind((host.as_str(), app.config.port))
-            .await
-            .map_err(|source| ServerError::Bind {
-                addr: format!("{host}:{}", app.config.port),
-                source,
-            })?;
+        let listener =
+            listen(&host, app.config.port)
+                .await
+                .map_err(|source| ServerError::Bind {
+                    addr: format!("{host}:{}", app.config.port),
+                    source,
+                })?;
         let local_addr = listener.local_addr()?;
         let shown_host = if host.contains(':') {
             format!("[{host}]")
@@ -209,6 +210,40 @@ impl Drop for RunningServer {
     fn drop(&mut self) {
         self.stop.cancel();
     }
+}
+
+/// Pending connections the kernel queues for us; tokio's default of 128 drops SYNs when
+/// hundreds of clients connect at once.
+const ACCEPT_BACKLOG: u32 = 4096;
+
+/// Bind the first address `host:port` resolves to, like [`TcpListener::bind`] but with a deep
+/// accept backlog.
+async fn listen(host: &str, port: u16) -> std::io::Result<TcpListener> {
+    let mut last_err = None;
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()
+        } else {
+            TcpSocket::new_v6()
+        };
+        let bound = socket.and_then(|socket| {
+            // As std and tokio do on Unix: a restarted server can reuse its port at once.
+            #[cfg(unix)]
+            socket.set_reuseaddr(true)?;
+            socket.bind(addr)?;
+            socket.listen(ACCEPT_BACKLOG)
+        });
+        match bound {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last_err = Some(e),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the host resolved to no address",
+        )
+    }))
 }
 
 /// A future that resolves on SIGINT or SIGTERM; the handlers are installed on the call.

@@ -7,6 +7,7 @@
 //! (PROTOCOL_NOTES row 21) while different sessions run in parallel.
 
 use std::future::Future;
+use std::hash::BuildHasher as _;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -30,6 +31,9 @@ const GONE: u8 = 3;
 const TOMBSTONE_TTL: Duration = Duration::from_secs(3600);
 /// Most remembered deleted ids; past it the oldest half is forgotten.
 const TOMBSTONE_CAP: usize = 100_000;
+
+/// Session-map capacity below which it is never shrunk.
+const SHRINK_FLOOR: usize = 4096;
 
 /// Milliseconds on a process-wide monotonic clock (the clock of `last_seen`).
 pub(crate) fn clock_ms() -> u64 {
@@ -215,11 +219,48 @@ async fn teardown(sid: &str, mut episode: Box<dyn DynSession>, grace: Duration) 
     }
 }
 
+/// A deleted id in 16 bytes: the UUID itself for ids in the canonical form `create_session`
+/// hands out, else a keyed 64-bit hash (a collision would turn one 404 into a 410).
+///
+/// Tombstones must not keep the ids' own allocations alive: 100k of them, scattered through
+/// the memory their sessions freed, kept that memory from going back to the system.
+type TombKey = [u64; 2];
+
+/// Marks a hashed key; a canonical UUID ending in it as well is astronomically unlikely.
+const HASHED: u64 = 0x7ad7_f00d_dead_beef;
+
+fn tomb_key(sid: &str) -> TombKey {
+    static HASH: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    if is_canonical_uuid(sid) {
+        if let Ok(u) = uuid::Uuid::try_parse(sid) {
+            let (hi, lo) = u.as_u64_pair();
+            return [hi, lo];
+        }
+    }
+    let hash = HASH
+        .get_or_init(std::collections::hash_map::RandomState::new)
+        .hash_one(sid);
+    [hash, HASHED]
+}
+
+/// Lower-case hyphenated (`8-4-4-4-12` hex digits): one text per UUID, so two different ids
+/// never share a key.
+fn is_canonical_uuid(sid: &str) -> bool {
+    let b = sid.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => matches!(c, b'0'..=b'9' | b'a'..=b'f'),
+        })
+}
+
 /// Every live session by id, the deleted ids, and the live count.
 pub(crate) struct SessionStore {
     map: DashMap<Arc<str>, Arc<Session>>,
     live: AtomicUsize,
-    tombstones: DashMap<Arc<str>, u64>,
+    /// Deleted ids and when (ms on [`clock_ms`]); sized for the cap up front, so the table
+    /// is one early allocation rather than reallocations among the sessions' memory.
+    tombstones: DashMap<TombKey, u64>,
     // Kept by hand: `DashMap::len` locks every shard.
     tombstone_count: AtomicUsize,
     tombstone_cap: usize,
@@ -231,7 +272,7 @@ impl SessionStore {
         Self {
             map: DashMap::new(),
             live: AtomicUsize::new(0),
-            tombstones: DashMap::new(),
+            tombstones: DashMap::with_capacity(TOMBSTONE_CAP),
             tombstone_count: AtomicUsize::new(0),
             tombstone_cap: TOMBSTONE_CAP,
             max,
@@ -265,7 +306,7 @@ impl SessionStore {
 
     /// The error for an id that is not live.
     pub(crate) fn missing(&self, sid: &str) -> ApiError {
-        if self.tombstones.contains_key(sid) {
+        if self.tombstones.contains_key(&tomb_key(sid)) {
             ApiError::SessionGone(sid.into())
         } else {
             ApiError::SessionNotFound(sid.into())
@@ -286,7 +327,7 @@ impl SessionStore {
             }
         }
         // A re-created id is live again, not deleted.
-        if self.tombstones.remove(&*id).is_some() {
+        if self.tombstones.remove(&tomb_key(&id)).is_some() {
             self.tombstone_count.fetch_sub(1, Ordering::AcqRel);
         }
         Ok(())
@@ -295,9 +336,23 @@ impl SessionStore {
     /// Remove a live session and remember its id as deleted.
     pub(crate) fn remove(&self, sid: &str) -> Option<Arc<Session>> {
         let (key, session) = self.map.remove(sid)?;
-        self.live.fetch_sub(1, Ordering::AcqRel);
+        self.removed();
         self.bury(key);
         Some(session)
+    }
+
+    /// Count a removal; after a bulk delete, give the map's tables back. They are the last
+    /// big allocations made while sessions were created, so kept at full size they would
+    /// sit on top of the freed sessions and keep the allocator from returning that memory.
+    fn removed(&self) {
+        let live = self.live.fetch_sub(1, Ordering::AcqRel) - 1;
+        // `capacity` locks every shard: looked at once per 256 removals only.
+        if live % 256 == 0 {
+            let capacity = self.map.capacity();
+            if capacity > SHRINK_FLOOR && capacity > 4 * live {
+                self.map.shrink_to_fit();
+            }
+        }
     }
 
     /// Remove this exact session (not a newer one with the same id).
@@ -307,7 +362,7 @@ impl SessionStore {
             .remove_if(&session.id, |_, s| Arc::ptr_eq(s, session));
         match removed {
             Some((key, _)) => {
-                self.live.fetch_sub(1, Ordering::AcqRel);
+                self.removed();
                 self.bury(key);
                 true
             }
@@ -316,7 +371,7 @@ impl SessionStore {
     }
 
     fn bury(&self, sid: Arc<str>) {
-        if self.tombstones.insert(sid, clock_ms()).is_none()
+        if self.tombstones.insert(tomb_key(&sid), clock_ms()).is_none()
             && self.tombstone_count.fetch_add(1, Ordering::AcqRel) >= self.tombstone_cap
         {
             self.sweep_tombstones();
