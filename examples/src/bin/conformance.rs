@@ -14,6 +14,11 @@ struct Args {
     serve: ServeArgs,
 }
 
+/// jemalloc, configured in `.cargo/config.toml` to hand freed pages back to the OS within
+/// about a second: glibc kept the memory of deleted sessions in its arenas.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
