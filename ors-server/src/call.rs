@@ -75,12 +75,16 @@ impl CallRecord {
         if let RecordState::Running { listeners, backlog } = &mut *lock(&self.state) {
             let event = Bytes::from(sse::encode_progress(value));
             if listeners.is_empty() {
-                if backlog.len() < STREAM_BUFFER {
+                if backlog.len() < STREAM_BUFFER - 1 {
                     backlog.push(event);
                 }
             } else {
                 for tx in listeners.iter() {
-                    let _ = tx.try_send(event.clone());
+                    // The last slot is the result's: progress to a stalled reader is dropped
+                    // rather than ever making the result wait (see `run_job`).
+                    if tx.capacity() > 1 {
+                        let _ = tx.try_send(event.clone());
+                    }
                 }
             }
         }
@@ -306,8 +310,11 @@ async fn run_job(
     session.touch();
     session.active_calls.fetch_sub(1, Ordering::AcqRel);
     shared.active.fetch_sub(1, Ordering::AcqRel);
+    // Never awaited: a stalled stream (say, the half-open connection a client has already
+    // reconnected from) must not hold the result back from the streams after it. Progress
+    // always leaves the last slot free, so this cannot find the channel full.
     for tx in listeners {
-        let _ = tx.send(events.clone()).await;
+        let _ = tx.try_send(events.clone());
     }
     JobDone { events, unheard }
 }

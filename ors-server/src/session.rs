@@ -357,9 +357,20 @@ impl SessionStore {
 
     /// Remove this exact session (not a newer one with the same id).
     fn remove_exact(&self, session: &Arc<Session>) -> bool {
+        self.remove_exact_if(session, |_| true)
+    }
+
+    /// Remove `session` if it is still the one stored under its id and `keep_going` still
+    /// holds, checked under the shard's write lock (so a request that touched the session
+    /// after a scan saw it idle is not reaped from under it).
+    fn remove_exact_if(
+        &self,
+        session: &Arc<Session>,
+        keep_going: impl Fn(&Session) -> bool,
+    ) -> bool {
         let removed = self
             .map
-            .remove_if(&session.id, |_, s| Arc::ptr_eq(s, session));
+            .remove_if(&session.id, |_, s| Arc::ptr_eq(s, session) && keep_going(s));
         match removed {
             Some((key, _)) => {
                 self.removed();
@@ -401,17 +412,20 @@ impl SessionStore {
     pub(crate) fn take_stale(&self, timeout: Duration) -> Vec<Arc<Session>> {
         let now = clock_ms();
         let limit = timeout.as_millis() as u64;
+        let is_stale = |s: &Session| {
+            now.saturating_sub(s.last_seen.load(Ordering::Relaxed)) > limit
+                && s.active_calls.load(Ordering::Acquire) == 0
+        };
         let stale: Vec<Arc<Session>> = self
             .map
             .iter()
-            .filter(|e| {
-                let s = e.value();
-                now.saturating_sub(s.last_seen.load(Ordering::Relaxed)) > limit
-                    && s.active_calls.load(Ordering::Acquire) == 0
-            })
+            .filter(|e| is_stale(e.value()))
             .map(|e| Arc::clone(e.value()))
             .collect();
-        stale.into_iter().filter(|s| self.remove_exact(s)).collect()
+        stale
+            .into_iter()
+            .filter(|s| self.remove_exact_if(s, is_stale))
+            .collect()
     }
 
     /// Remove every session (shutdown).
