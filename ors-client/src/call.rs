@@ -63,6 +63,7 @@ pub(crate) async fn run_call(http: &Http, spec: CallSpec<'_>) -> Result<RunToolO
 async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
     let mut task_id: Option<String> = None;
     let mut failures = 0u32;
+    let mut streamed = 0u32;
     loop {
         let body = ToolCall {
             name: spec.name.to_owned(),
@@ -73,10 +74,19 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
             .sid(spec.sid)
             .accept("text/event-stream")
             .json(&body)?;
-        match one_stream(http, &req, spec, &mut task_id).await {
+        let started = std::time::Instant::now();
+        match one_stream(http, &req, spec, &mut task_id, &mut streamed).await {
             Ok(result) => return Ok(result),
             Err(StreamFail::Fatal(e)) => return Err(e),
             Err(StreamFail::Retry(e, retry_after)) => {
+                let frames = std::mem::take(&mut streamed);
+                if frames >= 2 && started.elapsed() >= http.cfg.heartbeat_timeout {
+                    // That connection kept streaming for a while (keep-alives or progress after
+                    // the task id; a proxy cutting long streams, say): the budget bounds
+                    // consecutive failures, not a long call's lifetime. A server that drops or
+                    // goes silent right after answering still runs the budget out.
+                    failures = 0;
+                }
                 if failures >= http.cfg.reconnect_attempts {
                     return Err(gave_up(e, failures));
                 }
@@ -98,6 +108,7 @@ async fn one_stream(
     req: &Req,
     spec: &CallSpec<'_>,
     task_id: &mut Option<String>,
+    streamed: &mut u32,
 ) -> std::result::Result<RunToolOutput, StreamFail> {
     let resp = match http.send_once(req, http.cfg.request_timeout).await {
         Ok(r) => r,
@@ -157,6 +168,9 @@ async fn one_stream(
         let Ok(data) = frame.into_data() else {
             continue; // trailers carry nothing ORS uses
         };
+        if !data.is_empty() {
+            *streamed += 1;
+        }
         for event in decoder.push(&data) {
             match event {
                 Ok(CallEvent::TaskId(id)) => *task_id = Some(id.trim().to_owned()),
