@@ -26,6 +26,9 @@ pub struct ServerConfig {
     pub max_header_bytes: usize,
     /// Most live sessions (`ORS_MAX_SESSIONS`, 100 000); beyond it `create` is 503.
     pub max_sessions: usize,
+    /// Most calls of one session started and not finished (running or waiting their turn;
+    /// 256); beyond it `call` is 429, so one client cannot queue unbounded work and memory.
+    pub max_queued_calls: usize,
     /// When set, every route but `/health` needs this key (`ORS_API_KEY`).
     pub api_key: Option<String>,
     /// Default time limit of one tool call (`ORS_TOOL_TIMEOUT_SECS`; off by default).
@@ -50,6 +53,7 @@ impl Default for ServerConfig {
             max_body_bytes: 10 * 1024 * 1024,
             max_header_bytes: 64 * 1024,
             max_sessions: 100_000,
+            max_queued_calls: 256,
             api_key: None,
             tool_timeout: None,
             tool_timeouts: HashMap::new(),
@@ -71,6 +75,7 @@ impl fmt::Debug for ServerConfig {
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_header_bytes", &self.max_header_bytes)
             .field("max_sessions", &self.max_sessions)
+            .field("max_queued_calls", &self.max_queued_calls)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("tool_timeout", &self.tool_timeout)
             .field("tool_timeouts", &self.tool_timeouts)
@@ -171,6 +176,9 @@ impl ServerConfig {
         }
         if self.max_sessions == 0 {
             return Err(ConfigError::new("max_sessions", "must be at least 1"));
+        }
+        if self.max_queued_calls == 0 {
+            return Err(ConfigError::new("max_queued_calls", "must be at least 1"));
         }
         if self.max_header_bytes < 1024 {
             return Err(ConfigError::new(

@@ -51,6 +51,8 @@ pub(crate) enum ApiError {
     PayloadTooLarge { limit: usize },
     #[error("the server is at its limit of {max} live sessions; retry later")]
     TooManySessions { max: usize },
+    #[error("session '{sid}' already has {max} calls running or queued; retry when one ends")]
+    TooManyCalls { sid: Arc<str>, max: usize },
     #[error("the server is shutting down")]
     ShuttingDown,
     #[error("missing or invalid API key: send it in X-API-Key or Authorization: Bearer")]
@@ -79,6 +81,7 @@ impl ApiError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::TooManyCalls { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 
@@ -98,6 +101,9 @@ impl ApiError {
             }
             ApiError::TooManySessions { .. } | ApiError::ShuttingDown => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            ApiError::TooManyCalls { .. } => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             ApiError::Unauthorized => {
                 headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -203,6 +209,13 @@ mod tests {
             (ApiError::PayloadTooLarge { limit: 1 }, 413),
             (ApiError::Internal("x".into()), 500),
             (ApiError::TooManySessions { max: 1 }, 503),
+            (
+                ApiError::TooManyCalls {
+                    sid: "s".into(),
+                    max: 1,
+                },
+                429,
+            ),
         ];
         for (err, status) in cases {
             assert_eq!(err.status().as_u16(), status, "{err}");

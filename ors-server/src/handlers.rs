@@ -220,6 +220,17 @@ impl App {
         if let Some(task_id) = task_id {
             return Ok(call::reconnect(&session, &task_id, &self.calls));
         }
+        let max = self.config.max_queued_calls;
+        if session
+            .active_calls
+            .load(std::sync::atomic::Ordering::Acquire)
+            >= max
+        {
+            return Err(ApiError::TooManyCalls {
+                sid: Arc::clone(&session.id),
+                max,
+            });
+        }
         session.wait_ready().await?;
         let timeout = self.config.timeout_for(&name);
         Ok(call::start(session, name, input, timeout, Arc::clone(&self.calls)).await)

@@ -483,3 +483,30 @@ async fn deleting_a_session_cancels_its_running_call() {
     assert!(last.1.contains("was deleted"), "{}", last.1);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_cannot_queue_more_calls_than_the_limit() {
+    let srv = start_with(|c| c.max_queued_calls = 2).await;
+    let addr = srv.local_addr();
+    let sid = episode(addr, task(1)).await;
+    let body = json!({"name": "sleep", "input": {"ms": 1500, "key": "queue-limit"}});
+    // One call running and one waiting its turn: the session is at its limit.
+    let first = open_call(addr, &sid, &body.to_string()).await;
+    let second = open_call(addr, &sid, &body.to_string()).await;
+    let r = call(addr, &sid, "echo", json!({"text": "one too many"})).await;
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(
+        r.detail().contains("2 calls running or queued"),
+        "{}",
+        r.detail()
+    );
+    // Nothing was lost: both queued calls finish, then the session takes calls again.
+    for (stream, _, raw) in [first, second] {
+        assert_eq!(finish(stream, raw).await.status, 200);
+    }
+    assert_eq!(count("queue-limit"), 2);
+    let r = call(addr, &sid, "echo", json!({"text": "room again"})).await;
+    assert_eq!(text_of(&r), "room again");
+    srv.shutdown().await;
+}
