@@ -178,6 +178,14 @@ impl App {
         }
         let session = Arc::new(Session::new(sid.into(), index));
         self.sessions.insert(Arc::clone(&session))?;
+        if self.is_closing() {
+            // Shutdown drained the sessions while this request read its body: nothing would
+            // ever tear this one down, so it is not started.
+            if let Some(s) = self.sessions.remove(sid) {
+                s.close(self.config.shutdown_grace).await;
+            }
+            return Err(ApiError::ShuttingDown);
+        }
         session.spawn_setup(env.env.create(task, secrets));
         tracing::debug!(session = sid, env = %env.name, "session created");
         json(&SessionId {
