@@ -3,8 +3,8 @@
 
 use base64::Engine as _;
 use ors_examples::conformance::{Conformance, ConformanceTask, MAX_BIG_BYTES, PNG_BASE64};
-use ors_server::core::env::{call_tool, episode_tools, shared_tools, DynEnvironment, EnvHandle};
 use ors_server::prelude::*;
+use ors_server::runtime::env::{call_tool, episode_tools, shared_tools, DynEnvironment, EnvHandle};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 

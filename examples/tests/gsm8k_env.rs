@@ -1,8 +1,8 @@
 //! The gsm8k environment without a server: splits, tasks, prompt and `submit`.
 
 use ors_examples::gsm8k::{Gsm8k, MathTask};
-use ors_server::core::env::{call_tool, episode_tools, shared_tools, DynEnvironment, EnvHandle};
 use ors_server::prelude::*;
+use ors_server::runtime::env::{call_tool, episode_tools, shared_tools, DynEnvironment, EnvHandle};
 use serde_json::{json, Value};
 
 fn natalia() -> MathTask {

@@ -1,6 +1,8 @@
-//! Core of ors-rs, the Rust implementation of the Open Reward Standard (ORS): the wire types,
-//! the one SSE codec, tool input schemas, provider tool formats, and the environment runtime
-//! the `#[environment]` macro targets. No I/O happens here.
+//! Core of ors-rs, the Rust implementation of the Open Reward Standard (ORS): the wire
+//! protocol only. The wire types, the one SSE codec, provider tool formats, and the protocol's
+//! constants (header names, routes, event names, limits both sides know). No I/O and no
+//! runtime happen here; the environment runtime is `ors-runtime`, the transport `ors-server`
+//! and `ors-client`.
 //!
 //! ```
 //! use ors_core::{sse, RunToolOutput, ToolOutput};
@@ -14,20 +16,9 @@
 
 #![warn(missing_docs)]
 
-pub mod env;
 pub mod provider;
-pub mod schema;
 pub mod sse;
 pub mod types;
 
-#[doc(hidden)]
-#[path = "private.rs"]
-pub mod __private;
-
-pub use env::{
-    DynEnvironment, DynSession, EnvError, EnvHandle, Environment, IntoToolResult, TaskError,
-    ToolContext, ToolTable, ToolTableError, Toolset,
-};
 pub use provider::Provider;
-pub use schema::{input_schema, SchemaError};
 pub use types::*;

@@ -277,6 +277,39 @@ impl From<ToolOutput> for RunToolOutput {
     }
 }
 
+/// What a `#[tool]` method may return: a [`ToolOutput`], anything `Into<ToolOutput>` (a
+/// `String` is one text block), or a `Result` whose `Err` becomes `ok: false`.
+///
+/// It lives beside [`ToolOutput`] rather than in the runtime because the two blanket impls
+/// below are coherent only in the crate that defines `ToolOutput`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned from a #[tool] method",
+    note = "return `ToolOutput`, a `String`, `Blocks`, or `Result<T, E>` with `T: Into<ToolOutput>` and `E: Display`"
+)]
+pub trait IntoToolResult {
+    /// The wire result.
+    fn into_tool_result(self) -> RunToolOutput;
+}
+
+// `do_not_recommend`: a bad return type is reported as "cannot be returned from a #[tool]
+// method" rather than as the `From` bound inside these impls.
+#[diagnostic::do_not_recommend]
+impl<T: Into<ToolOutput>> IntoToolResult for T {
+    fn into_tool_result(self) -> RunToolOutput {
+        RunToolOutput::Success(self.into())
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Into<ToolOutput>, Er: std::fmt::Display> IntoToolResult for Result<T, Er> {
+    fn into_tool_result(self) -> RunToolOutput {
+        match self {
+            Ok(v) => RunToolOutput::Success(v.into()),
+            Err(e) => RunToolOutput::Error(e.to_string()),
+        }
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 struct RunToolWire {
     ok: bool,

@@ -82,7 +82,7 @@ mod wire;
 /// }
 ///
 /// assert_eq!(Gsm8k::NAME, "gsm8k");
-/// let names: Vec<_> = ors_server::core::env::shared_tools::<Gsm8k>()
+/// let names: Vec<_> = ors_server::runtime::env::shared_tools::<Gsm8k>()
 ///     .into_iter()
 ///     .map(|t| t.name)
 ///     .collect();

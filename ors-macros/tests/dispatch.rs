@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use ors_server::core::env::{call_tool, episode_tools, shared_tools};
 use ors_server::prelude::*;
+use ors_server::runtime::env::{call_tool, episode_tools, shared_tools};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -451,7 +451,7 @@ impl Environment for Strict {
 
 #[test]
 fn schema_problems_are_recorded_in_the_table_not_panicked() {
-    use ors_server::core::{DynEnvironment, EnvHandle, ToolTableError};
+    use ors_server::runtime::{DynEnvironment, EnvHandle, ToolTableError};
 
     let expected = vec![ToolTableError::Schema {
         tool: "pick".into(),

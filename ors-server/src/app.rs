@@ -11,8 +11,8 @@ use bytes::Bytes;
 use http::request::Parts;
 use http::Request;
 use hyper::body::Incoming;
-use ors_core::env::DynEnvironment;
 use ors_core::types::ListToolsOutput;
+use ors_runtime::env::DynEnvironment;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
@@ -81,7 +81,7 @@ impl HostedEnv {
     /// environment handle for the life of the server anyway).
     pub(crate) async fn tasks_json(&self, split: &str) -> Result<Bytes, ApiError> {
         let Some(cell) = self.tasks_json.get(split) else {
-            return Err(ors_core::env::TaskError::UnknownSplit(split.to_owned()).into());
+            return Err(ors_runtime::env::TaskError::UnknownSplit(split.to_owned()).into());
         };
         cell.get_or_try_init(|| async {
             let tasks = self.env.tasks(split).await?;

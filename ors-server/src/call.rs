@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::FutureExt as _;
-use ors_core::env::{DynSession, ProgressSink, ToolContext};
 use ors_core::sse;
 use ors_core::types::RunToolOutput;
+use ors_runtime::env::{DynSession, ProgressSink, ToolContext};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

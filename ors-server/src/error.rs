@@ -6,8 +6,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::header::{HeaderValue, ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;
-use ors_core::env::{EnvError, TaskError};
 use ors_core::types::ErrorBody;
+use ors_runtime::env::{EnvError, TaskError};
 
 use crate::body::{json_status, Resp};
 use crate::config::ConfigError;

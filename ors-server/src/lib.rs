@@ -113,14 +113,13 @@
 //!   (method, path, status, latency, session, env, tool). Secrets are never logged.
 
 pub use ors_core as core;
-pub use ors_core::{
-    Block, Blocks, EnvError, Environment, RunToolOutput, Secrets, Split, SplitType, ToolContext,
-    ToolOutput, ToolSpec, Toolset,
-};
+pub use ors_core::{Block, Blocks, RunToolOutput, Secrets, Split, SplitType, ToolOutput, ToolSpec};
 pub use ors_macros::{environment, tool, toolset, wire};
+pub use ors_runtime as runtime;
+pub use ors_runtime::{EnvError, Environment, ToolContext, Toolset};
 
 #[doc(hidden)]
-pub use ors_core::__private;
+pub use ors_runtime::__private;
 
 mod app;
 mod body;
@@ -141,11 +140,12 @@ pub use server::{RunningServer, Server};
 
 /// Everything an environment author needs: `use ors_server::prelude::*;`.
 pub mod prelude {
-    pub use ors_core::__private::schemars::JsonSchema;
-    pub use ors_core::__private::serde::{Deserialize, Serialize};
     pub use ors_core::{
-        Block, Blocks, EnvError, Environment, ImageBlock, JsonObject, RunToolOutput, Secrets,
-        Split, SplitType, TextBlock, ToolContext, ToolOutput, ToolSpec, Toolset,
+        Block, Blocks, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType, TextBlock,
+        ToolOutput, ToolSpec,
     };
     pub use ors_macros::{environment, tool, toolset, wire};
+    pub use ors_runtime::__private::schemars::JsonSchema;
+    pub use ors_runtime::__private::serde::{Deserialize, Serialize};
+    pub use ors_runtime::{EnvError, Environment, ToolContext, Toolset};
 }

@@ -11,7 +11,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use ors_core::env::{DynEnvironment, EnvHandle, Environment};
+use ors_runtime::env::{DynEnvironment, EnvHandle, Environment};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

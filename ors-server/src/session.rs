@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 use futures_util::FutureExt as _;
-use ors_core::env::{DynSession, TaskError};
+use ors_runtime::env::{DynSession, TaskError};
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use common::*;
 use futures_util::future::BoxFuture;
-use ors_server::core::env::{DynEnvironment, DynSession, TaskError, ToolTableError};
 use ors_server::prelude::*;
+use ors_server::runtime::env::{DynEnvironment, DynSession, TaskError, ToolTableError};
 use ors_server::{Server, ServerConfig, ServerError};
 use serde_json::{json, Value};
 

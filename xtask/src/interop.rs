@@ -12,6 +12,7 @@ use crate::conformance::{self, ExpectedFailures, Report, RunOptions};
 use crate::procs::{cargo_build, ServerProcess};
 use crate::python::{ensure_venv, workspace_root};
 
+mod library;
 mod rust_client;
 pub use rust_client::rust_client_against_reference;
 

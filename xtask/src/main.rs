@@ -25,7 +25,7 @@ enum Command {
     /// Every check CI runs: fmt, clippy, tests, interop with the Python reference, conformance.
     Test(test::TestArgs),
     /// Check an ORS server against the protocol, clause by clause.
-    Conformance(conformance::ConformanceArgs),
+    Conformance(conformance::XtaskConformanceArgs),
     /// Measure speed and memory against the Python reference and a bare hyper server.
     Bench(bench::BenchArgs),
 }

@@ -1,8 +1,7 @@
-//! Integration tests of the client and the `ors` tool against the in-process server, a
+//! Integration tests of the client against the in-process server, a
 //! sabotaging proxy, and scripted fake servers. One test binary, to keep link time down.
 
 mod blocking;
-mod cli;
 mod discovery;
 mod evaluate;
 mod liveness;

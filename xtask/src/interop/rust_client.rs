@@ -1,6 +1,5 @@
 //! Our client library and the `ors` CLI against the Python reference server hosting the
-//! conformance fixture: the `reference_interop` example of ors-client checks the library call
-//! by call, then every `ors` subcommand runs as a user would run it and its output and exit
+//! conformance fixture: [`super::library`] checks the library call by call (in process), then every `ors` subcommand runs as a user would run it and its output and exit
 //! code are checked.
 
 use std::io::{Read, Write};
@@ -16,7 +15,7 @@ use crate::procs::cargo_build;
 /// Limit on one run of the example or the CLI, so a hang fails the step instead of CI.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
 
-/// Fewer checks than this in the example's summary means it skipped some.
+/// Fewer checks than this in the library checks' summary means some were skipped.
 const MIN_EXAMPLE_CHECKS: usize = 30;
 
 /// The fixture's shared tools, sorted (the reference lists no task-specific tool).
@@ -26,22 +25,9 @@ const SHARED_TOOLS: [&str; 9] = [
 
 /// The step: build the example and the CLI, start the reference, run both against it.
 pub fn rust_client_against_reference() -> Result<(), String> {
-    let debug = cargo_build(
-        &[
-            "-p",
-            "ors-client",
-            "--example",
-            "reference_interop",
-            "--bin",
-            "ors",
-        ],
-        false,
-    )?;
+    let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
     let server = reference_server()?;
-    let example = run_example(
-        &debug.join("examples").join("reference_interop"),
-        &server.url,
-    );
+    let example = library_checks(&server.url);
     let cli = cli_checks(&debug.join("ors"), &server.url);
     drop(server);
     match (example, cli) {
@@ -51,30 +37,17 @@ pub fn rust_client_against_reference() -> Result<(), String> {
     }
 }
 
-/// Run the `reference_interop` example; it must exit 0 having run every check.
-fn run_example(exe: &Path, url: &str) -> Result<(), String> {
-    let mut cmd = Command::new(exe);
-    cmd.arg(url).env_remove("ORS_API_KEY");
-    let out = run(cmd, None)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let summary = stdout.lines().last().unwrap_or("").to_owned();
-    let passed = summary
-        .split_once(" passed, 0 failed")
-        .and_then(|(n, _)| n.parse::<usize>().ok());
-    match passed {
-        Some(n) if out.status.success() && n >= MIN_EXAMPLE_CHECKS => {
-            println!("reference_interop: {summary}");
-            Ok(())
-        }
-        _ => {
-            print!("{stdout}");
-            eprint!("{}", String::from_utf8_lossy(&out.stderr));
-            Err(format!(
-                "the reference_interop example failed ({}, want success and at least \
-                 {MIN_EXAMPLE_CHECKS} checks passed): {summary}",
-                out.status
-            ))
-        }
+/// Run the library checks; every one must pass, and none may have been skipped.
+fn library_checks(url: &str) -> Result<(), String> {
+    let (passed, failed) = super::library::run(url, super::library::Expect::Reference)?;
+    if failed == 0 && passed >= MIN_EXAMPLE_CHECKS {
+        println!("library against the reference: {passed} passed, 0 failed");
+        Ok(())
+    } else {
+        Err(format!(
+            "the client library checks failed: {passed} passed, {failed} failed (want 0 \
+             failed and at least {MIN_EXAMPLE_CHECKS} passed)"
+        ))
     }
 }
 
@@ -304,7 +277,7 @@ fn envs(ors: &Ors<'_>) -> Result<(), String> {
         r.stdout.lines().collect(),
         vec!["conformance", "aux"],
     )?;
-    let json = ors.run(&["--json", "envs"], None)?.json()?;
+    let json = ors.run(&["envs", "--json"], None)?.json()?;
     eq("--json", json, json!(["conformance", "aux"]))
 }
 
@@ -405,7 +378,7 @@ fn call_table(ors: &Ors<'_>) -> Result<(), String> {
 }
 
 fn call_json(ors: &Ors<'_>) -> Result<(), String> {
-    let args: Vec<&str> = std::iter::once("--json").chain(CALL_ARGS).collect();
+    let args: Vec<&str> = CALL_ARGS.into_iter().chain(["--json"]).collect();
     let doc = ors.run(&args, None)?.json()?;
     eq("prompt", block_texts(&doc["prompt"]), vec!["What is 3+3?"])?;
     let echo = &doc["calls"][0];

@@ -57,7 +57,7 @@ fn main() {
         to_value(&page).unwrap(),
         json!({"items": [{"questionText": "2+2?", "hints": []}], "next": null})
     );
-    let schema = ors_server::core::schema::input_schema::<Task>().unwrap();
+    let schema = ors_server::runtime::schema::input_schema::<Task>().unwrap();
     assert_eq!(schema["required"], json!(["questionText"]));
     assert_eq!(
         schema["properties"]["questionText"]["description"],

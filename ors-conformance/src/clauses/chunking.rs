@@ -6,7 +6,7 @@ use ors_core::RunToolOutput;
 use serde_json::json;
 
 use super::{clause, Clause, Group};
-use crate::conformance::support::{ensure, first_text, Call, Check, Ctx, Session};
+use crate::support::{ensure, first_text, Call, Check, Ctx, Session};
 
 const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
     clause(Group::Calls, id, description, check)

@@ -2,7 +2,7 @@
 //! agreement between each schema and serde (what serde accepts the schema accepts; some inputs
 //! serde rejects the schema rejects too), checked with the `jsonschema` validator.
 
-use ors_core::schema::{input_schema, SchemaError};
+use ors_runtime::schema::{input_schema, SchemaError};
 use proptest::prelude::*;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;

@@ -1,11 +1,46 @@
-//! The `ors` binary, run as a user would, against the in-process server.
+//! The `ors` binary, run as a user would, against an in-process server hosting the
+//! conformance fixture and the gsm8k example.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-use crate::support::{client, server};
+use std::time::Duration;
+
+use ors_client::Client;
+use ors_examples::conformance::Conformance;
+use ors_examples::gsm8k::Gsm8k;
+use ors_server::{RunningServer, Server, ServerConfig};
+
+/// A server on a free port with the conformance fixture and gsm8k.
+async fn server_with(tweak: impl FnOnce(&mut ServerConfig)) -> RunningServer {
+    let mut cfg = ServerConfig {
+        host: "127.0.0.1".into(),
+        port: 0,
+        ..ServerConfig::default()
+    };
+    tweak(&mut cfg);
+    Server::with_config(cfg)
+        .environment::<Conformance>()
+        .environment::<Gsm8k>()
+        .bind()
+        .await
+        .expect("the test server starts")
+}
+
+async fn server() -> RunningServer {
+    server_with(|_| {}).await
+}
+
+/// A client for `url` with fast retries and no API key from the environment.
+fn client(url: &str) -> Client {
+    Client::builder(url)
+        .no_api_key()
+        .backoff(Duration::from_millis(10), Duration::from_millis(50))
+        .build()
+        .expect("valid URL")
+}
 
 /// Run `ors ARGS` with `stdin` piped in; never inherits ORS_* settings from the test's
 /// environment.
@@ -60,8 +95,8 @@ async fn discovery_commands_print_tables_and_json() {
     let url = srv.url().to_string();
 
     let out = ok(&ors(&["envs", "--url", &url], "").await);
-    assert_eq!(out, "conformance\ngsm8k\nprogressive\n");
-    let out = ok(&ors(&["--json", "--url", &url, "envs"], "").await);
+    assert_eq!(out, "conformance\ngsm8k\n");
+    let out = ok(&ors(&["envs", "--json", "--url", &url], "").await);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v[1], "gsm8k");
 
@@ -337,7 +372,7 @@ async fn play_reads_calls_from_a_pipe() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn url_and_key_come_from_flags_or_the_environment() {
-    let srv = crate::support::server_with(|c| c.api_key = Some("k3y".into())).await;
+    let srv = server_with(|c| c.api_key = Some("k3y".into())).await;
     let url = srv.url().to_string();
 
     let o = ors(&["envs", "--url", &url], "").await;
@@ -353,4 +388,75 @@ async fn url_and_key_come_from_flags_or_the_environment() {
     let out = ok(&ors_env(&["envs"], "", &[("ORS_URL", &url), ("ORS_API_KEY", "k3y")]).await);
     assert!(out.contains("gsm8k"), "{out}");
     srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_checks_a_server_and_writes_a_report() {
+    let srv = server().await;
+    let url = srv.url().to_string();
+    let dir = std::env::temp_dir().join(format!("ors-cli-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("report.json");
+    let report_arg = report.to_str().unwrap();
+    let out = ok(&ors(
+        &[
+            "conformance",
+            "--url",
+            &url,
+            "--only",
+            "discovery.",
+            "--json",
+            report_arg,
+        ],
+        "",
+    )
+    .await);
+    assert!(out.contains("PASS discovery.health"), "{out}");
+    let last = out.lines().last().unwrap_or_default();
+    assert!(last.ends_with(" passed, 0 failed"), "{out}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(!doc.as_object().unwrap().is_empty(), "{doc}");
+    std::fs::remove_dir_all(&dir).ok();
+
+    // A clause that fails (the fixture is not hosted under this name) fails the command.
+    let out = ors(
+        &[
+            "conformance",
+            "--url",
+            &url,
+            "--env",
+            "gsm8k",
+            "--only",
+            "discovery.tools",
+        ],
+        "",
+    )
+    .await;
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL discovery.tools"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn conformance_list_survives_a_closed_pipe() {
+    // `ors conformance --list | head -0`: the reader is gone before the first line is written
+    // (the whole list fits in a pipe's buffer, so a reader that stayed for one line would let
+    // every write succeed).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ors"))
+        .args(["conformance", "--list"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the ors binary runs");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("ors finishes");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }

@@ -1,11 +1,10 @@
 //! Items the macros' generated code names by absolute path. Not a public API.
 
 pub use crate::env::{
-    Environment, IntoToolResult, ToolContext, ToolEntry, ToolFuture, ToolTable, ToolTableError,
-    Toolset,
+    Environment, ToolContext, ToolEntry, ToolFuture, ToolTable, ToolTableError, Toolset,
 };
 pub use crate::schema::input_schema;
-pub use crate::types::{JsonObject, RunToolOutput, ToolSpec};
+pub use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
 pub use serde;
 pub use serde_json;
 pub use serde_json::Value;
@@ -71,7 +70,7 @@ pub fn no_input(tool: &str, input: &Value) -> Result<(), RunToolOutput> {
         Value::Null | Value::Object(_) => Ok(()),
         other => Err(RunToolOutput::Error(format!(
             "invalid input for tool '{tool}': expected an object, got {}",
-            crate::types::json_kind(other)
+            ors_core::types::json_kind(other)
         ))),
     }
 }

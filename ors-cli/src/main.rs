@@ -1,8 +1,6 @@
 //! `ors`: list, inspect and play Open Reward Standard environments from the command line.
 
-#[path = "ors/play.rs"]
 mod play;
-#[path = "ors/render.rs"]
 mod render;
 
 use std::process::ExitCode;
@@ -24,9 +22,6 @@ struct Cli {
     /// API key sent as X-API-Key.
     #[arg(long, global = true, env = "ORS_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
-    /// Print JSON instead of tables, for scripts.
-    #[arg(long, global = true)]
-    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -34,11 +29,16 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// List the server's environments.
-    Envs,
+    Envs {
+        #[command(flatten)]
+        out: JsonOut,
+    },
     /// List an environment's tools.
     Tools {
         /// Environment name.
         env: String,
+        #[command(flatten)]
+        out: JsonOut,
         /// Print the tools in an LLM provider's format (JSON): openai, anthropic or gemini.
         #[arg(long, value_parser = parse_provider)]
         format: Option<Provider>,
@@ -47,6 +47,8 @@ enum Command {
     Splits {
         /// Environment name.
         env: String,
+        #[command(flatten)]
+        out: JsonOut,
     },
     /// List the tasks of a split.
     Tasks {
@@ -57,6 +59,8 @@ enum Command {
         /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
         #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = parse_range)]
         range: Option<(Option<i64>, Option<i64>)>,
+        #[command(flatten)]
+        out: JsonOut,
     },
     /// Run one episode: make the given calls in order, print each result, delete the session.
     Call {
@@ -67,6 +71,8 @@ enum Command {
         /// TOOL INPUT pairs, e.g. `submit '{"answer": "72"}'`.
         #[arg(required = true, num_args = 2.., value_names = ["TOOL", "INPUT"])]
         calls: Vec<String>,
+        #[command(flatten)]
+        out: JsonOut,
     },
     /// Play one episode interactively: type `TOOL {JSON}` lines (stdin may be a pipe).
     Play {
@@ -79,6 +85,16 @@ enum Command {
         #[arg(long)]
         index: i64,
     },
+    /// Check a server hosting the conformance fixture against the protocol, clause by clause.
+    Conformance(ors_conformance::ConformanceArgs),
+}
+
+/// `--json` of the commands that print data (`ors conformance` takes `--json FILE` instead).
+#[derive(Args, Debug, Clone, Copy)]
+struct JsonOut {
+    /// Print JSON instead of tables, for scripts.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -96,8 +112,7 @@ struct TaskArgs {
 }
 
 fn parse_provider(s: &str) -> Result<Provider, String> {
-    s.parse()
-        .map_err(|e: ors_core::provider::UnknownProvider| e.to_string())
+    s.parse::<Provider>().map_err(|e| e.to_string())
 }
 
 fn parse_range(s: &str) -> Result<(Option<i64>, Option<i64>), String> {
@@ -121,6 +136,24 @@ fn parse_range(s: &str) -> Result<(Option<i64>, Option<i64>), String> {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let url = cli.url.clone();
+    if let Command::Conformance(args) = cli.command {
+        // The runner speaks blocking raw HTTP/1.1 (so it can send malformed requests).
+        let api_key = cli.api_key.filter(|k| !k.is_empty());
+        let ran =
+            tokio::task::spawn_blocking(move || ors_conformance::run_cli(&args, &url, api_key))
+                .await;
+        return match ran {
+            Ok(Ok(code)) => code,
+            Ok(Err(e)) => {
+                eprintln!("ors: error: {}", render::one_line(&e));
+                ExitCode::FAILURE
+            }
+            Err(e) => {
+                eprintln!("ors: error: the conformance runner failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
@@ -144,9 +177,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
         _ => builder.no_api_key(),
     };
     let client = builder.build()?;
-    let json = cli.json;
     match cli.command {
-        Command::Envs => {
+        Command::Envs {
+            out: JsonOut { json },
+        } => {
             let envs = client.environments().await?;
             if json {
                 println!("{}", render::pretty(&envs));
@@ -156,7 +190,11 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 }
             }
         }
-        Command::Tools { env, format } => {
+        Command::Tools {
+            env,
+            format,
+            out: JsonOut { json },
+        } => {
             let env = client.environment(env);
             match format {
                 Some(p) => println!("{}", render::pretty(&env.tools_for(p).await?)),
@@ -164,7 +202,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 None => print!("{}", render::tools_table(&env.tools().await?)),
             }
         }
-        Command::Splits { env } => {
+        Command::Splits {
+            env,
+            out: JsonOut { json },
+        } => {
             let splits = client.environment(env).splits().await?;
             if json {
                 println!("{}", render::pretty(&splits));
@@ -176,10 +217,20 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
                 print!("{}", render::table(&["NAME", "TYPE"], &rows, 60));
             }
         }
-        Command::Tasks { env, split, range } => {
+        Command::Tasks {
+            env,
+            split,
+            range,
+            out: JsonOut { json },
+        } => {
             tasks(&client.environment(env), &split, range, json).await?;
         }
-        Command::Call { env, task, calls } => {
+        Command::Call {
+            env,
+            task,
+            calls,
+            out: JsonOut { json },
+        } => {
             return call(&client.environment(env), task, &calls, json).await;
         }
         Command::Play { env, split, index } => {
@@ -189,6 +240,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             played?;
             closed?;
         }
+        Command::Conformance(_) => unreachable!("handled in main"),
     }
     Ok(ExitCode::SUCCESS)
 }

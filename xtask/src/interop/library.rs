@@ -1,15 +1,11 @@
 //! The client library against a server hosting the conformance fixture (the Python reference
 //! server, `interop/python/conformance_env.py`, or our `conformance` example), checking every
-//! result. `cargo xtask test` runs it against the reference.
+//! result. `cargo xtask test` runs it against the reference, in process.
 //!
-//! ```text
-//! cargo run -p ors-client --example reference_interop -- URL [--spec]
-//! ```
-//!
-//! Prints `PASS name` / `FAIL name: reason` per check and `N passed, M failed` last; exits
-//! non-zero on any failure. Where the reference deviates from the protocol in a way the
-//! client sees (documented in `interop/reference-expected-failures.txt`), the checks expect
-//! the reference's behaviour by default and the protocol's with `--spec` (for our server):
+//! Prints `PASS name` / `FAIL name: reason` per check and `N passed, M failed` last. Where the
+//! reference deviates from the protocol in a way the client sees (documented in
+//! `interop/reference-expected-failures.txt`), the checks expect the reference's behaviour
+//! with [`Expect::Reference`] and the protocol's with [`Expect::Spec`] (for our server):
 //! - `task` with a negative index: the reference answers the task counted from the end
 //!   (Python indexing), the protocol says 400;
 //! - `task_tools`: the reference never lists the task-specific tool `hint` (it can still be
@@ -20,7 +16,6 @@
 //!   [`SecretsMode::Both`] work on both servers.
 
 use std::future::Future;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,7 +37,8 @@ const SHARED_TOOLS: [&str; 9] = [
 
 /// Which behaviour to expect where the reference deviates from the protocol.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Expect {
+#[allow(dead_code)] // `Spec` is for running the checks against our own server by hand.
+pub enum Expect {
     Reference,
     Spec,
 }
@@ -160,37 +156,27 @@ impl Policy for Oracle {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let expect = if args.iter().any(|a| a == "--spec") {
-        Expect::Spec
-    } else {
-        Expect::Reference
-    };
-    let Some(url) = args.iter().find(|a| !a.starts_with("--")) else {
-        eprintln!("usage: reference_interop URL [--spec]");
-        return ExitCode::from(2);
-    };
-    let client = match Client::builder(url.as_str()).no_api_key().build() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("reference_interop: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut r = Report::default();
-    discovery(&mut r, &client, expect).await;
-    sessions(&mut r, &client, expect).await;
-    calls(&mut r, &client).await;
-    secrets(&mut r, url, expect).await;
-    rollouts(&mut r, &client).await;
-    println!("{} passed, {} failed", r.passed, r.failed);
-    if r.failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+/// Run every check against the fixture at `url`; the counts of passed and failed checks.
+pub fn run(url: &str, expect: Expect) -> Result<(usize, usize), String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting a tokio runtime: {e}"))?;
+    rt.block_on(async {
+        let client = Client::builder(url)
+            .no_api_key()
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut r = Report::default();
+        discovery(&mut r, &client, expect).await;
+        sessions(&mut r, &client, expect).await;
+        calls(&mut r, &client).await;
+        secrets(&mut r, url, expect).await;
+        rollouts(&mut r, &client).await;
+        println!("{} passed, {} failed", r.passed, r.failed);
+        Ok((r.passed, r.failed))
+    })
 }
 
 async fn discovery(r: &mut Report, client: &Client, expect: Expect) {

@@ -8,8 +8,8 @@ use ors_core::sse::SseDecoder;
 use serde_json::json;
 
 use super::{clause, Clause, Group};
-use crate::conformance::http::Request;
-use crate::conformance::support::{
+use crate::http::Request;
+use crate::support::{
     b64_decode, comment_offsets, ensure, expect_error, expect_json, expect_status, first_text,
     task, Call, Check, Ctx,
 };
@@ -65,7 +65,7 @@ pub const CLAUSES: &[Clause] = &[
     },
 ];
 
-fn session(ctx: &Ctx) -> Result<crate::conformance::support::Session<'_>, String> {
+fn session(ctx: &Ctx) -> Result<crate::support::Session<'_>, String> {
     ctx.session_at("train", 7)
 }
 
@@ -599,6 +599,6 @@ fn keepalive(ctx: &Ctx) -> Check {
 }
 
 /// Used by the chunking clauses, which share the session set-up.
-pub fn train_session(ctx: &Ctx) -> Result<crate::conformance::support::Session<'_>, String> {
+pub fn train_session(ctx: &Ctx) -> Result<crate::support::Session<'_>, String> {
     session(ctx)
 }

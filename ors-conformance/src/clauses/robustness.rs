@@ -6,10 +6,8 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{clause, Clause, Group};
-use crate::conformance::http::{Conn, Request, Response};
-use crate::conformance::support::{
-    ensure, expect_error, expect_ok_json, expect_status, task, Check, Ctx,
-};
+use crate::http::{Conn, Request, Response};
+use crate::support::{ensure, expect_error, expect_ok_json, expect_status, task, Check, Ctx};
 
 const fn r(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
     clause(Group::Robustness, id, description, check)

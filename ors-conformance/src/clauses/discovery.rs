@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::{clause, Clause, Group};
-use crate::conformance::support::{
+use crate::support::{
     ensure, expect_error, expect_json, expect_ok_json, expect_status, task, tasks, Check, Ctx,
     SPLITS,
 };

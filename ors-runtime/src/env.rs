@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::types::{Blocks, RunToolOutput, Secrets, Split, ToolOutput, ToolSpec};
+use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
 
 /// An error from an environment's own code (task loading, setup, prompt).
 #[derive(Debug, thiserror::Error)]
@@ -612,7 +612,7 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         let split = split.to_owned();
         Box::pin(async move {
             let tasks = self.split_tasks(&split).await?;
-            let range = crate::types::slice_bounds(start, stop, tasks.len());
+            let range = ors_core::types::slice_bounds(start, stop, tasks.len());
             tasks[range]
                 .iter()
                 .map(|t| serde_json::to_value(t).map_err(TaskError::from))
@@ -648,35 +648,5 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
                 serde_json::from_value(serde_json::to_value(&tasks[index as usize])?)?;
             construct::<E>(task, secrets).await
         })
-    }
-}
-
-/// What a `#[tool]` method may return: a [`ToolOutput`], anything `Into<ToolOutput>` (a
-/// `String` is one text block), or a `Result` whose `Err` becomes `ok: false`.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be returned from a #[tool] method",
-    note = "return `ToolOutput`, a `String`, `Blocks`, or `Result<T, E>` with `T: Into<ToolOutput>` and `E: Display`"
-)]
-pub trait IntoToolResult {
-    /// The wire result.
-    fn into_tool_result(self) -> RunToolOutput;
-}
-
-// `do_not_recommend`: a bad return type is reported as "cannot be returned from a #[tool]
-// method" rather than as the `From` bound inside these impls.
-#[diagnostic::do_not_recommend]
-impl<T: Into<ToolOutput>> IntoToolResult for T {
-    fn into_tool_result(self) -> RunToolOutput {
-        RunToolOutput::Success(self.into())
-    }
-}
-
-#[diagnostic::do_not_recommend]
-impl<T: Into<ToolOutput>, Er: fmt::Display> IntoToolResult for Result<T, Er> {
-    fn into_tool_result(self) -> RunToolOutput {
-        match self {
-            Ok(v) => RunToolOutput::Success(v.into()),
-            Err(e) => RunToolOutput::Error(e.to_string()),
-        }
     }
 }

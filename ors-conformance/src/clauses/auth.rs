@@ -4,8 +4,8 @@
 use serde_json::json;
 
 use super::{clause, Clause, Group};
-use crate::conformance::http::{Request, Response, Target};
-use crate::conformance::support::{ensure, expect_error, expect_ok_json, Check, Ctx};
+use crate::http::{Request, Response, Target};
+use crate::support::{ensure, expect_error, expect_ok_json, Check, Ctx};
 
 const fn a(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
     clause(Group::Robustness, id, description, check)

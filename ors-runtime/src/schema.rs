@@ -9,7 +9,7 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::Value;
 
-use crate::types::JsonObject;
+use ors_core::types::JsonObject;
 
 /// Why a type cannot be a tool input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,7 +32,7 @@ pub enum SchemaError {
 ///     /// Your final answer.
 ///     answer: String,
 /// }
-/// let schema = ors_core::schema::input_schema::<Submit>().unwrap();
+/// let schema = ors_runtime::schema::input_schema::<Submit>().unwrap();
 /// assert_eq!(schema["type"], "object");
 /// assert_eq!(schema["properties"]["answer"]["description"], "Your final answer.");
 /// assert!(!schema.contains_key("$schema"));

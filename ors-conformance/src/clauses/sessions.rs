@@ -8,8 +8,8 @@ use ors_core::sse::SseDecoder;
 use serde_json::{json, Value};
 
 use super::{clause, Clause, Group};
-use crate::conformance::http::Request;
-use crate::conformance::support::{
+use crate::http::Request;
+use crate::support::{
     ensure, expect_error, expect_json, expect_ok_json, expect_status, secrets_header,
     sid_from_create_session, task, Check, Ctx,
 };
@@ -482,7 +482,7 @@ fn secrets_header_clause(ctx: &Ctx) -> Check {
     );
     let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
     let out = call?.output()?;
-    let v = crate::conformance::support::first_text(&out)?;
+    let v = crate::support::first_text(&out)?;
     ensure!(v == "tok-header-456", "secret TOKEN is {v:?}");
     Ok(())
 }

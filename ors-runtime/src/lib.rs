@@ -1,0 +1,39 @@
+//! The environment runtime of ors-rs: the [`Environment`] trait an author implements (through
+//! `#[environment]`), the tool tables the macros build once per type, the [`ToolContext`] a
+//! tool may ask for, tool input schemas from `schemars`, and the type-erased
+//! [`DynEnvironment`] layer a server hosts.
+//!
+//! Where things live: the wire protocol (types, SSE codec, provider formats, constants) is
+//! `ors-core`, which this crate builds on; this crate is everything an *environment* needs and a
+//! *client* does not, so `ors-client` never compiles it. `ors-server` re-exports it (an author
+//! writes `use ors_server::prelude::*;`), and the code `ors-macros` generates names it through
+//! `::ors_server::__private`. No I/O happens here: the server drives these futures.
+//!
+//! ```
+//! use ors_runtime::schema::input_schema;
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Submit {
+//!     /// Your final answer.
+//!     answer: String,
+//! }
+//!
+//! let schema = input_schema::<Submit>().expect("an object schema");
+//! assert_eq!(schema["properties"]["answer"]["description"], "Your final answer.");
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod env;
+pub mod schema;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use env::{
+    DynEnvironment, DynSession, EnvError, EnvHandle, Environment, TaskError, ToolContext,
+    ToolTable, ToolTableError, Toolset,
+};
+pub use ors_core::IntoToolResult;
+pub use schema::{input_schema, SchemaError};
