@@ -176,7 +176,7 @@ class Conformance(Environment):
 
 class Aux(Environment):
     """A second environment, served after the fixture, so clauses about several environments
-    (an episode route naming another environment, notes row 18) have something to name."""
+    (an episode route naming another environment, notes row `path-env-not-validated`) have something to name."""
 
     @classmethod
     def list_splits(cls):

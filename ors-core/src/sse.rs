@@ -5,7 +5,7 @@
 //! space after the colon is optional, lines end in LF, CRLF or CR, a blank line dispatches,
 //! lines starting with `:` are comments (keep-alives), and unknown fields are ignored.
 //! ORS tool results larger than [`CHUNK_SIZE`] bytes are split into `chunk` events and a
-//! final `end` (PROTOCOL_NOTES row 11), always on UTF-8 character boundaries.
+//! final `end` (PROTOCOL_NOTES row `chunking`), always on UTF-8 character boundaries.
 
 use memchr::memchr2;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! The ORS wire types of the Data Types page, in the exact form the reference emits.
 //!
 //! Outputs always carry every optional key (`detail`, `metadata`, `reward`,
-//! `finished`; PROTOCOL_NOTES row 13) because some clients index them directly;
+//! `finished`; PROTOCOL_NOTES row `tool-output-wire-form`) because some clients index them directly;
 //! inputs may omit them.
 
 use serde::{Deserialize, Deserializer, Serialize};

@@ -34,7 +34,7 @@ impl RespBody {
 }
 
 /// A live `text/event-stream`: an optional first event, then whatever the call task sends,
-/// with a keep-alive comment whenever nothing was sent for `keepalive` (PROTOCOL_NOTES row 10).
+/// with a keep-alive comment whenever nothing was sent for `keepalive` (PROTOCOL_NOTES row `keep-alive`).
 pub(crate) struct SseBody {
     first: Option<Bytes>,
     rx: mpsc::Receiver<Bytes>,

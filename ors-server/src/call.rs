@@ -3,7 +3,7 @@
 //! once in place: a tool that finishes without waiting is answered right there as one
 //! complete SSE body. A job that has to wait moves to its own task, so a client that goes
 //! away never cancels it, and the response streams its events. Either way the result lingers
-//! for reconnects by `task_id` within its session (PROTOCOL_NOTES rows 6, 9, 20).
+//! for reconnects by `task_id` within its session (PROTOCOL_NOTES rows `tool-crash-error-event`, `task-id-bound-to-session`, `client-task-id`).
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future as _;

@@ -125,7 +125,7 @@ impl App {
     }
 
     /// A fresh session id: JSON `{"sid"}`, or SSE `task_id` + empty `end` for clients that
-    /// accept `text/event-stream` (PROTOCOL_NOTES row 1). Nothing is stored until `create`.
+    /// accept `text/event-stream` (PROTOCOL_NOTES row `create-session-reply`). Nothing is stored until `create`.
     fn create_session(&self, parts: &Parts) -> Result<Resp, ApiError> {
         if self.is_closing() {
             return Err(ApiError::ShuttingDown);
@@ -194,7 +194,7 @@ impl App {
     }
 
     /// `delete` tears the episode down (404 never seen, 410 already deleted: PROTOCOL_NOTES
-    /// row 19); `delete_session` does the same when there is something to delete, else
+    /// row `delete-unknown`); `delete_session` does the same when there is something to delete, else
     /// answers 200 anyway (it is optional cleanup).
     async fn delete(&self, parts: &Parts, lenient: bool) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
@@ -247,7 +247,7 @@ impl App {
 
 impl App {
     /// Episode routes are served by the session's environment, whatever the path says
-    /// (PROTOCOL_NOTES row 18); the span shows that one.
+    /// (PROTOCOL_NOTES row `path-env-not-validated`); the span shows that one.
     fn record_env(&self, session: &Session) {
         if let Some(env) = self.envs.get(session.env) {
             tracing::Span::current().record("env", env.name.as_str());

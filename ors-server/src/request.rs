@@ -1,6 +1,6 @@
 //! Reading what a request says: the session id header, the `X-Secrets` header, the API key,
 //! content negotiation, and JSON bodies checked field by field so a 400 names the field
-//! (PROTOCOL_NOTES row 4).
+//! (PROTOCOL_NOTES row `bad-body-400`).
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -82,7 +82,7 @@ pub(crate) fn header_secrets(headers: &HeaderMap) -> Result<Option<Secrets>, Api
 }
 
 /// Whether the request carries the API key in `X-API-Key` or `Authorization: Bearer`
-/// (PROTOCOL_NOTES row 17), compared in constant time.
+/// (PROTOCOL_NOTES row `api-key`), compared in constant time.
 pub(crate) fn authorized(headers: &HeaderMap, key: &str) -> bool {
     let key = key.as_bytes();
     if let Some(v) = headers.get(X_API_KEY) {
@@ -109,7 +109,7 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Whether the client asked for `text/event-stream` (content negotiation of
-/// `create_session`, PROTOCOL_NOTES row 1).
+/// `create_session`, PROTOCOL_NOTES row `create-session-reply`).
 pub(crate) fn wants_sse(headers: &HeaderMap) -> bool {
     headers.get_all(ACCEPT).iter().any(|v| {
         v.as_bytes()

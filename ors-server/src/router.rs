@@ -2,7 +2,7 @@
 //!
 //! Two scopes: root routes (`/health`, `/create`, ...) and environment routes
 //! (`/{env}/tools`, `/{env}/call`, ...). An environment route without the env segment
-//! (`/tools`) goes to the default environment (PROTOCOL_NOTES row 8); whether a named
+//! (`/tools`) goes to the default environment (PROTOCOL_NOTES row `default-env-routes`); whether a named
 //! environment exists is decided by the caller, which knows the environments.
 
 /// An HTTP method the table uses.
@@ -73,7 +73,7 @@ const fn r(segment: &'static str, scope: Scope, verb: Verb, endpoint: Endpoint) 
 }
 
 /// The whole API. `get_task` / `get_task_range` are the Tasks & Splits page's names for
-/// `task` / `task_range` (PROTOCOL_NOTES row 2).
+/// `task` / `task_range` (PROTOCOL_NOTES row `get-task-aliases`).
 const ROUTES: &[RouteDef] = &[
     r("health", Scope::Root, Verb::Get, Endpoint::Health),
     r(

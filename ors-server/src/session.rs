@@ -4,7 +4,7 @@
 //! A session's episode sits behind an async mutex: a tool call holds it for the whole call,
 //! `prompt` and `task_tools` briefly. Calls on one session also take a turn in a FIFO chain
 //! when they arrive (see [`Session::take_turn`]), so they run one at a time in arrival order
-//! (PROTOCOL_NOTES row 21) while different sessions run in parallel.
+//! (PROTOCOL_NOTES row `calls-serialized`) while different sessions run in parallel.
 
 use std::future::Future;
 use std::hash::BuildHasher as _;
@@ -27,7 +27,7 @@ const READY: u8 = 1;
 const FAILED: u8 = 2;
 const GONE: u8 = 3;
 
-/// How long a deleted id answers 410 rather than 404 (PROTOCOL_NOTES row 3).
+/// How long a deleted id answers 410 rather than 404 (PROTOCOL_NOTES row `gone-vs-not-found`).
 const TOMBSTONE_TTL: Duration = Duration::from_secs(3600);
 /// Most remembered deleted ids; past it the oldest half is forgotten.
 const TOMBSTONE_CAP: usize = 100_000;

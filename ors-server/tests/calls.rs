@@ -60,7 +60,7 @@ async fn a_call_streams_task_id_then_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_errors_are_ok_false_results() {
-    // PROTOCOL_NOTES row 5.
+    // PROTOCOL_NOTES row `tool-error-ok-false`.
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, task(1)).await;
@@ -92,7 +92,7 @@ async fn tool_errors_are_ok_false_results() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_is_an_error_event_and_the_session_survives() {
-    // PROTOCOL_NOTES row 6.
+    // PROTOCOL_NOTES row `tool-crash-error-event`.
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, task(1)).await;
@@ -131,7 +131,7 @@ fn pieces(r: &Reply) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_over_4096_bytes_are_chunked() {
-    // PROTOCOL_NOTES row 11.
+    // PROTOCOL_NOTES row `chunking`.
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, task(1)).await;
@@ -246,7 +246,7 @@ async fn progress_of_a_call_that_never_waits_is_delivered_too() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keepalive_comments_flow_during_long_calls() {
-    // PROTOCOL_NOTES rows 10 and 22, with a short interval for the test.
+    // PROTOCOL_NOTES rows `keep-alive` and `keep-alive-interval`, with a short interval for the test.
     let server = start_with(|c| c.keepalive = Duration::from_millis(50)).await;
     let addr = server.local_addr();
     let sid = episode(addr, task(1)).await;
@@ -303,7 +303,7 @@ async fn per_tool_timeouts_override_the_server_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconnect_returns_the_same_result_without_running_again() {
-    // PROTOCOL_NOTES rows 9 and 20.
+    // PROTOCOL_NOTES rows `task-id-bound-to-session` and `client-task-id`.
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, task(1)).await;
@@ -394,7 +394,7 @@ async fn results_expire_after_the_linger_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_on_one_session_run_in_arrival_order() {
-    // PROTOCOL_NOTES row 21: one at a time, in arrival order, even when the earlier call
+    // PROTOCOL_NOTES row `calls-serialized`: one at a time, in arrival order, even when the earlier call
     // is slower.
     let server = start().await;
     let addr = server.local_addr();

@@ -50,7 +50,7 @@ async fn tools_lists_only_shared_tools_with_schemas() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn env_routes_without_prefix_go_to_the_default_env() {
-    // PROTOCOL_NOTES row 8: no redirect, the first registered environment answers.
+    // PROTOCOL_NOTES row `default-env-routes`: no redirect, the first registered environment answers.
     let server = start().await;
     let addr = server.local_addr();
     let bare = get(addr, "/tools").await;
@@ -127,7 +127,7 @@ async fn tasks_num_tasks_task_and_ranges() {
     let r = post(addr, "/lab/num_tasks", r#"{"split": "train"}"#).await;
     assert_eq!(r.json(), json!({"num_tasks": 5}));
 
-    // Both names of the single-task endpoint (PROTOCOL_NOTES row 2).
+    // Both names of the single-task endpoint (PROTOCOL_NOTES row `get-task-aliases`).
     for path in ["/lab/task", "/lab/get_task"] {
         let r = post(addr, path, r#"{"split": "train", "index": 3}"#).await;
         assert_eq!(r.status, 200, "{path}");
@@ -144,7 +144,7 @@ async fn tasks_num_tasks_task_and_ranges() {
             .collect();
         assert_eq!(ids, vec![1, 2]);
     }
-    // Python slice rules (row 15): negatives count from the end, bounds clamp, start > stop
+    // Python slice rules (row `task-range-slices`): negatives count from the end, bounds clamp, start > stop
     // is empty, both optional.
     let range = |body: &'static str| async move {
         post(addr, "/lab/task_range", body).await.json()["tasks"]
@@ -184,7 +184,7 @@ async fn task_errors_are_400_with_the_reason() {
     let r = post(addr, "/lab/task", r#"{"split": "train", "index": 5}"#).await;
     assert_eq!(r.status, 400);
     assert!(r.detail().starts_with("Invalid index"), "{}", r.detail());
-    // Row 16: a negative index is not Python indexing here.
+    // Row `negative-index`: a negative index is not Python indexing here.
     let r = post(addr, "/lab/task", r#"{"split": "train", "index": -1}"#).await;
     assert_eq!(r.status, 400);
     assert!(r.detail().starts_with("Invalid index"));
@@ -195,7 +195,7 @@ async fn task_errors_are_400_with_the_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn body_validation_is_400_naming_the_field() {
-    // PROTOCOL_NOTES row 4: 400, not FastAPI's 422.
+    // PROTOCOL_NOTES row `bad-body-400`: 400, not FastAPI's 422.
     let server = start().await;
     let addr = server.local_addr();
     let cases = [

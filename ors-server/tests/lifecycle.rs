@@ -65,7 +65,7 @@ async fn shutdown_stops_a_call_that_outlives_the_grace_period() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_key_guards_everything_but_health() {
-    // PROTOCOL_NOTES row 17.
+    // PROTOCOL_NOTES row `api-key`.
     let server = start_with(|c| c.api_key = Some("s3cret-key".into())).await;
     let addr = server.local_addr();
 

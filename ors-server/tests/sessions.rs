@@ -11,7 +11,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_session_negotiates_json_or_sse() {
-    // PROTOCOL_NOTES row 1.
+    // PROTOCOL_NOTES row `create-session-reply`.
     let server = start().await;
     let addr = server.local_addr();
 
@@ -99,7 +99,7 @@ async fn create_by_split_and_index_and_default_env() {
     )
     .await;
     assert_eq!(r.status, 200);
-    // Row 18: the session decides the environment, not the path.
+    // Row `path-env-not-validated`: the session decides the environment, not the path.
     let r = get_s(addr, &sid, "/lab/prompt").await;
     assert_eq!(r.json()[0]["text"], "other prompt");
     server.shutdown().await;
@@ -181,7 +181,7 @@ async fn duplicate_create_is_400() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_sessions_are_410_and_unknown_ones_404() {
-    // PROTOCOL_NOTES rows 3 and 19.
+    // PROTOCOL_NOTES rows `gone-vs-not-found` and `delete-unknown`.
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, tagged(1, "gone-410")).await;
@@ -319,7 +319,7 @@ async fn task_tools_adds_task_specific_tools() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_come_from_the_body_and_the_x_secrets_header() {
-    // PROTOCOL_NOTES row 7.
+    // PROTOCOL_NOTES row `secrets-header`.
     let server = start().await;
     let addr = server.local_addr();
 
@@ -499,7 +499,7 @@ async fn a_deleted_id_can_be_created_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_episode_is_not_torn_down_automatically() {
-    // PROTOCOL_NOTES row 12: `finished: true` changes nothing on the server; the client deletes.
+    // PROTOCOL_NOTES row `finished-no-teardown`: `finished: true` changes nothing on the server; the client deletes.
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, tagged(3, "finished-stays")).await;

@@ -135,7 +135,7 @@ fn python_script(
 
 /// The reference Python client against our `conformance` and `gsm8k` servers. The
 /// conformance server runs with an API key, which the client sends as `X-API-Key` because
-/// `ORS_API_KEY` is set for it too (notes row 17).
+/// `ORS_API_KEY` is set for it too (notes row `api-key`).
 pub fn python_clients_against_ours(python: &Path, bins: &Path) -> Result<(), String> {
     let key = conformance::throwaway_api_key();
     let server = our_server(

@@ -1,4 +1,4 @@
-//! The optional API key (notes row 17): checked only when the runner is given the key
+//! The optional API key (notes row `api-key`): checked only when the runner is given the key
 //! (`--api-key` or `ORS_API_KEY`); a server without one skips these clauses.
 
 use serde_json::json;
@@ -15,22 +15,22 @@ const fn a(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check
 pub const CLAUSES: &[Clause] = &[
     a(
         "robustness.auth.health-open",
-        "with an API key set, GET /health needs no key (notes row 17)",
+        "with an API key set, GET /health needs no key (notes row `api-key`)",
         health_open,
     ),
     a(
         "robustness.auth.missing-401",
-        "with an API key set, every other route without a key is 401 (notes row 17)",
+        "with an API key set, every other route without a key is 401 (notes row `api-key`)",
         missing,
     ),
     a(
         "robustness.auth.wrong-401",
-        "a wrong X-API-Key is 401 (notes row 17)",
+        "a wrong X-API-Key is 401 (notes row `api-key`)",
         wrong,
     ),
     a(
         "robustness.auth.bearer",
-        "Authorization: Bearer <key> is accepted like X-API-Key (notes row 17)",
+        "Authorization: Bearer <key> is accepted like X-API-Key (notes row `api-key`)",
         bearer,
     ),
 ];

@@ -1,4 +1,4 @@
-//! Chunking of large results (notes row 11): at most 4096 bytes per `chunk`/`end` data, cut
+//! Chunking of large results (notes row `chunking`): at most 4096 bytes per `chunk`/`end` data, cut
 //! only on UTF-8 character boundaries, and a result of exactly 4096 bytes in one `end`.
 
 use ors_core::sse::CallEvent;
@@ -41,7 +41,7 @@ pub const CLAUSES: &[Clause] = &[
     ),
     c(
         "calls.chunking.multibyte",
-        "chunks are at most 4096 bytes and never split a UTF-8 character (notes row 11)",
+        "chunks are at most 4096 bytes and never split a UTF-8 character (notes row `chunking`)",
         multibyte,
     ),
     c(

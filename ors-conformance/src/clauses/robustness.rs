@@ -37,17 +37,17 @@ pub const CLAUSES: &[Clause] = &[
     ),
     r(
         "robustness.json.not-json-400",
-        "a body that is not JSON is 400 with a detail (notes row 4)",
+        "a body that is not JSON is 400 with a detail (notes row `bad-body-400`)",
         not_json,
     ),
     r(
         "robustness.json.wrong-shape-400",
-        "a JSON body of the wrong shape (an array) is 400 (notes row 4)",
+        "a JSON body of the wrong shape (an array) is 400 (notes row `bad-body-400`)",
         wrong_shape,
     ),
     r(
         "robustness.json.empty-body-400",
-        "an empty body where JSON is required is 400 (notes row 4)",
+        "an empty body where JSON is required is 400 (notes row `bad-body-400`)",
         empty_body,
     ),
     r(

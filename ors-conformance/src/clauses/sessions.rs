@@ -20,24 +20,24 @@ const fn s(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check
 
 /// The session clauses.
 pub const CLAUSES: &[Clause] = &[
-    s("sessions.create_session.json", "POST /create_session without Accept: text/event-stream answers JSON {\"sid\": ...} (notes row 1)", create_session_json),
-    s("sessions.create_session.sse", "POST /create_session with Accept: text/event-stream answers a task_id event with the sid, then an empty end (notes row 1)", create_session_sse),
+    s("sessions.create_session.json", "POST /create_session without Accept: text/event-stream answers JSON {\"sid\": ...} (notes row `create-session-reply`)", create_session_json),
+    s("sessions.create_session.sse", "POST /create_session with Accept: text/event-stream answers a task_id event with the sid, then an empty end (notes row `create-session-reply`)", create_session_sse),
     s("sessions.create_session.uuid", "session ids are UUID v4 strings", create_session_uuid),
     s("sessions.create_session.unique", "20 create_session calls give 20 different ids", create_session_unique),
     s("sessions.create.task_spec", "POST /create with task_spec answers {\"sid\": sid} and the episode serves that task", create_task_spec),
     s("sessions.create.split-index", "POST /create with split and index resolves the task on the server", create_split_index),
     s("sessions.create.default-env", "POST /create without env_name uses the default environment", create_default_env),
     s("sessions.create.ready-at-once", "requests right after /create wait for setup and succeed", create_ready),
-    s("sessions.create.both-sources-400", "POST /create with task_spec and split+index is 400 (notes row 4)", create_both),
-    s("sessions.create.neither-400", "POST /create with neither task_spec nor split+index is 400 (notes row 4)", create_neither),
+    s("sessions.create.both-sources-400", "POST /create with task_spec and split+index is 400 (notes row `bad-body-400`)", create_both),
+    s("sessions.create.neither-400", "POST /create with neither task_spec nor split+index is 400 (notes row `bad-body-400`)", create_neither),
     s("sessions.create.split-without-index-400", "POST /create with split but no index is 400", create_split_only),
     s("sessions.create.index-without-split-400", "POST /create with index but no split is 400", create_index_only),
     s("sessions.create.invalid-split-400", "POST /create with an unknown split is 400", create_bad_split),
     s("sessions.create.index-out-of-range-400", "POST /create with index == num_tasks is 400", create_out_of_range),
-    s("sessions.create.negative-index-400", "POST /create with a negative index is 400 (notes row 16)", create_negative),
+    s("sessions.create.negative-index-400", "POST /create with a negative index is 400 (notes row `negative-index`)", create_negative),
     s("sessions.create.task_spec-not-object-400", "POST /create with a task_spec that is not an object is 400", create_spec_not_object),
     s("sessions.create.unknown-env-404", "POST /create with an unknown env_name is 404", create_unknown_env),
-    s("sessions.create.non-json-400", "POST /create with a body that is not JSON is 400 (notes row 4)", create_non_json),
+    s("sessions.create.non-json-400", "POST /create with a body that is not JSON is 400 (notes row `bad-body-400`)", create_non_json),
     s("sessions.create.duplicate-400", "a second POST /create on a live session is 400", create_duplicate),
     s("sessions.missing-sid.create-400", "POST /create without X-Session-ID is 400", missing_create),
     s("sessions.missing-sid.ping-400", "POST /ping without X-Session-ID is 400", missing_ping),
@@ -52,21 +52,21 @@ pub const CLAUSES: &[Clause] = &[
     s("sessions.unknown-sid.call-404", "POST /{env}/call for a session never created is 404", unknown_call),
     s("sessions.ping", "POST /ping on a live session answers {\"status\": \"ok\"}", ping),
     s("sessions.prompt", "GET /{env}/prompt is one text block with the question, detail null", prompt),
-    s("sessions.prompt.default-env", "GET /prompt without env prefix serves the session (notes row 8)", prompt_default_env),
-    s("sessions.prompt.path-env-not-validated", "an episode route naming another known environment is served by the session's (notes row 18)", prompt_path_env),
+    s("sessions.prompt.default-env", "GET /prompt without env prefix serves the session (notes row `default-env-routes`)", prompt_default_env),
+    s("sessions.prompt.path-env-not-validated", "an episode route naming another known environment is served by the session's (notes row `path-env-not-validated`)", prompt_path_env),
     s("sessions.task_tools", "GET /{env}/task_tools lists the shared tools and the task-specific hint", task_tools),
     s("sessions.task_tools.shared-identical", "task_tools repeats every shared tool exactly as /tools lists it", task_tools_shared),
     s("sessions.delete", "POST /delete answers {\"sid\": sid}", delete),
-    s("sessions.delete.gone-prompt-410", "GET /{env}/prompt after delete is 410 (notes row 3)", gone_prompt),
-    s("sessions.delete.gone-call-410", "POST /{env}/call after delete is 410 (notes row 3)", gone_call),
-    s("sessions.delete.gone-task_tools-410", "GET /{env}/task_tools after delete is 410 (notes row 3)", gone_task_tools),
-    s("sessions.delete.twice-410", "a second POST /delete is 410 (notes row 19)", delete_twice),
-    s("sessions.delete.unknown-404", "POST /delete of a session never created is 404 (notes row 19)", delete_unknown),
+    s("sessions.delete.gone-prompt-410", "GET /{env}/prompt after delete is 410 (notes row `gone-vs-not-found`)", gone_prompt),
+    s("sessions.delete.gone-call-410", "POST /{env}/call after delete is 410 (notes row `gone-vs-not-found`)", gone_call),
+    s("sessions.delete.gone-task_tools-410", "GET /{env}/task_tools after delete is 410 (notes row `gone-vs-not-found`)", gone_task_tools),
+    s("sessions.delete.twice-410", "a second POST /delete is 410 (notes row `delete-unknown`)", delete_twice),
+    s("sessions.delete.unknown-404", "POST /delete of a session never created is 404 (notes row `delete-unknown`)", delete_unknown),
     s("sessions.delete.ping-after-delete", "POST /ping after delete is 404 or 410, never 200", ping_after_delete),
     s("sessions.delete_session", "POST /delete_session answers {\"sid\": sid}", delete_session),
-    s("sessions.finished.no-teardown", "finished: true does not end the session; the client deletes (notes row 12)", finished_no_teardown),
+    s("sessions.finished.no-teardown", "finished: true does not end the session; the client deletes (notes row `finished-no-teardown`)", finished_no_teardown),
     s("sessions.secrets.body", "secrets in the /create body reach the environment", secrets_body),
-    s("sessions.secrets.header", "secrets in the X-Secrets header (base64 JSON) reach the environment (notes row 7)", secrets_header_clause),
+    s("sessions.secrets.header", "secrets in the X-Secrets header (base64 JSON) reach the environment (notes row `secrets-header`)", secrets_header_clause),
     s("sessions.secrets.not-shared", "one session's secrets are not visible to another session", secrets_not_shared),
 ];
 
@@ -329,7 +329,7 @@ fn prompt_default_env(ctx: &Ctx) -> Check {
 
 fn prompt_path_env(ctx: &Ctx) -> Check {
     // Needs a second environment: an unknown name is a 404 like any env-scoped route
-    // (notes row 8); row 18 is about a known environment that is not the session's.
+    // (notes row `default-env-routes`); row `path-env-not-validated` is about a known environment that is not the session's.
     let envs = expect_ok_json(&ctx.get("/list_environments")?)?;
     let Some(other) = envs
         .as_array()
@@ -339,7 +339,8 @@ fn prompt_path_env(ctx: &Ctx) -> Check {
         .find(|e| !e.eq_ignore_ascii_case(&ctx.env))
         .map(str::to_owned)
     else {
-        return ctx.skip("the server hosts one environment; row 18 needs a second");
+        return ctx
+            .skip("the server hosts one environment; row `path-env-not-validated` needs a second");
     };
     let s = ctx.session_at("train", 6)?;
     let r = ctx.send(Request::new("GET", &format!("/{other}/prompt")).sid(&s.sid))?;

@@ -60,7 +60,7 @@ impl Split {
         Self::new(name, SplitType::Test)
     }
     /// A split given by bare name: `train`, `validation` and `test` get their own type, any
-    /// other name is a validation split (PROTOCOL_NOTES row 14).
+    /// other name is a validation split (PROTOCOL_NOTES row `bare-split-names`).
     pub fn named(name: impl Into<String>) -> Self {
         let name = name.into();
         let split_type = match name.as_str() {
@@ -90,7 +90,7 @@ impl<'de> Deserialize<'de> for Split {
     }
 }
 
-/// Accepts `{"name": ..., "type": ...}` and a bare name (PROTOCOL_NOTES row 14). A full form
+/// Accepts `{"name": ..., "type": ...}` and a bare name (PROTOCOL_NOTES row `bare-split-names`). A full form
 /// without `type` is typed from its name like a bare one.
 struct SplitVisitor;
 
@@ -162,7 +162,7 @@ pub struct NumTasks {
 pub struct GetTask {
     /// Split name.
     pub split: String,
-    /// Zero-based index; negative is rejected (PROTOCOL_NOTES row 16).
+    /// Zero-based index; negative is rejected (PROTOCOL_NOTES row `negative-index`).
     pub index: i64,
 }
 
