@@ -45,8 +45,12 @@ impl Canned {
         length.insert("length".into(), json!(ECHO_TEXT.len()));
         Self {
             prompt: Bytes::from(json!([Block::text("What is 0+0?")]).to_string()),
-            echo: call(ToolOutput::text(ECHO_TEXT).reward(0.0).metadata(length)),
-            submit: call(ToolOutput::text("Correct!").reward(1.0).finished()),
+            echo: call(
+                ToolOutput::text(ECHO_TEXT)
+                    .with_reward(0.0)
+                    .with_metadata(length),
+            ),
+            submit: call(ToolOutput::text("Correct!").with_reward(1.0).finish()),
             big: call(ToolOutput::text("x".repeat(big_bytes))),
             not_found: Bytes::from_static(b"{\"detail\":\"not found\"}"),
             next_id: AtomicU64::new(1),

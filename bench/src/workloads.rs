@@ -540,14 +540,14 @@ mod tests {
         let mut meta = serde_json::Map::new();
         meta.insert("length".into(), json!(ECHO_TEXT.len()));
         let good = ToolOutput::text(ECHO_TEXT)
-            .reward(0.0)
-            .metadata(meta.clone());
+            .with_reward(0.0)
+            .with_metadata(meta.clone());
         assert!(check_echo(&RunToolOutput::Success(good.clone())).is_ok());
         let wrong_text = ToolOutput::text("something else")
-            .reward(0.0)
-            .metadata(meta);
+            .with_reward(0.0)
+            .with_metadata(meta);
         assert!(check_echo(&RunToolOutput::Success(wrong_text)).is_err());
-        assert!(check_echo(&RunToolOutput::Success(good.finished())).is_err());
+        assert!(check_echo(&RunToolOutput::Success(good.finish())).is_err());
         assert!(check_echo(&RunToolOutput::error("no")).is_err());
     }
 

@@ -150,7 +150,9 @@ impl Environment for Conformance {
             "length".to_owned(),
             serde_json::Value::from(input.text.chars().count()),
         );
-        ToolOutput::text(input.text).reward(0.0).metadata(metadata)
+        ToolOutput::text(input.text)
+            .with_reward(0.0)
+            .with_metadata(metadata)
     }
 
     /// Submit your answer; ends the episode with "Correct!" (reward 1.0) or "Incorrect" (0.0).
@@ -161,7 +163,7 @@ impl Environment for Conformance {
         } else {
             ("Incorrect", 0.0)
         };
-        ToolOutput::text(text).reward(reward).finished()
+        ToolOutput::text(text).with_reward(reward).finish()
     }
 
     /// Count the calls of this tool in this session, this one included ("1", "2", ...).

@@ -7,7 +7,7 @@
 //! ```
 //! use ors_core::{sse, RunToolOutput, ToolOutput};
 //!
-//! let result = RunToolOutput::from(ToolOutput::text("Correct!").reward(1.0).finished());
+//! let result = RunToolOutput::from(ToolOutput::text("Correct!").with_reward(1.0).finish());
 //! let bytes = sse::encode_result(&result);
 //! let mut decoder = sse::CallStreamDecoder::new();
 //! let events = decoder.push(&bytes);

@@ -415,7 +415,7 @@ mod tests {
         ];
         for text in texts {
             for result in [
-                RunToolOutput::Success(ToolOutput::text(text.clone()).reward(0.5)),
+                RunToolOutput::Success(ToolOutput::text(text.clone()).with_reward(0.5)),
                 RunToolOutput::error(text.clone()),
             ] {
                 assert_eq!(

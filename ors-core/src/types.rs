@@ -156,14 +156,15 @@ impl ToolOutput {
         }
     }
 
-    /// Set the reward.
-    pub fn reward(mut self, reward: f64) -> Self {
+    /// Set the reward. (Builder methods are named `with_*` / `finish` so they never share a
+    /// name with the fields they set.)
+    pub fn with_reward(mut self, reward: f64) -> Self {
         self.reward = Some(reward);
         self
     }
 
     /// Mark the episode finished.
-    pub fn finished(mut self) -> Self {
+    pub fn finish(mut self) -> Self {
         self.finished = true;
         self
     }
@@ -175,13 +176,13 @@ impl ToolOutput {
     }
 
     /// Set the metadata object.
-    pub fn metadata(mut self, metadata: JsonObject) -> Self {
+    pub fn with_metadata(mut self, metadata: JsonObject) -> Self {
         self.metadata = Some(metadata);
         self
     }
 
     /// Append a block.
-    pub fn push(mut self, block: Block) -> Self {
+    pub fn with_block(mut self, block: Block) -> Self {
         self.blocks.push(block);
         self
     }

@@ -126,8 +126,8 @@ fn tool_output_successful_completion() {
     assert_eq!(
         out,
         ToolOutput::text("Correct! The answer is 4.")
-            .reward(1.0)
-            .finished()
+            .with_reward(1.0)
+            .finish()
     );
 }
 
@@ -205,7 +205,7 @@ fn run_tool_success() {
     let result: RunToolOutput = golden(example, expected);
     assert_eq!(
         result,
-        RunToolOutput::Success(ToolOutput::text("Success").reward(1.0).finished())
+        RunToolOutput::Success(ToolOutput::text("Success").with_reward(1.0).finish())
     );
 }
 
@@ -377,7 +377,7 @@ fn protocol_notes_wire_example_decodes() {
         vec![
             CallEvent::TaskId("877bb56c594e4a0f921ad55c439a3762".to_owned()),
             CallEvent::Result(RunToolOutput::Success(
-                ToolOutput::text("Correct!").reward(1.0).finished()
+                ToolOutput::text("Correct!").with_reward(1.0).finish()
             )),
         ]
     );
@@ -385,7 +385,7 @@ fn protocol_notes_wire_example_decodes() {
 
 #[test]
 fn protocol_notes_wire_example_is_what_we_encode() {
-    let result = RunToolOutput::from(ToolOutput::text("Correct!").reward(1.0).finished());
+    let result = RunToolOutput::from(ToolOutput::text("Correct!").with_reward(1.0).finish());
     let mut bytes = sse::encode_task_id("877bb56c594e4a0f921ad55c439a3762");
     bytes.extend(sse::encode_result(&result));
     let text = String::from_utf8(bytes).unwrap();

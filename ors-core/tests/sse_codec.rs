@@ -138,7 +138,7 @@ fn saw_bytes_reports_keepalives() {
 
 #[test]
 fn call_stream_joins_chunks_and_reports_every_kind() {
-    let result = RunToolOutput::from(ToolOutput::text("ok").reward(0.5));
+    let result = RunToolOutput::from(ToolOutput::text("ok").with_reward(0.5));
     let json = result.to_json();
     let (a, b) = json.split_at(7);
     let mut stream = sse::encode_task_id("t1");

@@ -233,10 +233,10 @@ fn blocks_serialize_in_the_reference_shape() {
 #[test]
 fn tool_output_builders_read_well() {
     let out = ToolOutput::text("Correct!")
-        .reward(1.0)
-        .finished()
-        .metadata(json!({"steps": 3}).as_object().unwrap().clone())
-        .push(Block::image("AAA=", "image/png"));
+        .with_reward(1.0)
+        .finish()
+        .with_metadata(json!({"steps": 3}).as_object().unwrap().clone())
+        .with_block(Block::image("AAA=", "image/png"));
     assert_eq!(
         serde_json::to_value(&out).unwrap(),
         json!({

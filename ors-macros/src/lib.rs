@@ -60,9 +60,9 @@ mod wire;
 ///     #[tool]
 ///     async fn submit(&mut self, input: Submit) -> ToolOutput {
 ///         if input.answer.trim() == self.task.answer {
-///             ToolOutput::text("Correct!").reward(1.0).finished()
+///             ToolOutput::text("Correct!").with_reward(1.0).finish()
 ///         } else {
-///             ToolOutput::text("Wrong.").reward(0.0).finished()
+///             ToolOutput::text("Wrong.").with_reward(0.0).finish()
 ///         }
 ///     }
 /// }
@@ -125,7 +125,7 @@ pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///         ctx.progress(self.guesses);
 ///         match input.number {
 ///             0 | 101.. => Err(format!("{} is out of range", input.number)),
-///             n if n == self.secret => Ok(ToolOutput::text("Yes!").reward(1.0).finished()),
+///             n if n == self.secret => Ok(ToolOutput::text("Yes!").with_reward(1.0).finish()),
 ///             _ => Ok(ToolOutput::text("No.")),
 ///         }
 ///     }

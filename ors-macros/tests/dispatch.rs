@@ -79,7 +79,7 @@ impl Environment for Lab {
     #[tool]
     fn check(&self) -> Result<ToolOutput, String> {
         if self.count == self.task.target {
-            Ok(ToolOutput::text("target reached").reward(1.0).finished())
+            Ok(ToolOutput::text("target reached").with_reward(1.0).finish())
         } else {
             Err(format!("count {} is not {}", self.count, self.task.target))
         }
@@ -287,7 +287,7 @@ async fn mut_self_state_persists_across_calls_and_result_maps_ok_and_err() {
     assert_eq!(text(&call(&mut env, "get-count", json!({})).await), "2");
     assert_eq!(
         call(&mut env, "check", json!({})).await,
-        RunToolOutput::Success(ToolOutput::text("target reached").reward(1.0).finished())
+        RunToolOutput::Success(ToolOutput::text("target reached").with_reward(1.0).finish())
     );
 }
 

@@ -50,7 +50,7 @@
 //!     fn submit(&mut self, input: Submit) -> ToolOutput {
 //!         let correct = input.answer.trim() == self.task.answer;
 //!         let text = if correct { "Correct!" } else { "Incorrect" };
-//!         ToolOutput::text(text).reward(if correct { 1.0 } else { 0.0 }).finished()
+//!         ToolOutput::text(text).with_reward(if correct { 1.0 } else { 0.0 }).finish()
 //!     }
 //! }
 //!

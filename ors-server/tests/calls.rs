@@ -35,7 +35,7 @@ async fn a_call_streams_task_id_then_end() {
         .and_then(|d| d.strip_suffix("\n\n"))
         .unwrap();
     // Exactly ors-core's encoding, one line ...
-    let expected = RunToolOutput::from(ToolOutput::text("Correct!").reward(1.0).finished());
+    let expected = RunToolOutput::from(ToolOutput::text("Correct!").with_reward(1.0).finish());
     assert_eq!(data, expected.to_json());
     // ... which means the same as the PROTOCOL_NOTES wire example.
     let example: Value = serde_json::from_str(
@@ -118,7 +118,7 @@ async fn a_panic_is_an_error_event_and_the_session_survives() {
 fn echo_json(text: &str) -> String {
     let mut meta = JsonObject::new();
     meta.insert("length".into(), json!(text.chars().count()));
-    RunToolOutput::from(ToolOutput::text(text).reward(0.0).metadata(meta)).to_json()
+    RunToolOutput::from(ToolOutput::text(text).with_reward(0.0).with_metadata(meta)).to_json()
 }
 
 /// Data of the `chunk`/`end` events of a reply.

@@ -104,6 +104,6 @@ impl Environment for Gsm8k {
         } else {
             ("Incorrect", 0.0)
         };
-        ToolOutput::text(text).reward(reward).finished()
+        ToolOutput::text(text).with_reward(reward).finish()
     }
 }

@@ -159,7 +159,9 @@ impl Environment for Lab {
     fn echo(&self, input: Text) -> ToolOutput {
         let mut meta = JsonObject::new();
         meta.insert("length".into(), json!(input.text.chars().count()));
-        ToolOutput::text(input.text).reward(0.0).metadata(meta)
+        ToolOutput::text(input.text)
+            .with_reward(0.0)
+            .with_metadata(meta)
     }
 
     /// Count calls in this session.
@@ -173,9 +175,9 @@ impl Environment for Lab {
     #[tool]
     fn submit(&self, input: Text) -> ToolOutput {
         if input.text == self.task.answer {
-            ToolOutput::text("Correct!").reward(1.0).finished()
+            ToolOutput::text("Correct!").with_reward(1.0).finish()
         } else {
-            ToolOutput::text("Incorrect").reward(0.0).finished()
+            ToolOutput::text("Incorrect").with_reward(0.0).finish()
         }
     }
 

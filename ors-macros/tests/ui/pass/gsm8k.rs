@@ -46,7 +46,7 @@ impl Environment for Gsm8k {
         } else {
             0.0
         };
-        ToolOutput::text("Submitted.").reward(reward).finished()
+        ToolOutput::text("Submitted.").with_reward(reward).finish()
     }
 
     /// A hint for this task only.
