@@ -76,10 +76,8 @@ async fn hosted_handle_serves_tasks_and_episodes() {
         handle.task("test", 4).await.unwrap(),
         json!({"id": 104, "question": "What is 104+104?", "answer": "208"})
     );
-    let mut session = handle
-        .create_from_split("hard", 1, Secrets::default())
-        .await
-        .unwrap();
+    let task = handle.task("hard", 1).await.unwrap();
+    let mut session = handle.create(task, Secrets::default()).await.unwrap();
     let prompt = serde_json::to_value(session.prompt().await.unwrap()).unwrap();
     assert_eq!(
         prompt,

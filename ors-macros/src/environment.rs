@@ -1,9 +1,11 @@
 //! `#[environment]` on `impl Environment for T`: move the `#[tool]` methods to an inherent
-//! impl, add `NAME` and the tool table, and check toolset fields for name collisions.
+//! impl, implement `EnvironmentMeta` (the name and the tool table) beside the trait impl, and
+//! check toolset fields for name collisions.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, ToTokens};
-use syn::{ImplItem, ItemImpl, LitStr, Member, Path, Type};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{ImplItem, ImplItemConst, ItemImpl, LitStr, Member, Path, Type};
 
 use crate::args::{self, Errors, Key};
 use crate::table;
@@ -19,18 +21,6 @@ const ENV_KEYS: &[Key] = &[
         usage: "toolsets(field, ...)",
     },
     args::CRATE_KEY,
-];
-
-/// Methods of the `Environment` trait, which must stay in the trait impl.
-const TRAIT_METHODS: &[&str] = &[
-    "splits",
-    "tasks",
-    "new",
-    "prompt",
-    "teardown",
-    "task_tools",
-    "call_task_tool",
-    "__ors_tool_table",
 ];
 
 struct EnvArgs {
@@ -78,94 +68,105 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStream {
-    let is_env_impl = match &imp.trait_ {
-        Some((None, path, _))
-            if path
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "Environment") =>
-        {
-            true
+    // Split the items: tools go to an inherent impl, `const NAME` to the `EnvironmentMeta`
+    // impl, the rest stays in the trait impl.
+    let mut tools: Vec<Tool> = Vec::new();
+    let mut tool_attrs = Vec::new();
+    let mut methods: Vec<ImplItem> = Vec::new();
+    let mut kept: Vec<ImplItem> = Vec::new();
+    let mut name_const: Option<ImplItemConst> = None;
+    for item in std::mem::take(&mut imp.items) {
+        match item {
+            ImplItem::Fn(mut f) => match tool::take_tool_attr(&mut f, &mut errors) {
+                Some(attr) => {
+                    tools.extend(tool::parse(&attr, &f, &mut errors));
+                    tool_attrs.push(attr);
+                    methods.push(ImplItem::Fn(f));
+                }
+                None => kept.push(ImplItem::Fn(f)),
+            },
+            ImplItem::Const(c) if c.ident == "NAME" && name_const.is_none() => name_const = Some(c),
+            other => kept.push(other),
         }
-        Some((_, path, _)) => {
-            errors.spanned(
-                path,
-                "#[environment] goes on `impl Environment for YourType { ... }`, not on an \
-                 impl of another trait",
-            );
-            false
-        }
+    }
+    imp.items = kept;
+
+    let fatal = match &imp.trait_ {
         None => {
             errors.spanned(
                 &imp.self_ty,
                 "#[environment] goes on `impl Environment for YourType { ... }`; for an \
                  inherent impl of reusable tools use #[toolset]",
             );
-            false
+            // Emit what the author wrote (minus #[tool], whose own macro would only add noise).
+            imp.items.extend(methods);
+            imp.items.extend(name_const.map(ImplItem::Const));
+            return quote!(#imp)
+                .into_iter()
+                .chain(errors.into_compile_errors())
+                .collect();
         }
+        Some((Some(bang), _, _)) => {
+            errors.spanned(bang, "#[environment] cannot go on a negative impl");
+            true
+        }
+        Some(_) if !imp.generics.params.is_empty() => {
+            errors.spanned(
+                &imp.generics,
+                "#[environment] does not support generic impls: the tool table is one `static` \
+                 per environment type",
+            );
+            true
+        }
+        Some(_) => false,
     };
-    if !imp.generics.params.is_empty() {
-        errors.spanned(
-            &imp.generics,
-            "#[environment] does not support generic impls: the tool table is one `static` \
-             per environment type",
-        );
-    }
 
-    // Split the items: tools go to an inherent impl, the rest stays in the trait impl.
-    let mut tools: Vec<Tool> = Vec::new();
-    let mut methods: Vec<ImplItem> = Vec::new();
-    let mut kept: Vec<ImplItem> = Vec::new();
-    let mut has_name = false;
-    for item in std::mem::take(&mut imp.items) {
-        match item {
-            ImplItem::Fn(mut f) => match tool::take_tool_attr(&mut f, &mut errors) {
-                Some(_) if TRAIT_METHODS.contains(&f.sig.ident.to_string().as_str()) => {
-                    errors.spanned(
-                        &f.sig.ident,
-                        format!(
-                            "`{}` is a method of the Environment trait, so it cannot be a \
-                             #[tool]; give the tool its own method (and, if you want this \
-                             name, #[tool(name = \"{}\")])",
-                            f.sig.ident, f.sig.ident
-                        ),
-                    );
-                    kept.push(ImplItem::Fn(f));
-                }
-                Some(attr) => {
-                    tools.extend(tool::parse(&attr, &f, &mut errors));
-                    methods.push(ImplItem::Fn(f));
-                }
-                None => kept.push(ImplItem::Fn(f)),
-            },
-            ImplItem::Const(c) => {
-                has_name |= c.ident == "NAME";
-                kept.push(ImplItem::Const(c));
-            }
-            other => kept.push(other),
-        }
-    }
-    imp.items = kept;
-    if !is_env_impl {
-        // Emit what the author wrote (minus #[tool], whose own macro would only add noise).
-        imp.items.extend(methods);
-        return quote!(#imp)
-            .into_iter()
-            .chain(errors.into_compile_errors())
-            .collect();
-    }
-
-    let tools = table::dedup(tools, &mut errors);
     let self_ty = (*imp.self_ty).clone();
     let krate = &args.krate;
     let p = quote!(#krate::__private);
+    let inherent = (!methods.is_empty())
+        .then(|| crate::impl_beside(&imp, None, quote!(), quote!(#(#methods)*)));
 
-    if !has_name {
-        let name = match &args.name {
-            Some(lit) => Some(lit.clone()),
-            None => default_name(&self_ty, &mut errors),
-        };
-        if let Some(name) = name {
+    if fatal {
+        // The items the macro would have added, as a stub that cannot fail to compile, so the
+        // error above is the only message (the idea of thiserror's fallback). The bound makes
+        // the stub's own requirement a where-clause rather than a second error.
+        let stub = crate::impl_beside(
+            &imp,
+            Some(quote!(#p::EnvironmentMeta)),
+            quote!(#self_ty: 'static,),
+            quote! {
+                const NAME: &'static str = "";
+                fn tool_table() -> &'static #p::ToolTable<Self> {
+                    ::core::unreachable!()
+                }
+            },
+        );
+        return quote! {
+            #imp
+            #inherent
+            #stub
+        }
+        .into_iter()
+        .chain(errors.into_compile_errors())
+        .collect();
+    }
+
+    let tools = table::dedup(tools, &mut errors);
+    let name = match (name_const, &args.name) {
+        (Some(c), None) => c.into_token_stream(),
+        (Some(c), Some(lit)) => {
+            errors.spanned(
+                lit,
+                "the impl already defines `const NAME`; give the name in one place",
+            );
+            c.into_token_stream()
+        }
+        (None, given) => {
+            let name = match given {
+                Some(lit) => lit.clone(),
+                None => default_name(&self_ty, &mut errors),
+            };
             if !args::valid_name(&name.value()) {
                 errors.spanned(
                     &name,
@@ -176,59 +177,71 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
                     ),
                 );
             }
-            imp.items.push(syn::parse_quote! {
-                const NAME: &'static str = #name;
-            });
+            quote!(const NAME: &'static str = #name;)
         }
-    } else if let Some(lit) = &args.name {
-        errors.spanned(
-            lit,
-            "the impl already defines `const NAME`; give the name in one place",
-        );
-    }
+    };
 
     let body = table::table_body(&self_ty, krate, &tools, &args.toolsets);
-    imp.items.push(syn::parse_quote! {
-        #[doc(hidden)]
-        fn __ors_tool_table() -> &'static #p::ToolTable<Self> {
-            #body
-        }
-    });
-
-    let lint_attrs = imp.attrs.iter().filter(|a| crate::is_cfg_or_lint(a));
-    let inherent = (!methods.is_empty()).then(|| {
-        quote! {
-            #(#lint_attrs)*
-            impl #self_ty {
-                #(#methods)*
-            }
-        }
-    });
+    let tool_items = table::tool_items(&imp, krate, &tools);
+    let cfgs = crate::cfgs(&imp);
     let own: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-    let checks = table::collision_checks(&self_ty, krate, &own, &args.toolsets);
+    let collisions = table::collision_checks(&cfgs, &self_ty, krate, &own, &args.toolsets);
+    let trait_methods = tools.iter().map(|t| t.not_a_trait_method(krate, &cfgs));
+    let attr_uses = tool::use_attr_paths(&tool_attrs, &cfgs);
+    // The trait is recognised by type, not by name (so `use ors_server::Environment as Env`
+    // works): an impl of another trait fails this bound, on the trait's name.
+    let trait_path = imp.trait_.as_ref().map(|(_, path, _)| path);
+    let is_environment = trait_path.map(|path| {
+        let p = crate::respan(p.clone(), path.span());
+        let ty = crate::respan(self_ty.to_token_stream(), path.span());
+        quote_spanned! {path.span()=>
+            #cfgs
+            const _: () = #p::implements_environment::<#ty>();
+        }
+    });
+    let meta = crate::impl_beside(
+        &imp,
+        Some(quote!(#p::EnvironmentMeta)),
+        quote!(),
+        quote! {
+            #name
+            fn tool_table() -> &'static #p::ToolTable<Self> {
+                #body
+            }
+        },
+    );
     let errors = errors.into_compile_errors();
     quote! {
         #imp
         #inherent
-        #checks
+        #meta
+        #tool_items
+        #is_environment
+        #collisions
+        #(#trait_methods)*
+        #attr_uses
         #errors
     }
 }
 
 /// The type name lower-cased (`Gsm8k` serves at `/gsm8k`).
-fn default_name(self_ty: &Type, errors: &mut Errors) -> Option<LitStr> {
-    match self_ty {
-        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| {
-            let name = s.ident.to_string();
+fn default_name(self_ty: &Type, errors: &mut Errors) -> LitStr {
+    let ident = match self_ty {
+        Type::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| &s.ident),
+        _ => None,
+    };
+    match ident {
+        Some(ident) => {
+            let name = ident.to_string();
             let name = name.strip_prefix("r#").unwrap_or(&name).to_lowercase();
-            LitStr::new(&name, s.ident.span())
-        }),
-        other => {
+            LitStr::new(&name, ident.span())
+        }
+        None => {
             errors.spanned(
-                other.to_token_stream(),
+                self_ty,
                 "cannot name this environment from its type: add #[environment(name = \"...\")]",
             );
-            Some(LitStr::new("environment", Span::call_site()))
+            LitStr::new("environment", Span::call_site())
         }
     }
 }

@@ -7,6 +7,11 @@
 //!
 //! Each macro parses, then checks, then expands; every problem found is reported at once,
 //! on the offending token, and the item is still emitted so one mistake gives one message.
+//! What depends on types (is this parameter the `ToolContext`? is this impl's trait
+//! `Environment`? can this type be a task?) is decided by traits in the generated code, whose
+//! `#[diagnostic::on_unimplemented]` messages say what to write; after a mistake that stops
+//! the expansion (a generic impl, an impl of no trait), the items the macro would have added
+//! are emitted as stubs, so nothing else fails because of it.
 
 use proc_macro::TokenStream;
 use quote::ToTokens;
@@ -20,9 +25,11 @@ mod wire;
 
 /// Turns `impl Environment for T { ... }` into an ORS environment.
 ///
-/// The macro moves the `#[tool]` methods into an inherent `impl T`, adds
-/// `const NAME` (the type name lower-cased, unless you write one or pass `name = "..."`)
-/// and the tool table, built once in a `static` with O(1) lookup by name.
+/// The macro moves the `#[tool]` methods into an inherent `impl T` and implements
+/// `EnvironmentMeta` for `T`: `const NAME` (the type name lower-cased, unless you write one in
+/// the impl or pass `name = "..."`) and the tool table, built once in a `static` with O(1)
+/// lookup by name. `Environment` requires `EnvironmentMeta`, so an impl without the macro is
+/// one error saying to add it.
 ///
 /// Arguments, all optional:
 /// - `name = "..."`: the environment name in URLs;
@@ -95,10 +102,14 @@ pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Marks a method of an `#[environment]` or `#[toolset]` impl as a tool.
 ///
-/// A tool method takes `&self` or `&mut self`, then optionally `ctx: &ToolContext`, then at
+/// A tool method takes `&self` or `&mut self`, then, in any order, optionally the tool context
+/// (`&ToolContext` or `ToolContext`, recognised by its type, so under any import name) and at
 /// most one input whose type is `Deserialize + JsonSchema` (use `#[wire]`). It may be `async`.
 /// It returns a `ToolOutput`, anything `Into<ToolOutput>` (a `String` is one text block), or
 /// `Result<T, E>` with `T: Into<ToolOutput>` and `E: Display` (an `Err` is `ok: false`).
+///
+/// Every tool has a description, which the model reads to decide when to call it: the doc
+/// comment, or `description = "..."`; a tool with neither does not compile.
 ///
 /// Arguments, all optional: `name = "..."` (default: the method name),
 /// `description = "..."` (default: the doc comment), `shared = false` (list the tool only
@@ -141,16 +152,27 @@ pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 #[proc_macro_attribute]
 pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    // Reached only when no #[environment] / #[toolset] took the attribute off first.
+    // Reached only when no #[environment] / #[toolset] took the attribute off first: the impl
+    // around the method has neither. A method is dropped (its error stands in for it): kept,
+    // it would add "not a member of trait `Environment`" to the missing-#[environment] error.
     let err = syn::Error::new(
         proc_macro2::Span::call_site(),
-        "#[tool] works only on a method (`&self` or `&mut self`) inside an impl marked \
-         #[environment] or #[toolset]",
-    );
+        "#[tool] is read by the #[environment] or #[toolset] on the impl around it, and there is \
+         none: add #[environment] above `impl Environment for ...`, or #[toolset] above an \
+         inherent impl",
+    )
+    .to_compile_error();
     let item: proc_macro2::TokenStream = item.into();
-    let mut out = err.to_compile_error();
-    out.extend(item);
-    out.into()
+    let is_method =
+        syn::parse2::<syn::ImplItemFn>(item.clone()).is_ok_and(|f| f.sig.receiver().is_some());
+    if is_method {
+        err.into()
+    } else {
+        err.into_iter()
+            .chain(item)
+            .collect::<proc_macro2::TokenStream>()
+            .into()
+    }
 }
 
 /// Makes an inherent impl a reusable set of tools, for environments to include with
@@ -269,9 +291,57 @@ fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {
     out
 }
 
-/// Attributes copied from an impl to the impls the macros add next to it.
-fn is_cfg_or_lint(attr: &syn::Attribute) -> bool {
-    ["cfg", "allow", "expect", "warn", "deny"]
+/// `tokens` with every span set to `span`: generated code that names the SDK carries the span
+/// of the author's token it is about, so an error in it is reported there.
+fn respan(tokens: proc_macro2::TokenStream, span: proc_macro2::Span) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let TokenTree::Group(g) = &tt {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
+}
+
+/// The `cfg` attributes of the author's impl, for the items the macros add beside it: what is
+/// compiled out with the impl is compiled out with them.
+fn cfgs(imp: &syn::ItemImpl) -> proc_macro2::TokenStream {
+    imp.attrs
         .iter()
-        .any(|name| attr.path().is_ident(name))
+        .filter(|attr| attr.path().is_ident("cfg"))
+        .map(quote::ToTokens::to_token_stream)
+        .collect()
+}
+
+/// An impl the macros add beside the author's `imp`, for the same type with the same generics
+/// and `cfg` / lint attributes: `impl #trait_ for Type` (or inherent, without a trait), with
+/// `bounds` added to its where-clause.
+fn impl_beside(
+    imp: &syn::ItemImpl,
+    trait_: Option<proc_macro2::TokenStream>,
+    bounds: proc_macro2::TokenStream,
+    body: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    let attrs = imp.attrs.iter().filter(|attr| {
+        ["cfg", "allow", "expect", "warn", "deny"]
+            .iter()
+            .any(|name| attr.path().is_ident(name))
+    });
+    let (impl_generics, _, where_clause) = imp.generics.split_for_impl();
+    let predicates = where_clause.map(|w| &w.predicates);
+    let self_ty = &imp.self_ty;
+    let trait_ = trait_.map(|t| quote::quote!(#t for));
+    quote::quote! {
+        #(#attrs)*
+        impl #impl_generics #trait_ #self_ty where #bounds #predicates {
+            #body
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{Member, Path, Type};
+use syn::{ItemImpl, Member, Path, Type};
 
 use crate::args::Errors;
 use crate::tool::Tool;
@@ -38,15 +38,13 @@ pub(crate) fn table_body(
     toolsets: &[Member],
 ) -> TokenStream {
     let p = quote!(#krate::__private);
-    let inputs = tools.iter().map(|t| t.input_ops(krate));
     let adapters = tools.iter().map(|t| t.adapter(self_ty, krate));
-    let calls = tools.iter().map(|t| t.builder_call(krate));
+    let calls = tools.iter().map(|t| t.builder_call(self_ty, krate));
     let includes = toolsets.iter().map(|m| {
         let field = toolset_field(self_ty, krate, m);
         quote!(.toolset(#field))
     });
     quote! {
-        #(#inputs)*
         #(#adapters)*
         static __ORS_TABLE: #p::OnceLock<#p::ToolTable<#self_ty>> = #p::OnceLock::new();
         __ORS_TABLE.get_or_init(|| {
@@ -55,6 +53,21 @@ pub(crate) fn table_body(
                 #(#includes)*
                 .build()
         })
+    }
+}
+
+/// The items beside the table: the tools' parameter `const`s (in an inherent impl of the type)
+/// and their compile-time checks.
+pub(crate) fn tool_items(imp: &ItemImpl, krate: &Path, tools: &[Tool]) -> TokenStream {
+    let consts: TokenStream = tools.iter().map(|t| t.arg_consts(krate)).collect();
+    let cfgs = crate::cfgs(imp);
+    let checks = tools
+        .iter()
+        .map(|t| t.input_checks(&imp.self_ty, krate, &cfgs));
+    let consts = (!consts.is_empty()).then(|| crate::impl_beside(imp, None, quote!(), consts));
+    quote! {
+        #consts
+        #(#checks)*
     }
 }
 
@@ -70,6 +83,7 @@ fn toolset_field(self_ty: &Type, krate: &Path, member: &Member) -> TokenStream {
 /// `const` checks that no toolset field shares a tool name with the environment or with an
 /// earlier toolset field; the error points at the field in `toolsets(...)`.
 pub(crate) fn collision_checks(
+    cfgs: &TokenStream,
     self_ty: &Type,
     krate: &Path,
     own: &[String],
@@ -107,6 +121,7 @@ pub(crate) fn collision_checks(
         }
     });
     quote! {
+        #cfgs
         const _: () = {
             const __ORS_OWN: &[&str] = &[#(#own),*];
             #(#consts)*

@@ -1,11 +1,13 @@
 //! One `#[tool]` method: read its attribute and signature, check them, and generate its
 //! adapter (JSON in, typed call, wire result out) and its spec expression.
 
-use proc_macro2::{Group, Span, TokenStream, TokenTree};
+use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
 use syn::{
-    Attribute, Expr, FnArg, GenericParam, Ident, ImplItemFn, LitStr, Meta, Path, ReturnType, Type,
+    Attribute, Expr, FnArg, GenericParam, Ident, ImplItemFn, Lifetime, LitStr, Meta, Path,
+    ReturnType, Type,
 };
 
 use crate::args::{self, Errors, Key};
@@ -25,10 +27,23 @@ const TOOL_KEYS: &[Key] = &[
     },
 ];
 
-/// How the method takes the [`ToolContext`].
-enum Ctx {
-    Ref,
-    Owned,
+/// A parameter after `self`. Its role is decided by its type, through traits, in the
+/// generated code: the macro knows only whether it is taken by value or by reference.
+enum Param {
+    /// By value: the tool context or the input (`ToolArg`). The type has its lifetimes made
+    /// `'static`, so it can be named in a `const` outside the method.
+    Value(Type),
+    /// By reference: must be the tool context (`ContextRef`). The referent has its lifetimes
+    /// made `'_`, so it can be named in the adapter's body.
+    Ref(Type),
+}
+
+/// Where a tool's description comes from.
+enum Description {
+    /// `#[tool(description = "...")]`.
+    Given(LitStr),
+    /// The doc comment's lines (any expression: `#[doc = include_str!(...)]` works too).
+    Doc(Vec<Expr>),
 }
 
 /// A tool method, checked, ready for code generation.
@@ -38,12 +53,10 @@ pub(crate) struct Tool {
     pub(crate) name: String,
     /// Where a problem with the name is reported: the `name = "..."` literal or the method.
     pub(crate) name_span: Span,
-    description: Option<LitStr>,
-    doc: Vec<Expr>,
+    description: Description,
     shared: bool,
     mutable: bool,
-    ctx: Option<Ctx>,
-    input: Option<Type>,
+    params: Vec<Param>,
     asyncness: bool,
     output_span: Span,
 }
@@ -71,6 +84,29 @@ pub(crate) fn take_tool_attr(method: &mut ImplItemFn, errors: &mut Errors) -> Op
     }
     method.attrs = kept;
     found
+}
+
+/// A `use` of each `#[tool]` attribute's path. The impl's macro takes these attributes off, so
+/// rustc never resolves them and would call an explicit `use ors_server::tool;` unused.
+pub(crate) fn use_attr_paths(attrs: &[Attribute], cfgs: &TokenStream) -> TokenStream {
+    let mut paths: Vec<&Path> = Vec::new();
+    for attr in attrs {
+        if !paths.contains(&attr.path()) {
+            paths.push(attr.path());
+        }
+    }
+    if paths.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        #cfgs
+        const _: () = {
+            #(
+                #[allow(unused_imports)]
+                use #paths as _;
+            )*
+        };
+    }
 }
 
 /// Read a tool from its method (with the `#[tool]` attribute already taken off). `None` when
@@ -166,40 +202,27 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         }
     };
 
-    let mut ctx = None;
-    let mut input: Option<Type> = None;
-    for (position, arg) in inputs.enumerate() {
+    let mut params = Vec::new();
+    for arg in inputs {
         let FnArg::Typed(arg) = arg else { continue };
-        let ty = &*arg.ty;
-        if let Some(kind) = context_kind(ty, &mut callable, errors) {
-            if position == 0 {
-                ctx = Some(kind);
-            } else {
+        match peel(&arg.ty) {
+            Type::Reference(r) if r.mutability.is_some() => {
                 errors.spanned(
-                    ty,
-                    "the `&ToolContext` parameter comes first, right after `self`",
+                    r,
+                    "a #[tool] method takes the tool context as `&ToolContext` and its input by \
+                     value, never `&mut`",
                 );
                 callable = false;
             }
-            continue;
-        }
-        if let Type::Reference(r) = ty {
-            errors.spanned(
-                r,
-                "a tool input is taken by value (it is deserialized from the call's JSON): \
-                 drop the `&`",
-            );
-            callable = false;
-        }
-        if input.is_some() {
-            errors.spanned(
-                arg,
-                "a #[tool] method takes at most one input: make the arguments fields of one \
-                 #[wire] struct and take that",
-            );
-            callable = false;
-        } else {
-            input = Some(ty.clone());
+            Type::Reference(r) => params.push(Param::Ref(with_lifetimes(&r.elem, "_"))),
+            Type::ImplTrait(t) => {
+                errors.spanned(
+                    t,
+                    "a #[tool] parameter cannot be `impl Trait`: the adapter must know its type",
+                );
+                callable = false;
+            }
+            _ => params.push(Param::Value(with_lifetimes(&arg.ty, "static"))),
         }
     }
 
@@ -208,14 +231,39 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         ReturnType::Default => sig.ident.span(),
     };
 
-    let doc = method
-        .attrs
-        .iter()
-        .filter_map(|a| match &a.meta {
-            Meta::NameValue(nv) if nv.path.is_ident("doc") => Some(nv.value.clone()),
-            _ => None,
-        })
-        .collect();
+    let description = match description {
+        Some(lit) if lit.value().trim().is_empty() => {
+            errors.spanned(
+                &lit,
+                "a tool description cannot be empty: the model reads it to decide when to call \
+                 the tool",
+            );
+            Description::Given(lit)
+        }
+        Some(lit) => Description::Given(lit),
+        None => {
+            let doc: Vec<Expr> = method
+                .attrs
+                .iter()
+                .filter_map(|a| match &a.meta {
+                    Meta::NameValue(nv) if nv.path.is_ident("doc") => Some(nv.value.clone()),
+                    _ => None,
+                })
+                .collect();
+            if doc.iter().all(is_blank_literal) {
+                errors.spanned(
+                    &sig.ident,
+                    format!(
+                        "#[tool] `{}` has no description, and the model reads it to decide when \
+                         to call the tool: add a doc comment (`/// ...`) or \
+                         #[tool(description = \"...\")]",
+                        unraw(&sig.ident)
+                    ),
+                );
+            }
+            Description::Doc(doc)
+        }
+    };
     if !callable {
         return None;
     }
@@ -224,31 +272,52 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         name,
         name_span,
         description,
-        doc,
         shared,
         mutable,
-        ctx,
-        input,
+        params,
         asyncness: sig.asyncness.is_some(),
         output_span,
     })
 }
 
-/// `tokens` with every span set to `span`.
-fn respan(tokens: TokenStream, span: Span) -> TokenStream {
-    tokens
-        .into_iter()
-        .map(|mut tt| {
-            if let TokenTree::Group(g) = &tt {
-                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
-                group.set_span(span);
-                tt = TokenTree::Group(group);
-            } else {
-                tt.set_span(span);
+/// A doc line that is a string literal with nothing but whitespace (`///` alone).
+fn is_blank_literal(doc: &Expr) -> bool {
+    match doc {
+        Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Str(s),
+            ..
+        }) => s.value().trim().is_empty(),
+        _ => false,
+    }
+}
+
+/// A type without the invisible groups and parentheses a `macro_rules!` or a reader may wrap it
+/// in.
+fn peel(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(g) => peel(&g.elem),
+        Type::Paren(p) => peel(&p.elem),
+        other => other,
+    }
+}
+
+/// `ty` with every lifetime, written or elided in a reference, replaced by `'name`.
+fn with_lifetimes(ty: &Type, name: &str) -> Type {
+    struct Replace<'a>(&'a str);
+    impl VisitMut for Replace<'_> {
+        fn visit_lifetime_mut(&mut self, lt: &mut Lifetime) {
+            *lt = Lifetime::new(&format!("'{}", self.0), lt.span());
+        }
+        fn visit_type_reference_mut(&mut self, r: &mut syn::TypeReference) {
+            if r.lifetime.is_none() {
+                r.lifetime = Some(Lifetime::new(&format!("'{}", self.0), r.and_token.span));
             }
-            tt
-        })
-        .collect()
+            visit_mut::visit_type_reference_mut(self, r);
+        }
+    }
+    let mut ty = ty.clone();
+    Replace(name).visit_type_mut(&mut ty);
+    ty
 }
 
 fn unraw(ident: &Ident) -> String {
@@ -271,56 +340,95 @@ fn is_self(ty: &Type) -> bool {
     matches!(ty, Type::Path(p) if p.qself.is_none() && p.path.is_ident("Self"))
 }
 
-fn ends_with(path: &Path, name: &str) -> bool {
-    path.segments.last().is_some_and(|s| s.ident == name)
-}
-
-/// Whether a parameter type is the tool context (`&ToolContext` or `ToolContext`).
-fn context_kind(ty: &Type, callable: &mut bool, errors: &mut Errors) -> Option<Ctx> {
-    match ty {
-        Type::Reference(r) => match &*r.elem {
-            Type::Path(p) if ends_with(&p.path, "ToolContext") => {
-                if let Some(m) = &r.mutability {
-                    errors.spanned(m, "take the tool context as `&ToolContext`");
-                    *callable = false;
-                }
-                Some(Ctx::Ref)
-            }
-            _ => None,
-        },
-        Type::Path(p) if ends_with(&p.path, "ToolContext") => Some(Ctx::Owned),
-        _ => None,
-    }
-}
-
 impl Tool {
     fn adapter_ident(&self) -> Ident {
         format_ident!("__ors_tool_{}", unraw(&self.method))
     }
 
-    fn input_ops_ident(&self) -> Ident {
-        format_ident!("__ors_input_{}", unraw(&self.method))
+    fn arg_ops_ident(&self, index: usize) -> Ident {
+        format_ident!("__ors_arg_{}_{}", unraw(&self.method), index)
     }
 
-    /// For a typed input, the `const` of its [`InputOps`]: the one use of the input type
-    /// with a trait bound, spanned on the type so a bad type gives one error, there.
-    pub(crate) fn input_ops(&self, krate: &Path) -> TokenStream {
-        let Some(ty) = &self.input else {
-            return TokenStream::new();
-        };
-        let ident = self.input_ops_ident();
-        quote_spanned! {ty.span()=>
-            #[allow(non_upper_case_globals)]
-            const #ident: #krate::__private::InputOps<#ty> = #krate::__private::input_ops::<#ty>();
+    /// The by-value parameters, with the name of the `const` holding their `ArgOps`.
+    fn value_params(&self) -> impl Iterator<Item = (Ident, &Type)> + '_ {
+        self.params.iter().enumerate().filter_map(|(i, p)| match p {
+            Param::Value(ty) => Some((self.arg_ops_ident(i), ty)),
+            Param::Ref(_) => None,
+        })
+    }
+
+    /// Per by-value parameter, an associated `const` (of `impl Self`, so nothing is added to
+    /// the author's module) holding its `ArgOps`: the one use of the parameter's type with the
+    /// `ToolArg` bound, spanned on it, so a type that is neither the context nor an input gives
+    /// one error, there.
+    pub(crate) fn arg_consts(&self, krate: &Path) -> TokenStream {
+        self.value_params()
+            .map(|(ops, ty)| {
+                let p = crate::respan(quote!(#krate::__private), ty.span());
+                quote_spanned! {ty.span()=>
+                    #[doc(hidden)]
+                    #[allow(non_upper_case_globals)]
+                    const #ops: #p::ArgOps<#ty> = #p::arg_ops::<#ty>();
+                }
+            })
+            .collect()
+    }
+
+    /// For each by-value parameter after the first: a `const` check, spanned on it, that it is
+    /// not a second input.
+    pub(crate) fn input_checks(
+        &self,
+        self_ty: &Type,
+        krate: &Path,
+        cfgs: &TokenStream,
+    ) -> TokenStream {
+        let mut out = TokenStream::new();
+        let mut earlier: Vec<Ident> = Vec::new();
+        for (ops, ty) in self.value_params() {
+            if !earlier.is_empty() {
+                let p = crate::respan(quote!(#krate::__private), ty.span());
+                out.extend(quote_spanned! {ty.span()=>
+                    #cfgs
+                    const _: () = if #p::second_input(
+                        &[#(<#self_ty>::#earlier.kind),*],
+                        <#self_ty>::#ops.kind,
+                    ) {
+                        ::core::panic!(
+                            "a #[tool] method takes at most one input, and this is a second \
+                             one: make the values fields of one #[wire] struct and take that"
+                        )
+                    };
+                });
+            }
+            earlier.push(ops);
+        }
+        out
+    }
+
+    /// For a tool of an `impl Environment`: a check that the method is not one of the trait's,
+    /// which must stay in the trait impl (the list is the runtime's, beside the trait).
+    pub(crate) fn not_a_trait_method(&self, krate: &Path, cfgs: &TokenStream) -> TokenStream {
+        let p = crate::respan(quote!(#krate::__private), self.method.span());
+        let method = unraw(&self.method);
+        let msg = format!(
+            "`{method}` is a method of the Environment trait, so it cannot be a #[tool]; give the \
+             tool its own method (and, if you want this name, #[tool(name = \"{method}\")])"
+        );
+        quote_spanned! {self.method.span()=>
+            #cfgs
+            const _: () = if #p::is_environment_method(#method) {
+                ::core::panic!(#msg)
+            };
         }
     }
 
-    /// The adapter: `fn(&mut Env, ToolContext, Value) -> ToolFuture` that parses the input,
-    /// calls the method and turns its return value into a wire result.
+    /// The adapter: `fn(&mut Env, ToolContext, Value) -> ToolFuture` that gets each parameter
+    /// (the context, or the input parsed from the call's JSON), calls the method and turns its
+    /// return value into a wire result.
     pub(crate) fn adapter(&self, self_ty: &Type, krate: &Path) -> TokenStream {
         // The SDK path too carries the method's span: rustc reports an error about an
         // expression (`Box::pin(...)`) at the span of its first token.
-        let p = respan(quote!(#krate::__private), self.method.span());
+        let p = crate::respan(quote!(#krate::__private), self.method.span());
         let adapter = self.adapter_ident();
         let method = &self.method;
         let name = &self.name;
@@ -329,34 +437,39 @@ impl Tool {
         } else {
             quote!(&*__ors_env)
         };
-        let (ctx_param, ctx_arg) = match self.ctx {
-            None => (quote!(_), quote!()),
-            Some(Ctx::Ref) => (quote!(__ors_ctx), quote!(&__ors_ctx,)),
-            Some(Ctx::Owned) => (quote!(__ors_ctx), quote!(__ors_ctx,)),
+        let ctx_param = if self.params.is_empty() {
+            quote!(_)
+        } else {
+            quote!(__ors_ctx)
         };
-        let (read_input, input_arg) = match &self.input {
-            Some(_) => {
-                let ops = self.input_ops_ident();
-                (
+        // `mut` only when a by-value parameter may take the input, or it is an unused `mut`
+        // reported in the author's code.
+        let input_mut = self.value_params().next().map(|_| quote!(mut));
+        let mut gets = Vec::new();
+        let mut args = Vec::new();
+        for (i, param) in self.params.iter().enumerate() {
+            let arg = format_ident!("__ors_a{}", i);
+            gets.push(match param {
+                Param::Value(_) => {
+                    let ops = self.arg_ops_ident(i);
                     quote! {
-                        let __ors_arg = match (#ops.parse)(#name, __ors_input) {
+                        let #arg = match (<#self_ty>::#ops.extract)(&__ors_ctx, &mut __ors_input, #name) {
                             #p::Result::Ok(v) => v,
                             #p::Result::Err(e) => return e,
                         };
-                    },
-                    quote!(__ors_arg),
-                )
-            }
-            None => (
-                quote! {
-                    if let #p::Result::Err(e) = #p::no_input(#name, &__ors_input) {
-                        return e;
                     }
-                },
-                quote!(),
-            ),
-        };
-        let call = quote!(<#self_ty>::#method(#receiver, #ctx_arg #input_arg));
+                }
+                // Spanned on the referent, so `&Input` is reported there.
+                Param::Ref(elem) => {
+                    let rp = crate::respan(quote!(#krate::__private), elem.span());
+                    quote_spanned! {elem.span()=>
+                        let #arg = <#elem as #rp::ContextRef>::from_context(&__ors_ctx);
+                    }
+                }
+            });
+            args.push(arg);
+        }
+        let call = quote!(<#self_ty>::#method(#receiver, #(#args),*));
         let call = if self.asyncness {
             quote!(#call.await)
         } else {
@@ -368,7 +481,11 @@ impl Tool {
         // Spanned on the method name, so a future that is not `Send` is reported there.
         let future = quote_spanned! {method.span()=>
             #p::Box::pin(async move {
-                #read_input
+                let #input_mut __ors_input = #p::Option::Some(__ors_input);
+                #(#gets)*
+                if let #p::Result::Err(e) = #p::no_input(#name, __ors_input) {
+                    return e;
+                }
                 let __ors_out = #call;
                 #wrap
             })
@@ -386,25 +503,18 @@ impl Tool {
     }
 
     /// `.tool(spec, shared, adapter)` for the table builder.
-    pub(crate) fn builder_call(&self, krate: &Path) -> TokenStream {
+    pub(crate) fn builder_call(&self, self_ty: &Type, krate: &Path) -> TokenStream {
         let p = quote!(#krate::__private);
         let name = &self.name;
         let description = match &self.description {
-            Some(lit) => quote!(#lit),
-            None => {
-                let doc = &self.doc;
-                quote!(&#p::doc_description(&[#(#doc),*]))
-            }
+            Description::Given(lit) => quote!(#lit),
+            Description::Doc(doc) => quote!(&#p::doc_description(&[#(#doc),*])),
         };
-        let spec = match &self.input {
-            Some(_) => {
-                let ops = self.input_ops_ident();
-                quote!((#ops.spec)(#name, #description))
-            }
-            None => quote!(#p::Result::Ok(#p::spec_without_input(#name, #description))),
-        };
+        let schemas = self
+            .value_params()
+            .map(|(ops, _)| quote!(<#self_ty>::#ops.schema));
         let shared = self.shared;
         let adapter = self.adapter_ident();
-        quote!(.tool(#spec, #shared, #adapter))
+        quote!(.tool(#p::tool_spec(#name, #description, &[#(#schemas),*]), #shared, #adapter))
     }
 }

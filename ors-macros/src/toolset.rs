@@ -34,52 +34,102 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStream {
-    let mut valid = true;
+    let mut fatal = false;
     if let Some((_, path, _)) = &imp.trait_ {
         errors.spanned(
             path,
             "#[toolset] goes on an inherent impl `impl YourToolset { ... }`, not on a trait impl \
              (for an environment use #[environment])",
         );
-        valid = false;
+        fatal = true;
     }
     if !imp.generics.params.is_empty() {
         errors.spanned(
             &imp.generics,
             "#[toolset] does not support generic impls: the tool table is one `static` per type",
         );
-        valid = false;
+        fatal = true;
     }
     let mut tools: Vec<Tool> = Vec::new();
+    let mut is_tool: Vec<bool> = Vec::with_capacity(imp.items.len());
+    let mut tool_attrs = Vec::new();
     for item in &mut imp.items {
-        if let ImplItem::Fn(f) = item {
-            if let Some(attr) = tool::take_tool_attr(f, &mut errors) {
-                tools.extend(tool::parse(&attr, f, &mut errors));
-            }
+        let tool_attr = match item {
+            ImplItem::Fn(f) => tool::take_tool_attr(f, &mut errors).map(|attr| (attr, f)),
+            _ => None,
+        };
+        is_tool.push(tool_attr.is_some());
+        if let Some((attr, f)) = tool_attr {
+            tools.extend(tool::parse(&attr, f, &mut errors));
+            tool_attrs.push(attr);
         }
     }
-    if !valid {
-        return quote!(#imp)
-            .into_iter()
-            .chain(errors.into_compile_errors())
-            .collect();
-    }
-    let tools = table::dedup(tools, &mut errors);
     let self_ty = &*imp.self_ty;
     let p = quote!(#krate::__private);
+
+    if fatal {
+        // The tools go to an inherent impl (a trait impl cannot hold them), and `Toolset` is
+        // implemented by a stub that cannot fail, so the error above is the only message:
+        // neither the methods nor an environment including this toolset add one. For a generic
+        // impl, the stub's requirements are where-clauses rather than second errors.
+        let bounds = (!imp.generics.params.is_empty())
+            .then(|| quote!(#self_ty: ::core::marker::Send + ::core::marker::Sync + 'static,));
+        let stub = crate::impl_beside(
+            &imp,
+            Some(quote!(#p::Toolset)),
+            quote!(#bounds),
+            quote! {
+                const TOOL_NAMES: &'static [&'static str] = &[];
+                fn tool_table() -> &'static #p::ToolTable<Self> {
+                    ::core::unreachable!()
+                }
+            },
+        );
+        let mut methods = Vec::new();
+        if imp.trait_.is_some() {
+            let items = std::mem::take(&mut imp.items);
+            for (item, tool) in items.into_iter().zip(is_tool) {
+                if tool {
+                    methods.push(item);
+                } else {
+                    imp.items.push(item);
+                }
+            }
+        }
+        let inherent = (!methods.is_empty())
+            .then(|| crate::impl_beside(&imp, None, quote!(), quote!(#(#methods)*)));
+        return quote! {
+            #imp
+            #inherent
+            #stub
+        }
+        .into_iter()
+        .chain(errors.into_compile_errors())
+        .collect();
+    }
+
+    let tools = table::dedup(tools, &mut errors);
     let names = tools.iter().map(|t| &t.name);
     let body = table::table_body(self_ty, krate, &tools, &[]);
-    let lint_attrs = imp.attrs.iter().filter(|a| crate::is_cfg_or_lint(a));
-    let errors = errors.into_compile_errors();
-    quote! {
-        #imp
-        #(#lint_attrs)*
-        impl #p::Toolset for #self_ty {
+    let tool_items = table::tool_items(&imp, krate, &tools);
+    let toolset = crate::impl_beside(
+        &imp,
+        Some(quote!(#p::Toolset)),
+        quote!(),
+        quote! {
             const TOOL_NAMES: &'static [&'static str] = &[#(#names),*];
             fn tool_table() -> &'static #p::ToolTable<Self> {
                 #body
             }
-        }
+        },
+    );
+    let attr_uses = tool::use_attr_paths(&tool_attrs, &crate::cfgs(&imp));
+    let errors = errors.into_compile_errors();
+    quote! {
+        #imp
+        #toolset
+        #tool_items
+        #attr_uses
         #errors
     }
 }

@@ -211,13 +211,10 @@ fn text(out: &RunToolOutput) -> String {
 #[test]
 fn name_and_table_are_generated() {
     assert_eq!(Lab::NAME, "lab");
-    assert!(Lab::__ors_tool_table().errors().is_empty());
+    assert!(Lab::tool_table().errors().is_empty());
     assert_eq!(<Calculator as Toolset>::TOOL_NAMES, ["add", "calls"]);
     // Built once: every call returns the same table.
-    assert!(std::ptr::eq(
-        Lab::__ors_tool_table(),
-        Lab::__ors_tool_table()
-    ));
+    assert!(std::ptr::eq(Lab::tool_table(), Lab::tool_table()));
 }
 
 #[test]

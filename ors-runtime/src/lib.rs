@@ -9,6 +9,13 @@
 //! writes `use ors_server::prelude::*;`), and the code `ors-macros` generates names it through
 //! `::ors_server::__private`. No I/O happens here: the server drives these futures.
 //!
+//! Inside, one concern a module: [`env`](mod@env) holds the trait and what the macro adds to it
+//! ([`EnvironmentMeta`], [`WireTask`]), the [`ToolContext`], the [`ToolTable`] and
+//! [`Toolset`], the [`DynEnvironment`] / [`DynSession`] layer and the [`EnvHandle`] that puts
+//! one environment type behind it; [`schema`] makes tool input schemas. `__private` (hidden)
+//! is what the generated code calls: the traits that give a tool's parameters their role by
+//! type, and the checks it runs at compile time.
+//!
 //! ```
 //! use ors_runtime::schema::input_schema;
 //!
@@ -28,12 +35,12 @@ pub mod env;
 pub mod schema;
 
 #[doc(hidden)]
-#[path = "private.rs"]
+#[path = "private/mod.rs"]
 pub mod __private;
 
 pub use env::{
-    DynEnvironment, DynSession, EnvError, EnvHandle, Environment, TaskError, ToolContext,
-    ToolTable, ToolTableError, Toolset,
+    DynEnvironment, DynSession, EnvError, EnvHandle, Environment, EnvironmentMeta, TaskError,
+    ToolContext, ToolTable, ToolTableError, Toolset, WireTask,
 };
 pub use ors_core::IntoToolResult;
 pub use schema::{input_schema, SchemaError};

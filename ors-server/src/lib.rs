@@ -116,7 +116,7 @@ pub use ors_core as core;
 pub use ors_core::{Block, Blocks, RunToolOutput, Secrets, Split, SplitType, ToolOutput, ToolSpec};
 pub use ors_macros::{environment, tool, toolset, wire};
 pub use ors_runtime as runtime;
-pub use ors_runtime::{EnvError, Environment, ToolContext, Toolset};
+pub use ors_runtime::{EnvError, Environment, EnvironmentMeta, ToolContext, Toolset};
 
 #[doc(hidden)]
 pub use ors_runtime::__private;
@@ -139,13 +139,18 @@ pub use logging::init_tracing;
 pub use server::{RunningServer, Server};
 
 /// Everything an environment author needs: `use ors_server::prelude::*;`.
+///
+/// Types that cross the wire get `#[wire]`, which derives serde's and schemars' traits through
+/// this crate; the derive macros themselves are not re-exported, as they need `serde` and
+/// `schemars` as direct dependencies. The serde traits are here, without their derives, for
+/// bounds.
 pub mod prelude {
     pub use ors_core::{
         Block, Blocks, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType, TextBlock,
         ToolOutput, ToolSpec,
     };
     pub use ors_macros::{environment, tool, toolset, wire};
-    pub use ors_runtime::__private::schemars::JsonSchema;
-    pub use ors_runtime::__private::serde::{Deserialize, Serialize};
-    pub use ors_runtime::{EnvError, Environment, ToolContext, Toolset};
+    pub use ors_runtime::__private::serde::de::{Deserialize, DeserializeOwned};
+    pub use ors_runtime::__private::serde::ser::Serialize;
+    pub use ors_runtime::{EnvError, Environment, EnvironmentMeta, ToolContext, Toolset, WireTask};
 }

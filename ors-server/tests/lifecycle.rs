@@ -235,15 +235,6 @@ impl DynEnvironment for Broken {
     ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
         Box::pin(async { Err(TaskError::UnknownSplit("none".into())) })
     }
-    fn create_from_split(
-        &self,
-        split: &str,
-        _index: i64,
-        _secrets: Secrets,
-    ) -> BoxFuture<'_, Result<Box<dyn DynSession>, TaskError>> {
-        let err = TaskError::UnknownSplit(split.to_owned());
-        Box::pin(async move { Err(err) })
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

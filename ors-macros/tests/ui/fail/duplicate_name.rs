@@ -1,28 +1,22 @@
 use ors_server::prelude::*;
 
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
 struct Env;
 
 #[environment]
 impl Environment for Env {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Env)
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
+    env_basics!(Env);
 
+    /// The `submit` tool.
     #[tool]
     fn submit(&self) -> String {
         String::new()
     }
 
+    /// The `submit_again` tool.
     #[tool(name = "submit")]
     fn submit_again(&self) -> String {
         String::new()

@@ -1,7 +1,11 @@
 use ors_server::prelude::*;
 
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
 // Deserialize but no JsonSchema: the model would get no schema for it.
-#[derive(Deserialize)]
+#[derive(serde::Deserialize)]
 struct Query {
     q: String,
 }
@@ -10,20 +14,9 @@ struct Env;
 
 #[environment]
 impl Environment for Env {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Env)
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
+    env_basics!(Env);
 
+    /// The `search` tool.
     #[tool]
     fn search(&self, input: Query) -> String {
         input.q

@@ -1,5 +1,9 @@
 use ors_server::prelude::*;
 
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
 struct Plain;
 
 struct Env {
@@ -8,19 +12,7 @@ struct Env {
 
 #[environment(toolsets(plain, missing))]
 impl Environment for Env {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Env { plain: Plain })
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
+    env_basics!(Env { plain: Plain });
 }
 
 fn main() {}

@@ -7,6 +7,7 @@ struct Inherent;
 
 #[environment]
 impl Inherent {
+    /// The `ping` tool.
     #[tool]
     fn ping(&self) -> String {
         String::new()

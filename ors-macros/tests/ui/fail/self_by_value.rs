@@ -1,23 +1,16 @@
 use ors_server::prelude::*;
 
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
 struct Env;
 
 #[environment]
 impl Environment for Env {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Env)
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
+    env_basics!(Env);
 
+    /// The `consume` tool.
     #[tool]
     fn consume(self) -> String {
         String::new()

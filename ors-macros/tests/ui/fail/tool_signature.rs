@@ -1,4 +1,4 @@
-// Mistakes in a tool's parameter list, each reported on its own token.
+// Mistakes in a tool's parameter list, each reported once, on its own token.
 use ors_server::prelude::*;
 
 #[wire]
@@ -10,21 +10,31 @@ struct Tools;
 
 #[toolset]
 impl Tools {
-    #[tool]
-    fn late_context(&self, input: Input, ctx: &ToolContext) -> String {
-        format!("{} {}", input.x, ctx.call_id())
-    }
-
+    /// Takes its input by reference.
     #[tool]
     fn borrowed_input(&self, input: &Input) -> String {
         input.x.to_string()
     }
 
+    /// Takes the context mutably.
+    #[tool]
+    fn mutable_context(&self, ctx: &mut ToolContext) -> String {
+        ctx.call_id().to_owned()
+    }
+
+    /// Generic over its return.
     #[tool]
     fn generic<T: Default>(&self) -> String {
         String::new()
     }
 
+    /// Takes `impl Trait`.
+    #[tool]
+    fn opaque(&self, input: impl Into<String>) -> String {
+        input.into()
+    }
+
+    /// Marked twice.
     #[tool]
     #[tool]
     fn twice(&self) -> String {

@@ -1,5 +1,9 @@
 use ors_server::prelude::*;
 
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
 struct Calculator;
 
 #[toolset]
@@ -17,19 +21,7 @@ struct Env {
 
 #[environment(toolsets(calc))]
 impl Environment for Env {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Env { calc: Calculator })
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
+    env_basics!(Env { calc: Calculator });
 
     /// Also called add.
     #[tool]
@@ -46,22 +38,7 @@ struct Twice {
 
 #[environment(toolsets(first, second))]
 impl Environment for Twice {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Twice {
-            first: Calculator,
-            second: Calculator,
-        })
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
+    env_basics!(Twice { first: Calculator, second: Calculator });
 }
 
 fn main() {}

@@ -1,19 +1,30 @@
+// A method of the `Environment` trait cannot also be a tool: the macro would move it out of
+// the trait impl.
 use ors_server::prelude::*;
+
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
 
 struct Env;
 
 #[environment]
 impl Environment for Env {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
+    env_basics!(Env);
+
+    /// Teardown is not a tool.
+    #[tool]
+    async fn teardown(&mut self) -> String {
+        String::new()
     }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Env)
-    }
+}
+
+// For a required method, rustc also reports it missing from the trait impl.
+struct Required;
+
+#[environment]
+impl Environment for Required {
+    env_basics!(no_prompt: Required);
 
     /// The prompt is not a tool.
     #[tool]

@@ -1,5 +1,9 @@
 use ors_server::prelude::*;
 
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
 #[wire]
 struct A {
     a: u32,
@@ -14,20 +18,9 @@ struct Env;
 
 #[environment]
 impl Environment for Env {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Env)
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
+    env_basics!(Env);
 
+    /// The `both` tool.
     #[tool]
     fn both(&self, a: A, b: B) -> String {
         format!("{} {}", a.a, b.b)

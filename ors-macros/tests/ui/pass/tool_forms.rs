@@ -2,6 +2,10 @@
 // environment.
 use ors_server::prelude::*;
 
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
 #[wire]
 struct Input {
     x: u32,
@@ -11,33 +15,25 @@ struct Forms;
 
 #[environment]
 impl Environment for Forms {
-    type Task = JsonObject;
+    env_basics!(Forms);
     const NAME: &'static str = "custom-name";
-    fn splits() -> Vec<Split> {
-        vec!["train".into()]
-    }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Forms)
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
-    }
 
+    /// The `sync_ref` form.
     #[tool]
     fn sync_ref(&self) -> ToolOutput {
         ToolOutput::text("")
     }
+    /// The `sync_mut` form.
     #[tool]
     fn sync_mut(&mut self, _input: Input) -> String {
         String::new()
     }
+    /// The `async_ref` form.
     #[tool]
     async fn async_ref(&self, _ctx: &ToolContext) -> &'static str {
         ""
     }
+    /// The `async_mut` form.
     #[tool]
     async fn async_mut(
         &mut self,
@@ -46,22 +42,27 @@ impl Environment for Forms {
     ) -> Result<String, String> {
         Ok(x.to_string())
     }
+    /// The `typed_self` form.
     #[tool]
     fn typed_self(self: &mut Self, _ctx: ToolContext) -> Blocks {
         vec![]
     }
+    /// The `block` form.
     #[tool]
     fn block(&self) -> Block {
         Block::text("one")
     }
+    /// The `fallible_blocks` form.
     #[tool]
     fn fallible_blocks(&self) -> Result<Blocks, std::io::Error> {
         Ok(vec![])
     }
+    /// The `type` form.
     #[tool]
     fn r#type(&self) -> String {
         "the raw prefix is not part of the tool name".into()
     }
+    /// The `with_lifetime` form.
     #[tool]
     async fn with_lifetime<'a>(&'a self, _input: Input) -> String {
         String::new()
@@ -72,25 +73,40 @@ struct Named;
 
 #[environment(name = "renamed_env")]
 impl Environment for Named {
-    type Task = JsonObject;
-    fn splits() -> Vec<Split> {
-        vec![]
+    env_basics!(Named);
+}
+
+// A `cfg` on the impl (after the macro, so the macro sees it) covers what the macro adds beside
+// it: nothing here names `Gone`, which does not exist.
+#[cfg(any())]
+struct Gone;
+
+#[environment]
+#[cfg(any())]
+impl Environment for Gone {
+    env_basics!(Gone);
+
+    /// Takes an input, so the macro adds its parameter checks.
+    #[tool]
+    fn take(&self, _a: Input, _ctx: &ToolContext) -> String {
+        String::new()
     }
-    async fn tasks(_split: &str) -> Result<Vec<JsonObject>, EnvError> {
-        Ok(vec![])
-    }
-    async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-        Ok(Named)
-    }
-    async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![])
+}
+
+#[toolset]
+#[cfg(any())]
+impl Gone {
+    /// Also compiled out.
+    #[tool]
+    fn other(&self, _a: Input) -> String {
+        String::new()
     }
 }
 
 fn main() {
     assert_eq!(Forms::NAME, "custom-name");
     assert_eq!(Named::NAME, "renamed_env");
-    let names: Vec<_> = Forms::__ors_tool_table()
+    let names: Vec<_> = Forms::tool_table()
         .all_specs()
         .map(|s| s.name.as_str())
         .collect();
@@ -108,5 +124,5 @@ fn main() {
             "with_lifetime"
         ]
     );
-    assert!(Named::__ors_tool_table().all_specs().next().is_none());
+    assert!(Named::tool_table().all_specs().next().is_none());
 }

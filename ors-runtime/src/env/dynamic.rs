@@ -1,0 +1,76 @@
+//! The object-safe layer that lets one server host many environment types without being
+//! generic over them: [`DynEnvironment`] (an environment type) and [`DynSession`] (an episode).
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+
+use ors_core::types::{Blocks, Secrets, Split, ToolSpec};
+
+use super::{EnvError, ToolContext, ToolFuture, ToolTableError};
+
+/// Why a task could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    /// The split does not exist.
+    #[error("Invalid split: unknown split '{0}'")]
+    UnknownSplit(String),
+    /// The index is negative or past the end.
+    #[error("Invalid index: {index} is out of range for split '{split}' of {len} tasks")]
+    InvalidIndex {
+        /// The split.
+        split: String,
+        /// The index asked for.
+        index: i64,
+        /// Tasks in the split.
+        len: usize,
+    },
+    /// A task could not be turned into JSON or back.
+    #[error("task JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The environment's own code failed.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+}
+
+/// A type-erased environment type, as a server hosts it.
+pub trait DynEnvironment: Send + Sync {
+    /// The environment name.
+    fn name(&self) -> &str;
+    /// The splits, normalised.
+    fn splits(&self) -> &[Split];
+    /// The shared tool specs.
+    fn tools(&self) -> &[ToolSpec];
+    /// Problems in the tool table; a server refuses to host an environment with any.
+    fn table_errors(&self) -> &[ToolTableError];
+    /// All tasks of a split as JSON.
+    fn tasks(&self, split: &str) -> BoxFuture<'_, Result<Vec<Value>, TaskError>>;
+    /// The number of tasks of a split.
+    fn num_tasks(&self, split: &str) -> BoxFuture<'_, Result<usize, TaskError>>;
+    /// One task as JSON; negative indices are invalid.
+    fn task(&self, split: &str, index: i64) -> BoxFuture<'_, Result<Value, TaskError>>;
+    /// A Python-style slice of a split as JSON.
+    fn task_range(
+        &self,
+        split: &str,
+        start: Option<i64>,
+        stop: Option<i64>,
+    ) -> BoxFuture<'_, Result<Vec<Value>, TaskError>>;
+    /// Construct an episode from a task given as JSON.
+    fn create(
+        &self,
+        task: Value,
+        secrets: Secrets,
+    ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>>;
+}
+
+/// A type-erased episode.
+pub trait DynSession: Send + Sync {
+    /// The initial prompt.
+    fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>>;
+    /// Every tool of this episode.
+    fn tools(&self) -> Vec<ToolSpec>;
+    /// Run a tool.
+    fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: Value) -> ToolFuture<'a>;
+    /// Tear the episode down.
+    fn teardown(&mut self) -> BoxFuture<'_, ()>;
+}

@@ -1,0 +1,209 @@
+//! The [`Environment`] trait an author implements, what `#[environment]` adds to it
+//! ([`EnvironmentMeta`]), and calling an environment's tools directly.
+
+use std::fmt;
+use std::future::Future;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
+
+use super::{ToolContext, ToolTable};
+
+/// An error from an environment's own code (task loading, setup, prompt).
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    /// The task given to the environment is not one it can run.
+    #[error("invalid task: {0}")]
+    InvalidTask(String),
+    /// The environment does not support this operation.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// Anything else, with a message for the caller.
+    #[error("{0}")]
+    Message(String),
+    /// An I/O error (reading data files, ...).
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// A JSON error.
+    #[error("JSON error: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl EnvError {
+    /// An error with a message.
+    pub fn msg(message: impl fmt::Display) -> Self {
+        EnvError::Message(message.to_string())
+    }
+}
+
+/// What `#[environment]` adds to an environment: its name and its tool table. Not written by
+/// hand; an `impl Environment` without `#[environment]` is reported as missing it.
+#[diagnostic::on_unimplemented(
+    message = "`impl Environment for {Self}` is missing `#[environment]`",
+    label = "add `#[environment]` above this impl",
+    note = "`#[environment]` gives the environment its name and builds its table of `#[tool]` methods"
+)]
+pub trait EnvironmentMeta: Sized + 'static {
+    /// The environment name in URLs: the type name lower-cased, `#[environment(name = "...")]`,
+    /// or a `const NAME` written in the impl.
+    const NAME: &'static str;
+
+    /// The tool table, built on first use and shared by every episode.
+    fn tool_table() -> &'static ToolTable<Self>;
+}
+
+/// A type an environment can use as its [`Environment::Task`]: tasks are JSON on the wire, sent
+/// by `/tasks` and received by `create`. Every `Serialize + Deserialize` type is one.
+///
+/// The serde bounds are on the impl, not on the trait, so a task type without them is reported
+/// with this trait's message ("put `#[wire]` on it"), not as serde's bounds.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the `Task` of an environment",
+    label = "tasks are sent and received as JSON, so `{Self}` must implement `Serialize` and `Deserialize`",
+    note = "put `#[wire]` on `{Self}` (it derives both through ors_server), or use `JsonObject` for untyped tasks"
+)]
+pub trait WireTask: Sized {
+    /// The task as JSON.
+    fn to_wire(&self) -> Result<Value, serde_json::Error>;
+    /// A task from JSON.
+    fn from_wire(value: Value) -> Result<Self, serde_json::Error>;
+}
+
+// `do_not_recommend`: a task type without serde is reported as "put #[wire] on it", not as
+// rustc's suggestion to derive `serde::Deserialize` (a crate the author need not depend on).
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + DeserializeOwned> WireTask for T {
+    fn to_wire(&self) -> Result<Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+    fn from_wire(value: Value) -> Result<Self, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+}
+
+/// An ORS environment: splits and tasks (associated functions), an episode constructed from a
+/// task (`new`), its prompt, and tools (methods marked `#[tool]`).
+///
+/// Write the impl with `#[environment]` on it; the macro implements [`EnvironmentMeta`] (the
+/// name and the tool table) beside it.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not an ORS environment",
+    note = "implement it with `#[environment] impl Environment for {Self} {{ ... }}`"
+)]
+pub trait Environment: EnvironmentMeta + Send + Sync {
+    /// The task type (a JSON object on the wire): a type with `#[wire]`, or `JsonObject` for
+    /// untyped tasks.
+    type Task: WireTask + Send + Sync + 'static;
+
+    /// The splits; custom names given with [`Split::named`] (or `"hard".into()`) are
+    /// validation splits.
+    fn splits() -> Vec<Split>;
+
+    /// The tasks of a split. Called once per split and cached for the life of the server, so
+    /// serving `num_tasks`, `task(i)` and `task_range` never reloads or clones the split.
+    fn tasks(split: &str) -> impl Future<Output = Result<Vec<Self::Task>, EnvError>> + Send;
+
+    /// Set up an episode for a task: this is the `create` of the protocol.
+    fn new(
+        task: Self::Task,
+        secrets: Secrets,
+    ) -> impl Future<Output = Result<Self, EnvError>> + Send;
+
+    /// The episode's initial prompt.
+    fn prompt(&self) -> impl Future<Output = Result<Blocks, EnvError>> + Send;
+
+    /// Release the episode's resources; called on `delete`, reaping and shutdown.
+    fn teardown(&mut self) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+
+    /// Tools computed from this episode's task, listed by `task_tools` after the table's.
+    fn task_tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    /// Run a tool listed by [`Environment::task_tools`]; `None` means no such tool.
+    fn call_task_tool(
+        &mut self,
+        ctx: ToolContext,
+        name: &str,
+        input: Value,
+    ) -> impl Future<Output = Option<RunToolOutput>> + Send {
+        let _ = (ctx, name, input);
+        async { None }
+    }
+}
+
+/// The methods of [`Environment`]. They stay in the trait impl, so `#[environment]` refuses a
+/// `#[tool]` of one of these names (its generated code checks against this list at compile
+/// time); a test keeps the list equal to the trait's methods.
+#[doc(hidden)]
+pub const ENVIRONMENT_METHODS: &[&str] = &[
+    "splits",
+    "tasks",
+    "new",
+    "prompt",
+    "teardown",
+    "task_tools",
+    "call_task_tool",
+];
+
+/// Call a tool on an environment directly, without a server: the table's entries first, then
+/// the environment's computed task tools; an unknown name is `ok: false`.
+pub async fn call_tool<E: Environment>(
+    env: &mut E,
+    ctx: ToolContext,
+    name: &str,
+    input: Value,
+) -> RunToolOutput {
+    let table = E::tool_table();
+    if table.get(name).is_some() {
+        return table.dispatch(env, name, ctx, input).await;
+    }
+    if let Some(out) = env.call_task_tool(ctx.clone(), name, input.clone()).await {
+        return out;
+    }
+    table.dispatch(env, name, ctx, input).await
+}
+
+/// The shared tools of an environment type (what `GET /{env}/tools` lists).
+pub fn shared_tools<E: Environment>() -> Vec<ToolSpec> {
+    E::tool_table().shared_specs().to_vec()
+}
+
+/// Every tool of an episode: shared, task-specific, then those computed from its task.
+pub fn episode_tools<E: Environment>(env: &E) -> Vec<ToolSpec> {
+    let mut specs: Vec<ToolSpec> = E::tool_table().all_specs().cloned().collect();
+    specs.extend(env.task_tools());
+    specs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ENVIRONMENT_METHODS;
+
+    /// The list the macro checks `#[tool]` names against is the trait's own methods, read from
+    /// this file: adding a method to the trait without the list fails here.
+    #[test]
+    fn environment_methods_are_the_traits_methods() {
+        let file = syn::parse_file(include_str!("environment.rs")).expect("this file parses");
+        let methods: Vec<String> = file
+            .items
+            .iter()
+            .find_map(|item| match item {
+                syn::Item::Trait(t) if t.ident == "Environment" => Some(&t.items),
+                _ => None,
+            })
+            .expect("the Environment trait is in this file")
+            .iter()
+            .filter_map(|item| match item {
+                syn::TraitItem::Fn(f) => Some(f.sig.ident.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(methods, ENVIRONMENT_METHODS);
+    }
+}

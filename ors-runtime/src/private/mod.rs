@@ -1,0 +1,139 @@
+//! Items the macros' generated code names by absolute path. Not a public API.
+
+mod checks;
+mod params;
+
+pub use crate::env::{
+    EnvironmentMeta, ToolContext, ToolEntry, ToolFuture, ToolTable, ToolTableError, Toolset,
+};
+pub use crate::schema::input_schema;
+pub use checks::{
+    implements_environment, is_environment_method, toolset_collision, CollisionMessage,
+    ImplementsEnvironment,
+};
+pub use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
+pub use params::{
+    arg_ops, no_input, second_input, tool_spec, ArgKind, ArgOps, ContextRef, SchemaFn, ToolArg,
+};
+pub use serde;
+pub use serde_json;
+pub use serde_json::Value;
+pub use std::boxed::Box;
+pub use std::option::Option;
+pub use std::result::Result;
+pub use std::string::String;
+pub use std::sync::OnceLock;
+pub use std::vec::Vec;
+
+pub use schemars;
+
+/// Collects a table's tools in declaration order, then the tools of its toolset fields.
+pub struct TableBuilder<E> {
+    entries: Vec<ToolEntry<E>>,
+    errors: Vec<ToolTableError>,
+}
+
+impl<E: 'static> Default for TableBuilder<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E: 'static> TableBuilder<E> {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Add a tool; a spec that could not be built is recorded as an error instead.
+    pub fn tool<F>(mut self, spec: Result<ToolSpec, ToolTableError>, shared: bool, call: F) -> Self
+    where
+        F: for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync + 'static,
+    {
+        match spec {
+            Ok(spec) => self.entries.push(ToolEntry::new(spec, shared, call)),
+            Err(e) => self.errors.push(e),
+        }
+        self
+    }
+
+    /// Add the tools of a toolset field.
+    pub fn toolset<T: 'static>(mut self, field: ToolsetField<E, T>) -> Self {
+        let table = (field.table)();
+        self.errors.extend(table.errors().iter().cloned());
+        self.entries
+            .extend(table.entries().iter().map(|e| e.project(field.project)));
+        self
+    }
+
+    /// The finished table (duplicate names become errors there).
+    pub fn build(self) -> ToolTable<E> {
+        self.errors
+            .into_iter()
+            .fold(ToolTable::new(self.entries), ToolTable::with_error)
+    }
+}
+
+/// A tool description from the lines of its doc comment: common indentation removed,
+/// lines joined with newlines, surrounding blank lines trimmed.
+pub fn doc_description(lines: &[&str]) -> String {
+    let lines: Vec<&str> = lines
+        .iter()
+        .flat_map(|l| l.split('\n'))
+        .map(str::trim_end)
+        .collect();
+    let indent = lines
+        .iter()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0);
+    let dedented: Vec<&str> = lines
+        .iter()
+        .map(|l| l.get(indent..).unwrap_or(""))
+        .collect();
+    dedented.join("\n").trim().to_owned()
+}
+
+/// A toolset stored in a field of `E`: its names (for the compile-time collision check), its
+/// table and how to reach it. Made by [`toolset_field`], the one place the generated code
+/// requires `T: Toolset`; the macro emits the identical call for the check and for the table,
+/// so a field that is not a toolset gives one error.
+pub struct ToolsetField<E, T: 'static> {
+    /// The toolset's tool names.
+    pub names: &'static [&'static str],
+    table: fn() -> &'static ToolTable<T>,
+    project: fn(&mut E) -> &mut T,
+}
+
+/// The [`ToolsetField`] that `project` reaches; the closure lets the macro name the field
+/// without knowing its type.
+pub const fn toolset_field<E, T: Toolset>(project: fn(&mut E) -> &mut T) -> ToolsetField<E, T> {
+    ToolsetField {
+        names: T::TOOL_NAMES,
+        table: T::tool_table,
+        project,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doc_description_dedents_keeps_paragraphs_and_trims() {
+        assert_eq!(
+            doc_description(&[" Add two numbers.", "", " Returns the sum.", ""]),
+            "Add two numbers.\n\nReturns the sum."
+        );
+        // A `/** ... */` block arrives as one string with newlines and its own indentation.
+        assert_eq!(
+            doc_description(&["\n    Block doc.\n      indented more\n"]),
+            "Block doc.\n  indented more"
+        );
+        assert_eq!(doc_description(&[]), "");
+    }
+}

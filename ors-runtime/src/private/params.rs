@@ -1,0 +1,213 @@
+//! The parameters of a `#[tool]` method after `self`, recognised by their type, not by their
+//! name: any type that is [`ToolContext`] (however it is imported or aliased) is the call's
+//! context, any other by-value type must be the tool's input. The generated code asks one
+//! question per parameter, spanned on its type, so a wrong type gives one error, there.
+
+use serde_json::Value;
+
+use ors_core::types::{JsonObject, RunToolOutput, ToolSpec};
+
+use crate::env::{ToolContext, ToolTableError};
+use crate::schema::input_schema;
+
+/// A type a `#[tool]` method can take as its input: deserialized from the call's JSON and
+/// described to the model by its schema.
+trait ToolInput: serde::de::DeserializeOwned + schemars::JsonSchema {}
+
+impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolInput for T {}
+
+/// What a by-value parameter is to the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgKind {
+    /// The call's [`ToolContext`].
+    Context,
+    /// The tool's input.
+    Input,
+}
+
+/// Whether a parameter of kind `this`, after parameters of kinds `earlier`, is a second input.
+pub const fn second_input(earlier: &[ArgKind], this: ArgKind) -> bool {
+    if !matches!(this, ArgKind::Input) {
+        return false;
+    }
+    let mut i = 0;
+    while i < earlier.len() {
+        if matches!(earlier[i], ArgKind::Input) {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Makes the schema of a tool's input type.
+pub type SchemaFn = fn() -> Result<JsonObject, crate::schema::SchemaError>;
+
+/// How the adapter gets one by-value parameter, and what it adds to the tool's spec.
+pub struct ArgOps<T> {
+    /// The parameter's role.
+    pub kind: ArgKind,
+    /// Produce the value: clone the context, or take and parse the input (the slot is `None`
+    /// once an input has been taken).
+    pub extract: fn(&ToolContext, &mut Option<Value>, &str) -> Result<T, RunToolOutput>,
+    /// The input's schema (`None` for the context).
+    pub schema: Option<SchemaFn>,
+}
+
+/// A type a `#[tool]` method can take by value after `self`: [`ToolContext`], or an input
+/// (`Deserialize + JsonSchema`).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a parameter of a #[tool] method",
+    label = "not `ToolContext`, and not a tool input (`Deserialize + JsonSchema`)",
+    note = "for a tool input, put `#[wire]` on `{Self}`: it derives both through ors_server"
+)]
+pub trait ToolArg: Sized {
+    /// How the adapter gets it.
+    const OPS: ArgOps<Self>;
+}
+
+// `do_not_recommend` on the impls for the context: an error about an input type is about
+// `#[wire]`, not a list of the other types the trait has.
+#[diagnostic::do_not_recommend]
+impl ToolArg for ToolContext {
+    const OPS: ArgOps<Self> = ArgOps {
+        kind: ArgKind::Context,
+        extract: clone_context,
+        schema: None,
+    };
+}
+
+// `do_not_recommend`: an input type that lacks `JsonSchema` is reported with this trait's
+// message ("put #[wire] on it"), not as a bound buried in this impl and the long list of types
+// that implement `JsonSchema`.
+#[diagnostic::do_not_recommend]
+impl<T: ToolInput> ToolArg for T {
+    const OPS: ArgOps<Self> = ArgOps {
+        kind: ArgKind::Input,
+        extract: take_input::<T>,
+        schema: Some(input_schema::<T>),
+    };
+}
+
+/// The [`ArgOps`] of a by-value parameter type: the one place the generated code requires
+/// `T: ToolArg`, made once per parameter in a `const` spanned on its type.
+pub const fn arg_ops<T: ToolArg>() -> ArgOps<T> {
+    T::OPS
+}
+
+fn clone_context(
+    ctx: &ToolContext,
+    _input: &mut Option<Value>,
+    _tool: &str,
+) -> Result<ToolContext, RunToolOutput> {
+    Ok(ctx.clone())
+}
+
+fn take_input<T: ToolInput>(
+    _ctx: &ToolContext,
+    input: &mut Option<Value>,
+    tool: &str,
+) -> Result<T, RunToolOutput> {
+    parse_input(tool, input.take().unwrap_or(Value::Null))
+}
+
+/// A type a `#[tool]` method can take by reference: only the tool context.
+#[diagnostic::on_unimplemented(
+    message = "a #[tool] method takes only the tool context by reference, not `&{Self}`",
+    label = "a tool input is taken by value (it is deserialized from the call's JSON): drop the `&`",
+    note = "a #[tool] method takes `&self` or `&mut self`, then, in any order, optionally \
+            `&ToolContext` and at most one input by value"
+)]
+pub trait ContextRef {
+    /// The context itself.
+    fn from_context(ctx: &ToolContext) -> &Self;
+}
+
+#[diagnostic::do_not_recommend]
+impl ContextRef for ToolContext {
+    fn from_context(ctx: &ToolContext) -> &Self {
+        ctx
+    }
+}
+
+/// Parse a tool's input, or an `ok: false` result naming the tool and the field.
+fn parse_input<T: ToolInput>(tool: &str, input: Value) -> Result<T, RunToolOutput> {
+    let input = if input.is_null() {
+        Value::Object(JsonObject::new())
+    } else {
+        input
+    };
+    // serde_json names a missing field but not the field whose value has the wrong type;
+    // the path tracker supplies it so the model knows what to fix.
+    serde_path_to_error::deserialize(input).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string().replace('`', "'");
+        let msg = if path == "." {
+            format!("invalid input for tool '{tool}': {inner}")
+        } else {
+            format!("invalid input for tool '{tool}': field '{path}': {inner}")
+        };
+        RunToolOutput::Error(msg)
+    })
+}
+
+/// After the parameters took what they need: the input of a tool that takes none must be `{}`
+/// or `null` (other keys are ignored, as models sometimes send them).
+pub fn no_input(tool: &str, input: Option<Value>) -> Result<(), RunToolOutput> {
+    match input {
+        None | Some(Value::Null | Value::Object(_)) => Ok(()),
+        Some(other) => Err(RunToolOutput::Error(format!(
+            "invalid input for tool '{tool}': expected an object, got {}",
+            ors_core::types::json_kind(&other)
+        ))),
+    }
+}
+
+/// A tool's spec: its input schema from the parameter that is the input (`null` when none
+/// is); a schema problem is recorded in the table, not panicked.
+pub fn tool_spec(
+    name: &str,
+    description: &str,
+    schemas: &[Option<SchemaFn>],
+) -> Result<ToolSpec, ToolTableError> {
+    let input_schema = match schemas.iter().flatten().next() {
+        Some(schema) => Some(schema().map_err(|e| ToolTableError::Schema {
+            tool: name.to_owned(),
+            reason: e.to_string(),
+        })?),
+        None => None,
+    };
+    Ok(ToolSpec {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_input_after_an_input_is_a_second_input() {
+        use ArgKind::{Context, Input};
+        assert!(!second_input(&[], Input));
+        assert!(!second_input(&[Context], Input));
+        assert!(!second_input(&[Input], Context));
+        assert!(second_input(&[Context, Input], Input));
+    }
+
+    #[test]
+    fn a_tool_without_input_accepts_an_object_or_nothing() {
+        assert!(no_input("t", None).is_ok());
+        assert!(no_input("t", Some(Value::Null)).is_ok());
+        assert!(no_input("t", Some(serde_json::json!({"extra": 1}))).is_ok());
+        let Err(RunToolOutput::Error(msg)) = no_input("t", Some(serde_json::json!([1]))) else {
+            panic!("an array is not a tool input");
+        };
+        assert_eq!(
+            msg,
+            "invalid input for tool 't': expected an object, got an array"
+        );
+    }
+}
