@@ -16,9 +16,11 @@
 
 #![warn(missing_docs)]
 
+pub mod protocol;
 pub mod provider;
 pub mod sse;
 pub mod types;
 
+pub use protocol::ErrorCode;
 pub use provider::Provider;
 pub use types::*;

@@ -12,19 +12,9 @@ use serde_json::Value;
 
 use crate::types::RunToolOutput;
 
-/// The largest `chunk`/`end` data piece, in bytes.
-pub const CHUNK_SIZE: usize = 4096;
-
-/// Event name of the call id, always the first event of a call stream.
-pub const EVENT_TASK_ID: &str = "task_id";
-/// Event name of an intermediate piece of a large result.
-pub const EVENT_CHUNK: &str = "chunk";
-/// Event name of the complete result, or of its last piece.
-pub const EVENT_END: &str = "end";
-/// Event name of a crashed tool or an unknown task id; no `end` follows.
-pub const EVENT_ERROR: &str = "error";
-/// Event name of a progress report from a running tool (JSON data); older clients ignore it.
-pub const EVENT_PROGRESS: &str = "progress";
+pub use crate::protocol::{
+    CHUNK_SIZE, EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_PROGRESS, EVENT_TASK_ID,
+};
 
 /// The bytes of a keep-alive comment.
 pub const KEEPALIVE: &[u8] = b": ping\n\n";

@@ -353,14 +353,15 @@ impl<'de> Deserialize<'de> for RunToolOutput {
     }
 }
 
-/// A request to execute a tool (`POST /{env}/call` body).
+/// A request to execute a tool (`POST /{env}/call` body). Unknown fields are ignored
+/// (PROTOCOL_NOTES row `unknown-fields-ignored`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ToolCall {
     /// The tool to call.
     pub name: String,
-    /// The tool's input object.
-    #[serde(default = "empty_object")]
+    /// The tool's input: always a JSON object (absent or `null` reads as `{}`; any other
+    /// kind is an error naming the field).
+    #[serde(default = "empty_object", deserialize_with = "object_or_null")]
     pub input: Value,
     /// On a reconnect, the id of the call whose result is wanted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -369,6 +370,18 @@ pub struct ToolCall {
 
 fn empty_object() -> Value {
     Value::Object(Map::new())
+}
+
+fn object_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    use serde::de::{Error, Unexpected};
+    match Value::deserialize(d)? {
+        Value::Null => Ok(empty_object()),
+        v @ Value::Object(_) => Ok(v),
+        other => Err(D::Error::invalid_type(
+            Unexpected::Other(json_kind(&other)),
+            &"a JSON object",
+        )),
+    }
 }
 
 /// How a JSON value is described in error messages ("a string", "an array", ...).

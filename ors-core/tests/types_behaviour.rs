@@ -4,9 +4,9 @@
 mod common;
 
 use ors_core::{
-    slice_bounds, Block, CreateSession, GetTaskRange, ImageBlock, ListToolsOutput, RunToolOutput,
-    Secrets, Split, SplitType, TaskSource, TaskSourceError, TextBlock, ToolCall, ToolOutput,
-    ToolSpec,
+    slice_bounds, Block, CreateSession, ErrorBody, ErrorCode, GetTask, GetTaskRange, ImageBlock,
+    ListToolsOutput, RunToolOutput, Secrets, Split, SplitType, TaskSource, TaskSourceError,
+    TextBlock, ToolCall, ToolOutput, ToolSpec,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -201,12 +201,52 @@ fn malformed_blocks_and_results_name_the_problem() {
 }
 
 #[test]
-fn request_bodies_reject_unknown_fields_by_name() {
-    let err = serde_json::from_str::<ToolCall>(r#"{"name": "a", "input": {}, "inputs": {}}"#)
-        .unwrap_err();
-    assert!(err.to_string().contains("inputs"), "{err}");
-    let err = serde_json::from_str::<CreateSession>(r#"{"split": "a", "idx": 1}"#).unwrap_err();
-    assert!(err.to_string().contains("idx"), "{err}");
+fn request_bodies_ignore_unknown_fields_but_not_misspelt_required_ones() {
+    // PROTOCOL_NOTES row `unknown-fields-ignored`: a newer or extended peer keeps working.
+    let call: ToolCall =
+        serde_json::from_str(r#"{"name": "a", "input": {"x": 1}, "trace": {"id": 7}}"#).unwrap();
+    assert_eq!(call.name, "a");
+    assert_eq!(call.input, json!({"x": 1}));
+    let create: CreateSession =
+        serde_json::from_str(r#"{"split": "a", "index": 1, "toolset_name": "basic"}"#).unwrap();
+    assert_eq!(create, CreateSession::from_split("a", 1));
+    let task: GetTask =
+        serde_json::from_str(r#"{"split": "train", "index": 0, "extra": true}"#).unwrap();
+    assert_eq!(task.index, 0);
+    // A misspelt required field is the required field missing.
+    let err = serde_json::from_str::<ToolCall>(r#"{"nmae": "a"}"#).unwrap_err();
+    assert!(err.to_string().contains("missing field `name`"), "{err}");
+    let err = serde_json::from_str::<GetTask>(r#"{"split": "a", "idx": 1}"#).unwrap_err();
+    assert!(err.to_string().contains("missing field `index`"), "{err}");
+}
+
+#[test]
+fn call_input_is_an_object_and_null_means_none() {
+    let call: ToolCall = serde_json::from_str(r#"{"name": "a", "input": null}"#).unwrap();
+    assert_eq!(call.input, json!({}));
+    let call: ToolCall = serde_json::from_str(r#"{"name": "a"}"#).unwrap();
+    assert_eq!(call.input, json!({}));
+    let err = serde_json::from_str::<ToolCall>(r#"{"name": "a", "input": [1]}"#).unwrap_err();
+    assert!(
+        err.to_string().contains("an array, expected a JSON object"),
+        "{err}"
+    );
+}
+
+#[test]
+fn error_bodies_carry_a_code_and_read_without_one() {
+    let body = ErrorBody::new(ErrorCode::SessionDeleted, "session 's' was deleted");
+    assert_eq!(
+        serde_json::to_value(&body).unwrap(),
+        json!({"detail": "session 's' was deleted", "code": "session_deleted"})
+    );
+    assert_eq!(body.error_code(), Some(ErrorCode::SessionDeleted));
+    // The Python reference sends no code; a newer server may send one we do not know.
+    let reference: ErrorBody = serde_json::from_str(r#"{"detail": "Session deleted"}"#).unwrap();
+    assert_eq!(reference.code, None);
+    let newer: ErrorBody = serde_json::from_str(r#"{"detail": "d", "code": "brand_new"}"#).unwrap();
+    assert_eq!(newer.code.as_deref(), Some("brand_new"));
+    assert_eq!(newer.error_code(), None);
 }
 
 #[test]

@@ -142,7 +142,6 @@ impl<'de> serde::de::Visitor<'de> for SplitVisitor {
 
 /// Body of `POST /{env}/tasks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ListTasks {
     /// Split name.
     pub split: String,
@@ -150,7 +149,6 @@ pub struct ListTasks {
 
 /// Body of `POST /{env}/num_tasks`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct NumTasks {
     /// Split name.
     pub split: String,
@@ -158,7 +156,6 @@ pub struct NumTasks {
 
 /// Body of `POST /{env}/task` (alias `get_task`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct GetTask {
     /// Split name.
     pub split: String,
@@ -168,7 +165,6 @@ pub struct GetTask {
 
 /// Body of `POST /{env}/task_range` (alias `get_task_range`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct GetTaskRange {
     /// Split name.
     pub split: String,
@@ -258,7 +254,6 @@ impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Secrets {
 
 /// The raw body of `POST /create`, before its task source is validated.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct CreateSession {
     /// Environment to instantiate; the server's default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -429,9 +424,30 @@ pub struct TaskRangeResponse {
     pub tasks: Vec<Value>,
 }
 
-/// The body of every non-SSE error reply: `{"detail": "..."}`.
+/// The body of every non-SSE error reply: `{"detail": "...", "code": "..."}` (PROTOCOL_NOTES
+/// row `error-codes`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
-    /// What went wrong.
+    /// What went wrong, for people.
     pub detail: String,
+    /// What went wrong, for programs: one of the [`ErrorCode`](crate::ErrorCode) strings.
+    /// Servers without codes (the Python reference) leave it out; a code unknown to this
+    /// version is kept as sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+impl ErrorBody {
+    /// A body with a detail and a code.
+    pub fn new(code: crate::ErrorCode, detail: impl Into<String>) -> Self {
+        Self {
+            detail: detail.into(),
+            code: Some(code.as_str().to_owned()),
+        }
+    }
+
+    /// The code, when it is one this version knows.
+    pub fn error_code(&self) -> Option<crate::ErrorCode> {
+        self.code.as_deref().and_then(|c| c.parse().ok())
+    }
 }

@@ -1,0 +1,251 @@
+//! The protocol's constants, in one place for the server, the client and the conformance
+//! runner: header names, route paths, SSE event names, limits both sides know, and the
+//! machine-readable error codes of error replies (PROTOCOL_NOTES row `error-codes`).
+//!
+//! ```
+//! use ors_core::protocol::{self, ErrorCode};
+//!
+//! assert_eq!(protocol::HEADER_SESSION_ID, "x-session-id");
+//! assert_eq!(protocol::routes::CALL, "/call");
+//! let code: ErrorCode = "session_deleted".parse().unwrap();
+//! assert!(code.means_session_gone());
+//! assert_eq!(code.as_str(), "session_deleted");
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Header carrying the session id of session-scoped requests (lower case, as
+/// `http::HeaderName::from_static` needs; header names compare without case).
+pub const HEADER_SESSION_ID: &str = "x-session-id";
+/// Header carrying secrets: base64 of JSON `{"NAME": {"value": "V"}}` (row `secrets-header`).
+pub const HEADER_SECRETS: &str = "x-secrets";
+/// Header carrying the API key (row `api-key`; `Authorization: Bearer` is accepted too).
+pub const HEADER_API_KEY: &str = "x-api-key";
+
+/// The MIME type of a call stream, and the `Accept` value that asks `create_session` for SSE
+/// (row `create-session-reply`).
+pub const EVENT_STREAM: &str = "text/event-stream";
+
+/// Route paths. Root routes are whole paths; environment routes follow `/{env}` and are also
+/// served without it by the default environment (row `default-env-routes`).
+pub mod routes {
+    /// `GET /health`: `{"status": "ok"}`, open even when an API key is required.
+    pub const HEALTH: &str = "/health";
+    /// `GET /list_environments`: the hosted environment names.
+    pub const LIST_ENVIRONMENTS: &str = "/list_environments";
+    /// `POST /create_session`: a fresh session id.
+    pub const CREATE_SESSION: &str = "/create_session";
+    /// `POST /create`: start an episode under the `X-Session-ID`.
+    pub const CREATE: &str = "/create";
+    /// `POST /ping`: keep a session alive.
+    pub const PING: &str = "/ping";
+    /// `POST /delete`: end an episode.
+    pub const DELETE: &str = "/delete";
+    /// `POST /delete_session`: release a session id (200 even when nothing is there).
+    pub const DELETE_SESSION: &str = "/delete_session";
+
+    /// `GET /{env}/tools`: the shared tools.
+    pub const TOOLS: &str = "/tools";
+    /// `GET /{env}/splits`: the splits.
+    pub const SPLITS: &str = "/splits";
+    /// `POST /{env}/tasks`: every task of a split.
+    pub const TASKS: &str = "/tasks";
+    /// `POST /{env}/num_tasks`: the number of tasks in a split.
+    pub const NUM_TASKS: &str = "/num_tasks";
+    /// `POST /{env}/task`: one task (alias [`GET_TASK`], row `get-task-aliases`).
+    pub const TASK: &str = "/task";
+    /// `POST /{env}/get_task`: the Tasks & Splits page's name for [`TASK`].
+    pub const GET_TASK: &str = "/get_task";
+    /// `POST /{env}/task_range`: a slice of a split (alias [`GET_TASK_RANGE`]).
+    pub const TASK_RANGE: &str = "/task_range";
+    /// `POST /{env}/get_task_range`: the Tasks & Splits page's name for [`TASK_RANGE`].
+    pub const GET_TASK_RANGE: &str = "/get_task_range";
+    /// `GET /{env}/task_tools`: the episode's tools, shared and task-specific.
+    pub const TASK_TOOLS: &str = "/task_tools";
+    /// `GET /{env}/prompt`: the blocks that start the episode.
+    pub const PROMPT: &str = "/prompt";
+    /// `POST /{env}/call`: a tool call, answered as an SSE stream.
+    pub const CALL: &str = "/call";
+}
+
+/// Event name of the call id, always the first event of a call stream.
+pub const EVENT_TASK_ID: &str = "task_id";
+/// Event name of an intermediate piece of a large result.
+pub const EVENT_CHUNK: &str = "chunk";
+/// Event name of the complete result, or of its last piece.
+pub const EVENT_END: &str = "end";
+/// Event name of a crashed tool or an unknown task id; no `end` follows.
+pub const EVENT_ERROR: &str = "error";
+/// Event name of a progress report from a running tool (JSON data); older clients ignore it.
+pub const EVENT_PROGRESS: &str = "progress";
+
+/// The largest `chunk`/`end` data piece, in bytes (row `chunking`).
+pub const CHUNK_SIZE: usize = 4096;
+/// Longest session id a server accepts, in bytes.
+pub const MAX_SESSION_ID_LEN: usize = 128;
+/// The server's default interval of keep-alive comments on a call stream (row
+/// `keep-alive-interval`); a client's read timeout must be longer.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a finished call's result stays available to a reconnect by default.
+pub const RESULT_LINGER: Duration = Duration::from_secs(60);
+
+/// The stable machine-readable `code` of an error reply `{"detail": ..., "code": ...}` (row
+/// `error-codes`). Programs decide on the code, never on the words of `detail`; a code this
+/// version does not know is kept as text by [`ErrorBody`](crate::ErrorBody) readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// 404: the session id was never seen (or was forgotten long ago).
+    SessionNotFound,
+    /// 410: the session was deleted (within the last hour, row `gone-vs-not-found`).
+    SessionDeleted,
+    /// 404: the inactivity reaper removed the session.
+    SessionTimedOut,
+    /// 404: the id came from `/create_session` but no `/create` started an episode under it.
+    NoEpisodeYet,
+    /// 400: `/create` under an id that already has a live episode.
+    SessionExists,
+    /// 400: the request is malformed (body, field, header, index, split...); `detail` says
+    /// which part.
+    InvalidRequest,
+    /// 404: the path or `env_name` names an environment the server does not host.
+    UnknownEnvironment,
+    /// 503: the server is at its limit of live sessions (`Retry-After` says when to retry).
+    TooManySessions,
+    /// 429: the session already has as many calls running or queued as allowed.
+    TooManyCalls,
+    /// 401: the API key is missing or wrong.
+    Unauthorized,
+    /// 503: the server is shutting down.
+    ShuttingDown,
+    /// 413: the request body is larger than the server accepts.
+    PayloadTooLarge,
+    /// 404: no route has this path.
+    NoRoute,
+    /// 405: the route exists, the method does not (`Allow` lists the right one).
+    MethodNotAllowed,
+    /// 400 or 500: the environment's setup of this session failed (400 when the task was
+    /// unusable); later requests on the session get the same answer.
+    SetupFailed,
+    /// 500: the server or the environment failed.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, for tables and tests.
+    pub const ALL: [ErrorCode; 16] = [
+        ErrorCode::SessionNotFound,
+        ErrorCode::SessionDeleted,
+        ErrorCode::SessionTimedOut,
+        ErrorCode::NoEpisodeYet,
+        ErrorCode::SessionExists,
+        ErrorCode::InvalidRequest,
+        ErrorCode::UnknownEnvironment,
+        ErrorCode::TooManySessions,
+        ErrorCode::TooManyCalls,
+        ErrorCode::Unauthorized,
+        ErrorCode::ShuttingDown,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::NoRoute,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::SetupFailed,
+        ErrorCode::Internal,
+    ];
+
+    /// The code as it appears on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::SessionNotFound => "session_not_found",
+            ErrorCode::SessionDeleted => "session_deleted",
+            ErrorCode::SessionTimedOut => "session_timed_out",
+            ErrorCode::NoEpisodeYet => "no_episode_yet",
+            ErrorCode::SessionExists => "session_exists",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::UnknownEnvironment => "unknown_environment",
+            ErrorCode::TooManySessions => "too_many_sessions",
+            ErrorCode::TooManyCalls => "too_many_calls",
+            ErrorCode::Unauthorized => "unauthorized",
+            ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::NoRoute => "no_route",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::SetupFailed => "setup_failed",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    /// Whether the code says the session named by `X-Session-ID` has no episode to serve
+    /// (deleted, timed out, never created): every later request on it fails the same way.
+    pub const fn means_session_gone(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::SessionNotFound
+                | ErrorCode::SessionDeleted
+                | ErrorCode::SessionTimedOut
+                | ErrorCode::NoEpisodeYet
+        )
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A code this version does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown error code {0:?}")]
+pub struct UnknownErrorCode(pub String);
+
+impl FromStr for ErrorCode {
+    type Err = UnknownErrorCode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ErrorCode::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| UnknownErrorCode(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip_and_are_distinct_snake_case() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let s = code.as_str();
+            assert!(seen.insert(s), "duplicate code {s}");
+            assert!(
+                s.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{s}"
+            );
+            assert_eq!(s.parse::<ErrorCode>(), Ok(code));
+            assert_eq!(code.to_string(), s);
+        }
+        assert!("Session_Deleted".parse::<ErrorCode>().is_err());
+    }
+
+    #[test]
+    fn only_session_codes_mean_the_session_is_gone() {
+        let gone: Vec<&str> = ErrorCode::ALL
+            .into_iter()
+            .filter(|c| c.means_session_gone())
+            .map(ErrorCode::as_str)
+            .collect();
+        assert_eq!(
+            gone,
+            [
+                "session_not_found",
+                "session_deleted",
+                "session_timed_out",
+                "no_episode_yet"
+            ]
+        );
+    }
+}
