@@ -131,7 +131,7 @@ impl App {
             active: AtomicUsize::new(0),
         });
         Ok(Self {
-            sessions: SessionStore::new(config.max_sessions),
+            sessions: SessionStore::new(config.max_sessions, config.session_timeout),
             config,
             envs: hosted,
             list_envs_json,

@@ -23,7 +23,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::body::{sse_full, sse_stream, Resp, SseBody};
-use crate::session::{lock, panic_message, Session};
+use crate::session::Session;
+use crate::util::{lock, panic_message};
 
 /// Events buffered per stream; progress beyond this for a slow reader is dropped.
 const STREAM_BUFFER: usize = 64;

@@ -1,12 +1,14 @@
-//! Errors: [`ApiError`] (what a request gets back, mapped to a status in one place) and
-//! [`ServerError`] (why a server could not start).
+//! Errors: [`ApiError`] (what a request gets back, mapped to a status and a code in one
+//! place) and [`ServerError`] (why a server could not start).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderValue, ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;
 use ors_core::types::ErrorBody;
+use ors_core::ErrorCode;
 use ors_runtime::env::{EnvError, TaskError};
 
 use crate::body::{json_status, Resp};
@@ -20,7 +22,8 @@ pub(crate) struct SetupFailure {
     pub(crate) message: Arc<str>,
 }
 
-/// An error answered with a status and a `{"detail": "..."}` body.
+/// An error answered with a status and a `{"detail": "...", "code": "..."}` body (row
+/// `error-codes`).
 #[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum ApiError {
     #[error("no route for {method} {path}")]
@@ -40,7 +43,9 @@ pub(crate) enum ApiError {
     #[error("session '{0}' not found")]
     SessionNotFound(Arc<str>),
     #[error("session '{0}' was deleted")]
-    SessionGone(Arc<str>),
+    SessionDeleted(Arc<str>),
+    #[error("session '{sid}' timed out after {} s of inactivity", Secs(*.after))]
+    SessionTimedOut { sid: Arc<str>, after: Duration },
     #[error("session '{0}' already exists")]
     SessionExists(Arc<str>),
     #[error("session setup failed: {}", .0.message)]
@@ -61,13 +66,27 @@ pub(crate) enum ApiError {
     Internal(String),
 }
 
+/// A duration in seconds as people write it: `900`, `0.5`.
+struct Secs(Duration);
+
+impl std::fmt::Display for Secs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.subsec_nanos() == 0 {
+            write!(f, "{}", self.0.as_secs())
+        } else {
+            write!(f, "{}", self.0.as_secs_f64())
+        }
+    }
+}
+
 impl ApiError {
     /// The status code of each error: the one place they are decided.
     pub(crate) fn status(&self) -> StatusCode {
         match self {
             ApiError::NoRoute { .. }
             | ApiError::UnknownEnvironment(_)
-            | ApiError::SessionNotFound(_) => StatusCode::NOT_FOUND,
+            | ApiError::SessionNotFound(_)
+            | ApiError::SessionTimedOut { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::MissingSessionId
             | ApiError::InvalidSessionId(_)
@@ -75,7 +94,7 @@ impl ApiError {
             | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::SetupFailed(f) if f.bad_task => StatusCode::BAD_REQUEST,
             ApiError::SetupFailed(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::SessionGone(_) => StatusCode::GONE,
+            ApiError::SessionDeleted(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::TooManySessions { .. } | ApiError::ShuttingDown => {
                 StatusCode::SERVICE_UNAVAILABLE
@@ -85,14 +104,38 @@ impl ApiError {
         }
     }
 
-    /// The response: status, `{"detail": ...}`, and the headers some statuses require.
+    /// The machine-readable code of each error: the one place they are decided.
+    pub(crate) fn code(&self) -> ErrorCode {
+        match self {
+            ApiError::NoRoute { .. } => ErrorCode::NoRoute,
+            ApiError::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
+            ApiError::UnknownEnvironment(_) => ErrorCode::UnknownEnvironment,
+            ApiError::MissingSessionId
+            | ApiError::InvalidSessionId(_)
+            | ApiError::BadRequest(_) => ErrorCode::InvalidRequest,
+            ApiError::SessionNotFound(_) => ErrorCode::SessionNotFound,
+            ApiError::SessionDeleted(_) => ErrorCode::SessionDeleted,
+            ApiError::SessionTimedOut { .. } => ErrorCode::SessionTimedOut,
+            ApiError::SessionExists(_) => ErrorCode::SessionExists,
+            ApiError::SetupFailed(_) => ErrorCode::SetupFailed,
+            ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            ApiError::TooManySessions { .. } => ErrorCode::TooManySessions,
+            ApiError::TooManyCalls { .. } => ErrorCode::TooManyCalls,
+            ApiError::ShuttingDown => ErrorCode::ShuttingDown,
+            ApiError::Unauthorized => ErrorCode::Unauthorized,
+            ApiError::Internal(_) => ErrorCode::Internal,
+        }
+    }
+
+    /// The response: status, `{"detail": ..., "code": ...}`, and the headers some statuses
+    /// require.
     pub(crate) fn to_response(&self) -> Resp {
-        let body = ErrorBody {
-            detail: self.to_string(),
-        };
+        let body = ErrorBody::new(self.code(), self.to_string());
         let bytes = serde_json::to_vec(&body)
             .map(Bytes::from)
-            .unwrap_or_else(|_| Bytes::from_static(b"{\"detail\":\"error\"}"));
+            .unwrap_or_else(|_| {
+                Bytes::from_static(b"{\"detail\":\"error\",\"code\":\"internal\"}")
+            });
         let mut resp = json_status(self.status(), bytes);
         let headers = resp.headers_mut();
         match self {
@@ -178,24 +221,61 @@ pub enum ServerError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::BodyExt as _;
 
-    #[test]
-    fn statuses_follow_the_api_page() {
+    /// Every error with its status and code, as the table in the report lists them.
+    fn every_error() -> Vec<(ApiError, u16, ErrorCode)> {
         let sid: Arc<str> = "s".into();
-        let cases = [
-            (ApiError::MissingSessionId, 400),
-            (ApiError::InvalidSessionId("too long"), 400),
-            (ApiError::SessionExists(sid.clone()), 400),
-            (ApiError::BadRequest("x".into()), 400),
-            (ApiError::Unauthorized, 401),
-            (ApiError::SessionNotFound(sid.clone()), 404),
-            (ApiError::UnknownEnvironment("x".into()), 404),
+        let failure = |bad_task| {
+            ApiError::SetupFailed(SetupFailure {
+                bad_task,
+                message: "no".into(),
+            })
+        };
+        vec![
+            (ApiError::MissingSessionId, 400, ErrorCode::InvalidRequest),
+            (
+                ApiError::InvalidSessionId("too long"),
+                400,
+                ErrorCode::InvalidRequest,
+            ),
+            (
+                ApiError::BadRequest("x".into()),
+                400,
+                ErrorCode::InvalidRequest,
+            ),
+            (
+                ApiError::SessionExists(sid.clone()),
+                400,
+                ErrorCode::SessionExists,
+            ),
+            (failure(true), 400, ErrorCode::SetupFailed),
+            (ApiError::Unauthorized, 401, ErrorCode::Unauthorized),
+            (
+                ApiError::SessionNotFound(sid.clone()),
+                404,
+                ErrorCode::SessionNotFound,
+            ),
+            (
+                ApiError::SessionTimedOut {
+                    sid: sid.clone(),
+                    after: Duration::from_secs(900),
+                },
+                404,
+                ErrorCode::SessionTimedOut,
+            ),
+            (
+                ApiError::UnknownEnvironment("x".into()),
+                404,
+                ErrorCode::UnknownEnvironment,
+            ),
             (
                 ApiError::NoRoute {
                     method: "GET".into(),
                     path: "/x".into(),
                 },
                 404,
+                ErrorCode::NoRoute,
             ),
             (
                 ApiError::MethodNotAllowed {
@@ -204,35 +284,85 @@ mod tests {
                     allow: "POST",
                 },
                 405,
+                ErrorCode::MethodNotAllowed,
             ),
-            (ApiError::SessionGone(sid), 410),
-            (ApiError::PayloadTooLarge { limit: 1 }, 413),
-            (ApiError::Internal("x".into()), 500),
-            (ApiError::TooManySessions { max: 1 }, 503),
+            (
+                ApiError::SessionDeleted(sid),
+                410,
+                ErrorCode::SessionDeleted,
+            ),
+            (
+                ApiError::PayloadTooLarge { limit: 1 },
+                413,
+                ErrorCode::PayloadTooLarge,
+            ),
             (
                 ApiError::TooManyCalls {
                     sid: "s".into(),
                     max: 1,
                 },
                 429,
+                ErrorCode::TooManyCalls,
             ),
-        ];
-        for (err, status) in cases {
+            (ApiError::Internal("x".into()), 500, ErrorCode::Internal),
+            (failure(false), 500, ErrorCode::SetupFailed),
+            (
+                ApiError::TooManySessions { max: 1 },
+                503,
+                ErrorCode::TooManySessions,
+            ),
+            (ApiError::ShuttingDown, 503, ErrorCode::ShuttingDown),
+        ]
+    }
+
+    #[test]
+    fn statuses_and_codes_follow_the_notes() {
+        for (err, status, code) in every_error() {
             assert_eq!(err.status().as_u16(), status, "{err}");
+            assert_eq!(err.code(), code, "{err}");
         }
+    }
+
+    #[tokio::test]
+    async fn bodies_carry_detail_and_code() {
+        for (err, _, code) in every_error() {
+            let resp = err.to_response();
+            let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+            let body: ErrorBody = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(body.detail, err.to_string());
+            assert_eq!(body.error_code(), Some(code), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_timed_out_detail_names_the_idle_limit() {
+        let err = |after| ApiError::SessionTimedOut {
+            sid: "s1".into(),
+            after,
+        };
+        assert_eq!(
+            err(Duration::from_secs(900)).to_string(),
+            "session 's1' timed out after 900 s of inactivity"
+        );
+        assert_eq!(
+            err(Duration::from_millis(1500)).to_string(),
+            "session 's1' timed out after 1.5 s of inactivity"
+        );
     }
 
     #[test]
     fn task_errors_map_to_400_or_500() {
         let e: ApiError = TaskError::UnknownSplit("x".into()).into();
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
+        assert_eq!(e.code(), ErrorCode::InvalidRequest);
         assert!(e.to_string().starts_with("Invalid split"));
         let e: ApiError = TaskError::Env(EnvError::msg("disk on fire")).into();
         assert_eq!(e.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(e.code(), ErrorCode::Internal);
     }
 
     #[test]
-    fn responses_carry_detail_and_required_headers() {
+    fn responses_carry_the_required_headers() {
         let resp = ApiError::MethodNotAllowed {
             method: "GET".into(),
             path: "/call".into(),

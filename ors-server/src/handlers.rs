@@ -11,16 +11,17 @@ use hyper::body::Incoming;
 use ors_core::sse;
 use ors_core::types::{
     CreateSession, GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse,
-    SessionId, TaskRangeResponse, TaskResponse, TaskSource,
+    SessionId, TaskRangeResponse, TaskResponse, TaskSource, ToolCall,
 };
 
 use crate::app::{App, HostedEnv};
 use crate::body::{self, json, json_bytes, sse_full, Resp};
 use crate::call;
 use crate::error::ApiError;
-use crate::request::{self, parse_body, CREATE_BODY, RANGE_BODY, SPLIT_BODY, TASK_BODY};
+use crate::request::{self, parse_body};
 use crate::router::Endpoint;
-use crate::session::{panic_message, Session};
+use crate::session::{Ending, Session};
+use crate::util::panic_message;
 
 const HEALTH: &[u8] = b"{\"status\":\"ok\"}";
 
@@ -50,12 +51,12 @@ impl App {
             Endpoint::Splits => Ok(json_bytes(self.env(env)?.splits_json.clone())),
             Endpoint::Tasks => {
                 let env = self.env(env)?;
-                let req: ListTasks = parse_body(&self.body(parts, body).await?, SPLIT_BODY)?;
+                let req: ListTasks = parse_body(&self.body(parts, body).await?)?;
                 tasks_reply(env, &req.split).await
             }
             Endpoint::NumTasks => {
                 let env = self.env(env)?;
-                let req: NumTasks = parse_body(&self.body(parts, body).await?, SPLIT_BODY)?;
+                let req: NumTasks = parse_body(&self.body(parts, body).await?)?;
                 let n = env.env.num_tasks(&req.split).await?;
                 json(&NumTasksResponse {
                     num_tasks: n as u64,
@@ -63,13 +64,13 @@ impl App {
             }
             Endpoint::Task => {
                 let env = self.env(env)?;
-                let req: GetTask = parse_body(&self.body(parts, body).await?, TASK_BODY)?;
+                let req: GetTask = parse_body(&self.body(parts, body).await?)?;
                 let task = env.env.task(&req.split, req.index).await?;
                 json(&TaskResponse { task })
             }
             Endpoint::TaskRange => {
                 let env = self.env(env)?;
-                let req: GetTaskRange = parse_body(&self.body(parts, body).await?, RANGE_BODY)?;
+                let req: GetTaskRange = parse_body(&self.body(parts, body).await?)?;
                 let tasks = env.env.task_range(&req.split, req.start, req.stop).await?;
                 json(&TaskRangeResponse { tasks })
             }
@@ -77,7 +78,7 @@ impl App {
                 self.env(env)?;
                 let session = self.ready_session(parts).await?;
                 let slot = session.episode.lock().await;
-                let episode = slot.as_ref().ok_or_else(|| gone(&session))?;
+                let episode = slot.as_ref().ok_or_else(|| session.gone())?;
                 let tools = std::panic::catch_unwind(AssertUnwindSafe(|| episode.tools()))
                     .map_err(|p| {
                         ApiError::Internal(format!("task_tools panicked: {}", panic_message(&*p)))
@@ -88,7 +89,7 @@ impl App {
                 self.env(env)?;
                 let session = self.ready_session(parts).await?;
                 let slot = session.episode.lock().await;
-                let episode = slot.as_ref().ok_or_else(|| gone(&session))?;
+                let episode = slot.as_ref().ok_or_else(|| session.gone())?;
                 let blocks = AssertUnwindSafe(episode.prompt())
                     .catch_unwind()
                     .await
@@ -155,7 +156,7 @@ impl App {
         tracing::Span::current().record("session", sid);
         let header_secrets = request::header_secrets(&parts.headers)?;
         let body = self.body(parts, body).await?;
-        let create: CreateSession = parse_body(&body, CREATE_BODY)?;
+        let create: CreateSession = parse_body(&body)?;
         let source = create
             .task_source()
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
@@ -182,7 +183,7 @@ impl App {
             // Shutdown drained the sessions while this request read its body: nothing would
             // ever tear this one down, so it is not started.
             if let Some(s) = self.sessions.remove(sid) {
-                s.close(self.config.shutdown_grace).await;
+                s.close(Ending::Shutdown, self.config.shutdown_grace).await;
             }
             return Err(ApiError::ShuttingDown);
         }
@@ -193,15 +194,17 @@ impl App {
         })
     }
 
-    /// `delete` tears the episode down (404 never seen, 410 already deleted: PROTOCOL_NOTES
-    /// row `delete-unknown`); `delete_session` does the same when there is something to delete, else
-    /// answers 200 anyway (it is optional cleanup).
+    /// `delete` tears the episode down (404 never seen or reaped, 410 already deleted:
+    /// PROTOCOL_NOTES row `delete-unknown`); `delete_session` does the same when there is
+    /// something to delete, else answers 200 anyway (it is optional cleanup).
     async fn delete(&self, parts: &Parts, lenient: bool) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
         match self.sessions.remove(sid) {
             Some(session) => {
-                session.close(self.config.shutdown_grace).await;
+                session
+                    .close(Ending::Deleted, self.config.shutdown_grace)
+                    .await;
                 tracing::debug!(session = sid, "session deleted");
             }
             None if lenient => {}
@@ -217,11 +220,11 @@ impl App {
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
         let body = self.body(parts, body).await?;
-        let request::CallBody {
+        let ToolCall {
             name,
             input,
             task_id,
-        } = request::call_body(&body)?;
+        } = parse_body(&body)?;
         tracing::Span::current().record("tool", name.as_str());
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
@@ -253,10 +256,6 @@ impl App {
             tracing::Span::current().record("env", env.name.as_str());
         }
     }
-}
-
-fn gone(session: &Session) -> ApiError {
-    ApiError::SessionGone(session.id.clone())
 }
 
 /// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.

@@ -6,7 +6,8 @@
 //! `/{env}/tasks`, `/{env}/num_tasks`, `/{env}/task` and `/{env}/task_range`, also under their
 //! `get_` names), sessions (`/create_session`, `/create`, `/ping`, `/delete`,
 //! `/delete_session`) and episodes (`/{env}/prompt`, `/{env}/task_tools`, `/{env}/call` as a
-//! Server-Sent-Events stream). Errors are `{"detail": "..."}` bodies naming the problem.
+//! Server-Sent-Events stream). Errors are `{"detail": "...", "code": "..."}` bodies naming
+//! the problem.
 //!
 //! ```no_run
 //! use ors_server::prelude::*;
@@ -109,8 +110,17 @@
 //! - **Routing.** The first environment registered is the default: `/tools`, `/call`, ...
 //!   without an environment segment reach it. Episode routes are served by the session's
 //!   environment whatever the path segment names.
+//! - **Errors.** `{"detail": "...", "code": "..."}`: `detail` for people, a stable `code`
+//!   ([`core::ErrorCode`]) for programs. A deleted session answers 410 `session_deleted` for
+//!   an hour, a reaped one 404 `session_timed_out`, an unknown id 404 `session_not_found`.
+//!   Unknown fields in request bodies are ignored; a missing or wrong field is a 400 naming it.
+//! - **Output.** [`Server::bind`] prints nothing; [`Server::serve`] and
+//!   [`Server::serve_from_env`], meant for binaries, print one ready line to stdout.
 //! - **Logging.** `tracing`, quiet at `info`; one span and line per request at `debug`
 //!   (method, path, status, latency, session, env, tool). Secrets are never logged.
+//!   [`init_tracing`] (cargo feature `init_tracing`, on by default) installs a stderr
+//!   subscriber, without colours unless stderr is a terminal; a binary with its own
+//!   subscriber disables the feature.
 
 pub use ors_core as core;
 pub use ors_core::{Block, Blocks, RunToolOutput, Secrets, Split, SplitType, ToolOutput, ToolSpec};
@@ -127,14 +137,18 @@ mod call;
 mod config;
 mod error;
 mod handlers;
+#[cfg(feature = "init_tracing")]
 mod logging;
 mod request;
 mod router;
 mod server;
 mod session;
+mod tombstones;
+mod util;
 
 pub use config::{ConfigError, ServerConfig};
 pub use error::ServerError;
+#[cfg(feature = "init_tracing")]
 pub use logging::init_tracing;
 pub use server::{RunningServer, Server};
 

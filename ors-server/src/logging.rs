@@ -1,6 +1,10 @@
-//! Log setup for server binaries.
+//! Log setup for server binaries (cargo feature `init_tracing`, on by default; a binary that
+//! installs its own `tracing` subscriber turns it off and drops `tracing-subscriber`).
 
-/// Install a `tracing` subscriber writing to stderr, filtered by `RUST_LOG` (default `info`).
+use std::io::IsTerminal as _;
+
+/// Install a `tracing` subscriber writing to stderr, filtered by `RUST_LOG` (default `info`),
+/// in colour only when stderr is a terminal (plain text in files, pipes and log collectors).
 ///
 /// At `info` the server logs only start, stop and problems; one line per request appears at
 /// `debug` (`RUST_LOG=ors_server=debug`). Secrets are never logged. Calling it twice is harmless.
@@ -10,5 +14,6 @@ pub fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

@@ -1,27 +1,23 @@
 //! Reading what a request says: the session id header, the `X-Secrets` header, the API key,
-//! content negotiation, and JSON bodies checked field by field so a 400 names the field
-//! (PROTOCOL_NOTES row `bad-body-400`).
+//! content negotiation, and JSON bodies parsed into the `ors-core` request types, with 400s
+//! that name the field (PROTOCOL_NOTES row `bad-body-400`).
 
 use base64::Engine as _;
-use bytes::Bytes;
 use http::header::{HeaderName, ACCEPT, AUTHORIZATION};
 use http::HeaderMap;
+use ors_core::protocol::{self, MAX_SESSION_ID_LEN};
+use ors_core::types::Secrets;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
-
-use ors_core::types::Secrets;
 
 use crate::error::ApiError;
 
 // Named once: looking a header up by `&str` parses and hashes the name on every request.
-const X_SESSION_ID: HeaderName = HeaderName::from_static("x-session-id");
-const X_SECRETS: HeaderName = HeaderName::from_static("x-secrets");
-const X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+const X_SESSION_ID: HeaderName = HeaderName::from_static(protocol::HEADER_SESSION_ID);
+const X_SECRETS: HeaderName = HeaderName::from_static(protocol::HEADER_SECRETS);
+const X_API_KEY: HeaderName = HeaderName::from_static(protocol::HEADER_API_KEY);
 
-/// Longest accepted session id, in characters.
-pub(crate) const MAX_SESSION_ID_LEN: usize = 128;
-
-/// The trimmed `X-Session-ID`: required, at most 128 printable characters.
+/// The trimmed `X-Session-ID`: required, at most [`MAX_SESSION_ID_LEN`] printable bytes.
 pub(crate) fn session_id(headers: &HeaderMap) -> Result<&str, ApiError> {
     let raw = headers
         .get(X_SESSION_ID)
@@ -34,9 +30,7 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Result<&str, ApiError> {
         return Err(ApiError::MissingSessionId);
     }
     if sid.len() > MAX_SESSION_ID_LEN {
-        return Err(ApiError::InvalidSessionId(
-            "it is longer than 128 characters",
-        ));
+        return Err(ApiError::InvalidSessionId("it is longer than 128 bytes"));
     }
     if sid.chars().any(char::is_control) {
         return Err(ApiError::InvalidSessionId("it contains control characters"));
@@ -114,235 +108,62 @@ pub(crate) fn wants_sse(headers: &HeaderMap) -> bool {
     headers.get_all(ACCEPT).iter().any(|v| {
         v.as_bytes()
             .windows(17)
-            .any(|w| w.eq_ignore_ascii_case(b"text/event-stream"))
+            .any(|w| w.eq_ignore_ascii_case(protocol::EVENT_STREAM.as_bytes()))
     })
 }
 
-/// The JSON type a body field must have.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Str,
-    Int,
-    Object,
-    /// An object whose values are strings.
-    StrMap,
-}
-
-impl Kind {
-    fn accepts(self, v: &Value) -> bool {
-        match self {
-            Kind::Str => v.is_string(),
-            Kind::Int => v.is_i64(),
-            Kind::Object => v.is_object(),
-            Kind::StrMap => v
-                .as_object()
-                .is_some_and(|o| o.values().all(Value::is_string)),
-        }
-    }
-
-    fn describe(self) -> &'static str {
-        match self {
-            Kind::Str => "a string",
-            Kind::Int => "an integer",
-            Kind::Object => "a JSON object",
-            Kind::StrMap => "an object of string values",
-        }
-    }
-}
-
-/// One field of a request body.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Field {
-    pub(crate) name: &'static str,
-    pub(crate) kind: Kind,
-    pub(crate) required: bool,
-}
-
-pub(crate) const fn req(name: &'static str, kind: Kind) -> Field {
-    Field {
-        name,
-        kind,
-        required: true,
-    }
-}
-
-pub(crate) const fn opt(name: &'static str, kind: Kind) -> Field {
-    Field {
-        name,
-        kind,
-        required: false,
-    }
-}
-
-/// Fields of the `tasks` and `num_tasks` bodies.
-pub(crate) const SPLIT_BODY: &[Field] = &[req("split", Kind::Str)];
-/// Fields of the `task` body.
-pub(crate) const TASK_BODY: &[Field] = &[req("split", Kind::Str), req("index", Kind::Int)];
-/// Fields of the `task_range` body.
-pub(crate) const RANGE_BODY: &[Field] = &[
-    req("split", Kind::Str),
-    opt("start", Kind::Int),
-    opt("stop", Kind::Int),
-];
-/// Fields of the `create` body.
-pub(crate) const CREATE_BODY: &[Field] = &[
-    opt("env_name", Kind::Str),
-    opt("task_spec", Kind::Object),
-    opt("split", Kind::Str),
-    opt("index", Kind::Int),
-    opt("secrets", Kind::StrMap),
-];
-/// Fields of the `call` body.
-pub(crate) const CALL_BODY: &[Field] = &[
-    req("name", Kind::Str),
-    opt("input", Kind::Object),
-    opt("task_id", Kind::Str),
-];
-
-/// Parse a body as a JSON object and check it against `fields`: unknown fields, missing
-/// required fields and wrong types are 400s naming the field. `null` counts as absent for an
-/// optional field and is removed. An empty body is an empty object.
-pub(crate) fn check_body(body: &Bytes, fields: &[Field]) -> Result<Map<String, Value>, ApiError> {
-    let mut map = if body.iter().all(u8::is_ascii_whitespace) {
-        Map::new()
-    } else {
-        match serde_json::from_slice::<Value>(body) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => {
-                return Err(ApiError::BadRequest(
-                    "request body must be a JSON object".to_owned(),
-                ))
-            }
-            Err(e) => {
-                return Err(ApiError::BadRequest(format!(
-                    "request body is not valid JSON: {e}"
-                )))
-            }
+/// Parse a JSON request body into its `ors-core` type. Unknown fields are ignored (row
+/// `unknown-fields-ignored`); a missing or wrong field is a 400 naming it (row
+/// `bad-body-400`); `null` is an absent optional field; an empty body is an empty object
+/// (so its required fields are reported missing).
+pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let json: &[u8] = match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => b"{}",
+        // A derived struct would also read a JSON array of its fields: objects only.
+        Some(b'{') => body,
+        Some(_) => {
+            return Err(ApiError::BadRequest(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                    Ok(_) => "request body must be a JSON object".to_owned(),
+                    Err(e) => format!("request body is not valid JSON: {e}"),
+                },
+            ))
         }
     };
-    if let Some(unknown) = map.keys().find(|k| !fields.iter().any(|f| f.name == *k)) {
-        let expected: Vec<&str> = fields.iter().map(|f| f.name).collect();
-        return Err(ApiError::BadRequest(format!(
-            "unknown field '{unknown}' in request body; expected {}",
-            expected.join(", ")
-        )));
-    }
-    for f in fields {
-        match map.get(f.name) {
-            None | Some(Value::Null) if f.required => {
-                return Err(ApiError::BadRequest(format!(
-                    "missing field '{}' ({})",
-                    f.name,
-                    f.kind.describe()
-                )))
-            }
-            None => {}
-            Some(Value::Null) => {
-                map.remove(f.name);
-            }
-            Some(v) if !f.kind.accepts(v) => {
-                return Err(ApiError::BadRequest(format!(
-                    "field '{}' must be {}",
-                    f.name,
-                    f.kind.describe()
-                )))
-            }
-            Some(_) => {}
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if !inner.is_data() {
+            return ApiError::BadRequest(format!("request body is not valid JSON: {inner}"));
         }
+        let message = without_position(&inner);
+        ApiError::BadRequest(if path == "." {
+            format!("invalid request body: {message}")
+        } else {
+            format!("invalid field '{path}': {message}")
+        })
+    })?;
+    de.end()
+        .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+/// A serde_json data error without its " at line L column C" (the field path says where).
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&suffix) {
+        Some(message) => message.to_owned(),
+        None => text,
     }
-    Ok(map)
-}
-
-/// What a `call` body says.
-#[derive(Debug)]
-pub(crate) struct CallBody {
-    pub(crate) name: String,
-    /// The tool input; an empty object when absent.
-    pub(crate) input: Value,
-    pub(crate) task_id: Option<String>,
-}
-
-/// The well-formed shape of a `call` body, read in one pass from the bytes.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CallWire {
-    name: String,
-    #[serde(default)]
-    input: Option<Value>,
-    #[serde(default)]
-    task_id: Option<String>,
-}
-
-/// Parse a `call` body. Every call goes through here, so a valid body is deserialized
-/// straight from the bytes; anything else is re-read by [`check_body`], whose 400s name the
-/// field.
-pub(crate) fn call_body(body: &Bytes) -> Result<CallBody, ApiError> {
-    // A derived struct would also accept a JSON array of its fields: objects only.
-    let is_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
-    if let Some(wire) = is_object
-        .then(|| serde_json::from_slice::<CallWire>(body).ok())
-        .flatten()
-    {
-        match wire.input {
-            None => {
-                return Ok(CallBody {
-                    name: wire.name,
-                    input: Value::Object(Map::new()),
-                    task_id: wire.task_id,
-                })
-            }
-            Some(input @ Value::Object(_)) => {
-                return Ok(CallBody {
-                    name: wire.name,
-                    input,
-                    task_id: wire.task_id,
-                })
-            }
-            // `null` is absent; other kinds get check_body's message.
-            Some(Value::Null) => {
-                return Ok(CallBody {
-                    name: wire.name,
-                    input: Value::Object(Map::new()),
-                    task_id: wire.task_id,
-                })
-            }
-            Some(_) => {}
-        }
-    }
-    let mut map = check_body(body, CALL_BODY)?;
-    let name = match map.remove("name") {
-        Some(Value::String(name)) => name,
-        _ => return Err(ApiError::BadRequest("missing field 'name'".to_owned())),
-    };
-    let input = map
-        .remove("input")
-        .unwrap_or_else(|| Value::Object(Map::new()));
-    let task_id = match map.remove("task_id") {
-        Some(Value::String(id)) => Some(id),
-        _ => None,
-    };
-    Ok(CallBody {
-        name,
-        input,
-        task_id,
-    })
-}
-
-/// [`check_body`], then the typed body.
-pub(crate) fn parse_body<T: DeserializeOwned>(
-    body: &Bytes,
-    fields: &[Field],
-) -> Result<T, ApiError> {
-    let map = check_body(body, fields)?;
-    serde_json::from_value(Value::Object(map))
-        .map_err(|e| ApiError::BadRequest(format!("invalid request body: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use http::HeaderValue;
-    use ors_core::types::GetTask;
+    use ors_core::types::{CreateSession, GetTask, GetTaskRange, ToolCall};
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -428,27 +249,47 @@ mod tests {
         assert!(!wants_sse(&headers(&[])));
     }
 
-    #[test]
-    fn body_errors_name_the_field() {
-        let err = |body: &str, fields| {
-            check_body(&Bytes::from(body.to_owned()), fields)
-                .unwrap_err()
-                .to_string()
-        };
-        assert!(err(r#"{"split": 1, "index": 0}"#, TASK_BODY).contains("'split'"));
-        assert!(err(r#"{"split": "train", "index": "0"}"#, TASK_BODY).contains("'index'"));
-        assert!(err(r#"{"split": "train"}"#, TASK_BODY).contains("missing field 'index'"));
-        assert!(err(r#"{"split": "train", "index": 0, "x": 1}"#, TASK_BODY)
-            .contains("unknown field 'x'"));
-        assert!(err("[1]", TASK_BODY).contains("JSON object"));
-        assert!(err("{", TASK_BODY).contains("not valid JSON"));
-        assert!(err(r#"{"secrets": {"a": 1}}"#, CREATE_BODY).contains("'secrets'"));
-        assert!(err(r#"{"split": "train", "index": 1.5}"#, TASK_BODY).contains("'index'"));
+    fn err<T: DeserializeOwned + std::fmt::Debug>(body: &str) -> String {
+        let e = parse_body::<T>(body.as_bytes()).unwrap_err();
+        assert_eq!(e.status(), 400, "{e}");
+        e.to_string()
     }
 
     #[test]
-    fn call_bodies_parse_in_one_pass_and_errors_name_the_field() {
-        let ok = |body: &'static str| call_body(&Bytes::from_static(body.as_bytes())).unwrap();
+    fn body_errors_name_the_field() {
+        assert_eq!(
+            err::<GetTask>(r#"{"split": 1, "index": 0}"#),
+            "invalid field 'split': invalid type: integer `1`, expected a string"
+        );
+        assert!(err::<GetTask>(r#"{"split": "train", "index": "0"}"#).contains("'index'"));
+        assert!(err::<GetTask>(r#"{"split": "train", "index": 1.5}"#).contains("'index'"));
+        assert_eq!(
+            err::<GetTask>(r#"{"split": "train"}"#),
+            "invalid request body: missing field `index`"
+        );
+        assert_eq!(err::<GetTask>("[1]"), "request body must be a JSON object");
+        assert!(err::<GetTask>("{").starts_with("request body is not valid JSON"));
+        assert!(err::<GetTask>("[").starts_with("request body is not valid JSON"));
+        assert!(err::<GetTask>(r#"{"split": "a", "index": 0} x"#)
+            .starts_with("request body is not valid JSON"));
+        assert!(err::<CreateSession>(r#"{"secrets": {"a": 1}}"#).contains("'secrets.a'"));
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_and_a_misspelt_required_field_is_missing() {
+        // PROTOCOL_NOTES row `unknown-fields-ignored`.
+        let t: GetTask =
+            parse_body(br#"{"split": "a", "index": 2, "x": 1, "toolset_name": "t"}"#).unwrap();
+        assert_eq!((t.split.as_str(), t.index), ("a", 2));
+        assert_eq!(
+            err::<GetTask>(r#"{"split": "a", "indx": 2}"#),
+            "invalid request body: missing field `index`"
+        );
+    }
+
+    #[test]
+    fn call_bodies_and_their_errors() {
+        let ok = |body: &str| parse_body::<ToolCall>(body.as_bytes()).unwrap();
         let c = ok(r#"{"name":"echo","input":{"text":"hi"}}"#);
         assert_eq!(c.name, "echo");
         assert_eq!(c.input, serde_json::json!({"text": "hi"}));
@@ -457,37 +298,32 @@ mod tests {
         assert_eq!(c.input, serde_json::json!({}));
         assert_eq!(c.task_id.as_deref(), Some("t1"));
         assert_eq!(ok(r#"{"name":"a","task_id":null}"#).task_id, None);
-        let err = |body: &'static str| {
-            call_body(&Bytes::from_static(body.as_bytes()))
-                .unwrap_err()
-                .to_string()
-        };
-        assert!(err(r#"{"input":{}}"#).contains("missing field 'name'"));
-        assert!(err(r#"{"name":null}"#).contains("missing field 'name'"));
-        assert!(err(r#"{"name":1}"#).contains("field 'name' must be a string"));
-        assert!(err(r#"{"name":"a","input":[1]}"#).contains("field 'input' must be a JSON object"));
-        assert!(err(r#"{"name":"a","task_id":5}"#).contains("field 'task_id' must be a string"));
-        assert!(err(r#"{"name":"a","x":1}"#).contains("unknown field 'x'"));
-        assert!(err("").contains("missing field 'name'"));
-        assert!(err("[]").contains("JSON object"));
-        assert!(err(r#"["echo", {}]"#).contains("JSON object"));
-        assert!(err("{").contains("not valid JSON"));
+        assert_eq!(ok(r#"{"name":"a","x":1}"#).name, "a");
+        assert!(err::<ToolCall>(r#"{"input":{}}"#).contains("missing field `name`"));
+        assert!(err::<ToolCall>("").contains("missing field `name`"));
+        assert!(err::<ToolCall>(r#"{"name":null}"#).contains("'name'"));
+        assert!(err::<ToolCall>(r#"{"name":1}"#).contains("'name'"));
+        assert_eq!(
+            err::<ToolCall>(r#"{"name":"a","input":[1]}"#),
+            "invalid field 'input': invalid type: an array, expected a JSON object"
+        );
+        assert!(err::<ToolCall>(r#"{"name":"a","task_id":5}"#).contains("'task_id'"));
+        assert_eq!(err::<ToolCall>("[]"), "request body must be a JSON object");
+        assert_eq!(
+            err::<ToolCall>(r#"["echo", {}]"#),
+            "request body must be a JSON object"
+        );
     }
 
     #[test]
     fn valid_bodies_parse_and_null_is_absent() {
-        let t: GetTask = parse_body(
-            &Bytes::from_static(br#"{"split":"a","index":-1}"#),
-            TASK_BODY,
-        )
-        .unwrap();
+        let t: GetTask = parse_body(br#"{"split":"a","index":-1}"#).unwrap();
         assert_eq!(t.index, -1);
-        let m = check_body(
-            &Bytes::from_static(br#"{"split":"a","start":null}"#),
-            RANGE_BODY,
-        )
-        .unwrap();
-        assert!(!m.contains_key("start"));
-        assert!(check_body(&Bytes::new(), CREATE_BODY).unwrap().is_empty());
+        let r: GetTaskRange = parse_body(br#"{"split":"a","start":null}"#).unwrap();
+        assert_eq!(r.start, None);
+        assert_eq!(
+            parse_body::<CreateSession>(b"  ").unwrap(),
+            CreateSession::default()
+        );
     }
 }

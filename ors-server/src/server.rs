@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::App;
 use crate::config::ServerConfig;
 use crate::error::ServerError;
+use crate::session::Ending;
 
 /// Builds and runs an ORS server for one or more environments; the first registered one is
 /// the default that env-less paths (`/tools`, `/call`, ...) reach.
@@ -113,8 +114,9 @@ impl Server {
         self
     }
 
-    /// Bind the listener, print the ready line `ors-server listening on http://HOST:PORT` to
-    /// stdout, and serve in the background until [`RunningServer::shutdown`].
+    /// Bind the listener and serve in the background until [`RunningServer::shutdown`].
+    /// Prints nothing (a library does not write to stdout): the ready line is
+    /// [`Server::serve`]'s, for binaries.
     pub async fn bind(self) -> Result<RunningServer, ServerError> {
         self.config.validate()?;
         let app = Arc::new(App::new(self.config, self.envs)?);
@@ -127,20 +129,6 @@ impl Server {
                     source,
                 })?;
         let local_addr = listener.local_addr()?;
-        let shown_host = if host.contains(':') {
-            format!("[{host}]")
-        } else {
-            host.clone()
-        };
-        {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(
-                out,
-                "ors-server listening on http://{shown_host}:{}",
-                local_addr.port()
-            );
-            let _ = out.flush();
-        }
         let names: Vec<&str> = app.envs.iter().map(|e| e.name.as_str()).collect();
         tracing::info!(addr = %local_addr, envs = ?names, "ors-server ready");
         let stop = CancellationToken::new();
@@ -152,22 +140,43 @@ impl Server {
         })
     }
 
-    /// Bind and serve until SIGINT or SIGTERM, then shut down gracefully.
+    /// For binaries: bind, print the ready line `ors-server listening on http://HOST:PORT` to
+    /// stdout (what scripts and `cargo xtask` wait for), serve until SIGINT or SIGTERM, then
+    /// shut down gracefully.
     pub async fn serve(self) -> Result<(), ServerError> {
         // Handlers first, so a signal right after the ready line is not missed.
         let signal = shutdown_signal()?;
+        let host = self.config.host.clone();
         let running = self.bind().await?;
+        print_ready_line(&host, running.local_addr().port());
         signal.await;
         tracing::info!("shutting down");
         running.shutdown().await;
         Ok(())
     }
 
-    /// Overlay the `ORS_*` environment variables on the settings, then [`Server::serve`].
+    /// For binaries: overlay the `ORS_*` environment variables on the settings, then
+    /// [`Server::serve`] (which prints the ready line).
     pub async fn serve_from_env(mut self) -> Result<(), ServerError> {
         self.config.apply_env()?;
         self.serve().await
     }
+}
+
+/// The line binaries print once the port accepts connections; an IPv6 host is bracketed.
+fn ready_line(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("ors-server listening on http://[{host}]:{port}")
+    } else {
+        format!("ors-server listening on http://{host}:{port}")
+    }
+}
+
+fn print_ready_line(host: &str, port: u16) {
+    let mut out = std::io::stdout().lock();
+    // A closed stdout must not stop the server: the line is for whoever still listens.
+    let _ = writeln!(out, "{}", ready_line(host, port));
+    let _ = out.flush();
 }
 
 /// A server accepting connections in the background.
@@ -334,7 +343,7 @@ async fn shut_down(app: &App, graceful: GracefulShutdown) {
     let sessions = app.sessions.drain();
     let count = sessions.len();
     let grace = app.config.shutdown_grace;
-    futures_util::future::join_all(sessions.iter().map(|s| s.close(grace))).await;
+    futures_util::future::join_all(sessions.iter().map(|s| s.close(Ending::Shutdown, grace))).await;
     tracing::info!(sessions = count, "ors-server stopped");
 }
 
@@ -347,14 +356,31 @@ async fn reap(app: Arc<App>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = tick.tick() => {}
         }
-        let stale = app.sessions.take_stale(app.config.session_timeout);
+        let stale = app.sessions.take_stale();
         if !stale.is_empty() {
             tracing::debug!(count = stale.len(), "reaping idle sessions");
         }
         for session in stale {
-            let grace = app.config.shutdown_grace;
-            tokio::spawn(async move { session.close(grace).await });
+            let (grace, idle) = (app.config.shutdown_grace, app.config.session_timeout);
+            tokio::spawn(async move { session.close(Ending::TimedOut(idle), grace).await });
         }
         app.sessions.sweep_tombstones();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ready_line_brackets_ipv6_hosts() {
+        assert_eq!(
+            ready_line("127.0.0.1", 8080),
+            "ors-server listening on http://127.0.0.1:8080"
+        );
+        assert_eq!(
+            ready_line("::1", 9),
+            "ors-server listening on http://[::1]:9"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Sessions (episodes): their lifecycle (background setup, use, teardown), the concurrent
-//! store that holds them, bounded tombstones of deleted ids, and the idle reaper.
+//! store that holds them (with the [`Tombstones`] of ended ids), and what the idle reaper
+//! takes.
 //!
 //! A session's episode sits behind an async mutex: a tool call holds it for the whole call,
 //! `prompt` and `task_tools` briefly. Calls on one session also take a turn in a FIFO chain
@@ -7,10 +8,9 @@
 //! (PROTOCOL_NOTES row `calls-serialized`) while different sessions run in parallel.
 
 use std::future::Future;
-use std::hash::BuildHasher as _;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -21,40 +21,26 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::CallTable;
 use crate::error::{ApiError, SetupFailure};
+use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
+use crate::util::{clock_ms, lock, panic_message};
 
 const PENDING: u8 = 0;
 const READY: u8 = 1;
 const FAILED: u8 = 2;
 const GONE: u8 = 3;
 
-/// How long a deleted id answers 410 rather than 404 (PROTOCOL_NOTES row `gone-vs-not-found`).
-const TOMBSTONE_TTL: Duration = Duration::from_secs(3600);
-/// Most remembered deleted ids; past it the oldest half is forgotten.
-const TOMBSTONE_CAP: usize = 100_000;
-
 /// Session-map capacity below which it is never shrunk.
 const SHRINK_FLOOR: usize = 4096;
 
-/// Milliseconds on a process-wide monotonic clock (the clock of `last_seen`).
-pub(crate) fn clock_ms() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
-}
-
-/// Lock a std mutex, ignoring poisoning: every critical section here leaves its data valid.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
+/// Why a session ended; decides what a request still naming it is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    /// `/delete` (410 `session_deleted`).
+    Deleted,
+    /// The inactivity reaper, after this much idle time (404 `session_timed_out`).
+    TimedOut(Duration),
+    /// The server is shutting down (503 `shutting_down`).
+    Shutdown,
 }
 
 /// One episode of one environment.
@@ -67,6 +53,8 @@ pub(crate) struct Session {
     state: AtomicU8,
     setup_done: Notify,
     failure: OnceLock<SetupFailure>,
+    /// Set once, when the session is closed.
+    ending: OnceLock<Ending>,
     /// The episode once set up; `None` before, after a failed setup, and after teardown.
     pub(crate) episode: tokio::sync::Mutex<Option<Box<dyn DynSession>>>,
     /// Fires on delete, reaping and shutdown; every call's token is a child of it.
@@ -97,6 +85,7 @@ impl Session {
             state: AtomicU8::new(PENDING),
             setup_done: Notify::new(),
             failure: OnceLock::new(),
+            ending: OnceLock::new(),
             episode: tokio::sync::Mutex::new(None),
             cancel: CancellationToken::new(),
             calls: Mutex::new(CallTable::default()),
@@ -126,7 +115,7 @@ impl Session {
                     });
                     return Err(ApiError::SetupFailed(failure));
                 }
-                GONE => return Err(ApiError::SessionGone(self.id.clone())),
+                GONE => return Err(self.gone()),
                 _ => notified.await,
             }
         }
@@ -195,9 +184,22 @@ impl Session {
         (tx, previous)
     }
 
+    /// The answer to a request naming this session after it ended.
+    pub(crate) fn gone(&self) -> ApiError {
+        match self.ending.get() {
+            Some(Ending::TimedOut(after)) => ApiError::SessionTimedOut {
+                sid: self.id.clone(),
+                after: *after,
+            },
+            Some(Ending::Shutdown) => ApiError::ShuttingDown,
+            Some(Ending::Deleted) | None => ApiError::SessionDeleted(self.id.clone()),
+        }
+    }
+
     /// End the session: fire its token, wait for a running call to let go (the call gives up
     /// `grace` after the token fires), then tear the episode down (at most `grace` too).
-    pub(crate) async fn close(&self, grace: Duration) {
+    pub(crate) async fn close(&self, why: Ending, grace: Duration) {
+        let _ = self.ending.set(why);
         self.cancel.cancel();
         self.state.store(GONE, Ordering::Release);
         self.setup_done.notify_waiters();
@@ -219,63 +221,28 @@ async fn teardown(sid: &str, mut episode: Box<dyn DynSession>, grace: Duration) 
     }
 }
 
-/// A deleted id in 16 bytes: the UUID itself for ids in the canonical form `create_session`
-/// hands out, else a keyed 64-bit hash (a collision would turn one 404 into a 410).
-///
-/// Tombstones must not keep the ids' own allocations alive: 100k of them, scattered through
-/// the memory their sessions freed, kept that memory from going back to the system.
-type TombKey = [u64; 2];
-
-/// Marks a hashed key; a canonical UUID ending in it as well is astronomically unlikely.
-const HASHED: u64 = 0x7ad7_f00d_dead_beef;
-
-fn tomb_key(sid: &str) -> TombKey {
-    static HASH: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    if is_canonical_uuid(sid) {
-        if let Ok(u) = uuid::Uuid::try_parse(sid) {
-            let (hi, lo) = u.as_u64_pair();
-            return [hi, lo];
-        }
-    }
-    let hash = HASH
-        .get_or_init(std::collections::hash_map::RandomState::new)
-        .hash_one(sid);
-    [hash, HASHED]
-}
-
-/// Lower-case hyphenated (`8-4-4-4-12` hex digits): one text per UUID, so two different ids
-/// never share a key.
-fn is_canonical_uuid(sid: &str) -> bool {
-    let b = sid.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => matches!(c, b'0'..=b'9' | b'a'..=b'f'),
-        })
-}
-
-/// Every live session by id, the deleted ids, and the live count.
+/// Every live session by id, the ended ids, and the live count.
 pub(crate) struct SessionStore {
     map: DashMap<Arc<str>, Arc<Session>>,
     live: AtomicUsize,
-    /// Deleted ids and when (ms on [`clock_ms`]); sized for the cap up front, so the table
-    /// is one early allocation rather than reallocations among the sessions' memory.
-    tombstones: DashMap<TombKey, u64>,
-    // Kept by hand: `DashMap::len` locks every shard.
-    tombstone_count: AtomicUsize,
-    tombstone_cap: usize,
+    tombstones: Tombstones,
     max: usize,
+    /// The reaper's idle limit, named in the answer about a reaped id.
+    idle_timeout: Duration,
 }
 
 impl SessionStore {
-    pub(crate) fn new(max: usize) -> Self {
+    pub(crate) fn new(max: usize, idle_timeout: Duration) -> Self {
+        Self::with_tombstone_cap(max, idle_timeout, TOMBSTONE_CAP)
+    }
+
+    fn with_tombstone_cap(max: usize, idle_timeout: Duration, cap: usize) -> Self {
         Self {
             map: DashMap::new(),
             live: AtomicUsize::new(0),
-            tombstones: DashMap::with_capacity(TOMBSTONE_CAP),
-            tombstone_count: AtomicUsize::new(0),
-            tombstone_cap: TOMBSTONE_CAP,
+            tombstones: Tombstones::new(cap),
             max,
+            idle_timeout,
         }
     }
 
@@ -293,7 +260,7 @@ impl SessionStore {
         self.map.contains_key(sid)
     }
 
-    /// The live session of an id, marking it active; 410 for a deleted id, else 404.
+    /// The live session of an id, marking it active; else why not (row `gone-vs-not-found`).
     pub(crate) fn get(&self, sid: &str) -> Result<Arc<Session>, ApiError> {
         match self.map.get(sid) {
             Some(s) => {
@@ -304,12 +271,16 @@ impl SessionStore {
         }
     }
 
-    /// The error for an id that is not live.
+    /// The error for an id that is not live: deleted within the hour (410), reaped (404
+    /// `session_timed_out`), or never seen (404 `session_not_found`).
     pub(crate) fn missing(&self, sid: &str) -> ApiError {
-        if self.tombstones.contains_key(&tomb_key(sid)) {
-            ApiError::SessionGone(sid.into())
-        } else {
-            ApiError::SessionNotFound(sid.into())
+        match self.tombstones.get(sid) {
+            Some(Burial::Deleted) => ApiError::SessionDeleted(sid.into()),
+            Some(Burial::TimedOut) => ApiError::SessionTimedOut {
+                sid: sid.into(),
+                after: self.idle_timeout,
+            },
+            None => ApiError::SessionNotFound(sid.into()),
         }
     }
 
@@ -326,10 +297,8 @@ impl SessionStore {
                 slot.insert(session);
             }
         }
-        // A re-created id is live again, not deleted.
-        if self.tombstones.remove(&tomb_key(&id)).is_some() {
-            self.tombstone_count.fetch_sub(1, Ordering::AcqRel);
-        }
+        // A re-created id is live again, not ended.
+        self.tombstones.unbury(&id);
         Ok(())
     }
 
@@ -337,7 +306,7 @@ impl SessionStore {
     pub(crate) fn remove(&self, sid: &str) -> Option<Arc<Session>> {
         let (key, session) = self.map.remove(sid)?;
         self.removed();
-        self.bury(key);
+        self.tombstones.bury(&key, Burial::Deleted);
         Some(session)
     }
 
@@ -357,7 +326,7 @@ impl SessionStore {
 
     /// Remove this exact session (not a newer one with the same id).
     fn remove_exact(&self, session: &Arc<Session>) -> bool {
-        self.remove_exact_if(session, |_| true)
+        self.remove_exact_if(session, Burial::Deleted, |_| true)
     }
 
     /// Remove `session` if it is still the one stored under its id and `keep_going` still
@@ -366,6 +335,7 @@ impl SessionStore {
     fn remove_exact_if(
         &self,
         session: &Arc<Session>,
+        burial: Burial,
         keep_going: impl Fn(&Session) -> bool,
     ) -> bool {
         let removed = self
@@ -374,44 +344,23 @@ impl SessionStore {
         match removed {
             Some((key, _)) => {
                 self.removed();
-                self.bury(key);
+                self.tombstones.bury(&key, burial);
                 true
             }
             None => false,
         }
     }
 
-    fn bury(&self, sid: Arc<str>) {
-        if self.tombstones.insert(tomb_key(&sid), clock_ms()).is_none()
-            && self.tombstone_count.fetch_add(1, Ordering::AcqRel) >= self.tombstone_cap
-        {
-            self.sweep_tombstones();
-            if self.tombstones.len() > self.tombstone_cap {
-                // Still full of recent ids: forget the older half.
-                let mut times: Vec<u64> = self.tombstones.iter().map(|e| *e.value()).collect();
-                let mid = times.len() / 2;
-                let (_, cutoff, _) = times.select_nth_unstable(mid);
-                let cutoff = *cutoff;
-                self.tombstones.retain(|_, t| *t > cutoff);
-                self.tombstone_count
-                    .store(self.tombstones.len(), Ordering::Release);
-            }
-        }
-    }
-
-    /// Forget deleted ids older than an hour.
+    /// Forget ended ids older than an hour.
     pub(crate) fn sweep_tombstones(&self) {
-        let ttl = TOMBSTONE_TTL.as_millis() as u64;
-        let now = clock_ms();
-        self.tombstones.retain(|_, t| now.saturating_sub(*t) < ttl);
-        self.tombstone_count
-            .store(self.tombstones.len(), Ordering::Release);
+        self.tombstones.sweep();
     }
 
-    /// Remove the sessions idle longer than `timeout` with no call running; returns them.
-    pub(crate) fn take_stale(&self, timeout: Duration) -> Vec<Arc<Session>> {
+    /// Remove the sessions idle longer than the idle timeout with no call running, and
+    /// remember them as timed out; returns them.
+    pub(crate) fn take_stale(&self) -> Vec<Arc<Session>> {
         let now = clock_ms();
-        let limit = timeout.as_millis() as u64;
+        let limit = self.idle_timeout.as_millis() as u64;
         let is_stale = |s: &Session| {
             now.saturating_sub(s.last_seen.load(Ordering::Relaxed)) > limit
                 && s.active_calls.load(Ordering::Acquire) == 0
@@ -424,7 +373,7 @@ impl SessionStore {
             .collect();
         stale
             .into_iter()
-            .filter(|s| self.remove_exact_if(s, is_stale))
+            .filter(|s| self.remove_exact_if(s, Burial::TimedOut, is_stale))
             .collect()
     }
 
@@ -438,34 +387,46 @@ impl SessionStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ors_core::ErrorCode;
 
-    fn session(id: &str, _store: &SessionStore) -> Arc<Session> {
+    const IDLE: Duration = Duration::from_secs(900);
+
+    fn session(id: &str) -> Arc<Session> {
         Arc::new(Session::new(id.into(), 0))
+    }
+
+    fn code(err: ApiError) -> (u16, ErrorCode) {
+        (err.status().as_u16(), err.code())
     }
 
     #[test]
     fn insert_get_remove_and_tombstones() {
-        let store = SessionStore::new(10);
-        store.insert(session("a", &store)).unwrap();
+        let store = SessionStore::new(10, IDLE);
+        store.insert(session("a")).unwrap();
         assert!(store.get("a").is_ok());
-        let dup = store.insert(session("a", &store)).unwrap_err();
-        assert_eq!(dup.status(), 400);
-        assert_eq!(store.get("never").unwrap_err().status(), 404);
+        let dup = store.insert(session("a")).unwrap_err();
+        assert_eq!(code(dup), (400, ErrorCode::SessionExists));
+        assert_eq!(
+            code(store.get("never").unwrap_err()),
+            (404, ErrorCode::SessionNotFound)
+        );
         assert!(store.remove("a").is_some());
-        assert_eq!(store.get("a").unwrap_err().status(), 410);
+        assert_eq!(
+            code(store.get("a").unwrap_err()),
+            (410, ErrorCode::SessionDeleted)
+        );
         assert_eq!(store.len(), 0);
         // The id can be used again, and is then live.
-        store.insert(session("a", &store)).unwrap();
+        store.insert(session("a")).unwrap();
         assert!(store.get("a").is_ok());
     }
 
     #[test]
     fn tombstones_are_bounded() {
-        let mut store = SessionStore::new(10);
-        store.tombstone_cap = 100;
+        let store = SessionStore::with_tombstone_cap(10, IDLE, 100);
         for i in 0..1000 {
             let id = format!("s{i}");
-            store.insert(session(&id, &store)).unwrap();
+            store.insert(session(&id)).unwrap();
             store.remove(&id);
         }
         assert!(store.tombstones.len() <= 100, "{}", store.tombstones.len());
@@ -475,34 +436,39 @@ mod tests {
 
     #[test]
     fn the_limit_is_enforced() {
-        let store = SessionStore::new(2);
-        store.insert(session("a", &store)).unwrap();
-        store.insert(session("b", &store)).unwrap();
+        let store = SessionStore::new(2, IDLE);
+        store.insert(session("a")).unwrap();
+        store.insert(session("b")).unwrap();
         assert!(store.is_full());
-        let err = store.insert(session("c", &store)).unwrap_err();
-        assert_eq!(err.status(), 503);
+        let err = store.insert(session("c")).unwrap_err();
+        assert_eq!(code(err), (503, ErrorCode::TooManySessions));
         store.remove("a");
-        store.insert(session("c", &store)).unwrap();
+        store.insert(session("c")).unwrap();
     }
 
     #[test]
-    fn stale_sessions_are_taken_unless_a_call_runs() {
-        let store = SessionStore::new(10);
-        let busy = session("busy", &store);
+    fn stale_sessions_are_taken_unless_a_call_runs_and_answer_timed_out() {
+        let store = SessionStore::new(10, Duration::from_millis(1));
+        let busy = session("busy");
         busy.active_calls.store(1, Ordering::Release);
         store.insert(busy).unwrap();
-        store.insert(session("idle", &store)).unwrap();
+        store.insert(session("idle")).unwrap();
         std::thread::sleep(Duration::from_millis(5));
-        let taken = store.take_stale(Duration::from_millis(1));
+        let taken = store.take_stale();
         assert_eq!(taken.len(), 1);
         assert_eq!(&*taken[0].id, "idle");
-        assert_eq!(store.get("idle").unwrap_err().status(), 410);
+        let err = store.get("idle").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "session 'idle' timed out after 0.001 s of inactivity"
+        );
+        assert_eq!(code(err), (404, ErrorCode::SessionTimedOut));
         assert!(store.get("busy").is_ok());
     }
 
     #[tokio::test]
     async fn turns_are_taken_in_order() {
-        let s = session("a", &SessionStore::new(1));
+        let s = session("a");
         let (first, none) = s.take_turn();
         assert!(none.is_none());
         let (_second, after_first) = s.take_turn();
@@ -513,16 +479,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn closing_wakes_waiters_with_gone() {
-        let store = SessionStore::new(1);
-        let s = session("a", &store);
-        let waiter = {
-            let s = Arc::clone(&s);
-            tokio::spawn(async move { s.wait_ready().await })
-        };
-        tokio::task::yield_now().await;
-        s.close(Duration::from_secs(1)).await;
-        let err = waiter.await.unwrap().unwrap_err();
-        assert_eq!(err.status(), 410);
+    async fn closing_wakes_waiters_with_the_reason() {
+        for (ending, expected) in [
+            (Ending::Deleted, (410, ErrorCode::SessionDeleted)),
+            (Ending::TimedOut(IDLE), (404, ErrorCode::SessionTimedOut)),
+            (Ending::Shutdown, (503, ErrorCode::ShuttingDown)),
+        ] {
+            let s = session("a");
+            let waiter = {
+                let s = Arc::clone(&s);
+                tokio::spawn(async move { s.wait_ready().await })
+            };
+            tokio::task::yield_now().await;
+            s.close(ending, Duration::from_secs(1)).await;
+            let err = waiter.await.unwrap().unwrap_err();
+            assert_eq!(code(err), expected);
+        }
     }
 }
