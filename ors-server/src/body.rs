@@ -111,7 +111,7 @@ impl Body for RespBody {
 pub(crate) type Resp = Response<RespBody>;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
-const EVENT_STREAM: HeaderValue = HeaderValue::from_static("text/event-stream");
+const EVENT_STREAM: HeaderValue = HeaderValue::from_static(ors_core::protocol::EVENT_STREAM);
 const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 
 /// A 200 response with a JSON body already rendered.

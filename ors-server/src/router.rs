@@ -5,6 +5,8 @@
 //! (`/tools`) goes to the default environment (PROTOCOL_NOTES row `default-env-routes`); whether a named
 //! environment exists is decided by the caller, which knows the environments.
 
+use ors_core::protocol::routes;
+
 /// An HTTP method the table uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verb {
@@ -57,15 +59,16 @@ enum Scope {
 }
 
 struct RouteDef {
-    segment: &'static str,
+    /// The path of a root route, or what follows `/{env}` for an environment route.
+    path: &'static str,
     scope: Scope,
     verb: Verb,
     endpoint: Endpoint,
 }
 
-const fn r(segment: &'static str, scope: Scope, verb: Verb, endpoint: Endpoint) -> RouteDef {
+const fn r(path: &'static str, scope: Scope, verb: Verb, endpoint: Endpoint) -> RouteDef {
     RouteDef {
-        segment,
+        path,
         scope,
         verb,
         endpoint,
@@ -75,44 +78,59 @@ const fn r(segment: &'static str, scope: Scope, verb: Verb, endpoint: Endpoint) 
 /// The whole API. `get_task` / `get_task_range` are the Tasks & Splits page's names for
 /// `task` / `task_range` (PROTOCOL_NOTES row `get-task-aliases`).
 const ROUTES: &[RouteDef] = &[
-    r("health", Scope::Root, Verb::Get, Endpoint::Health),
+    r(routes::HEALTH, Scope::Root, Verb::Get, Endpoint::Health),
     r(
-        "list_environments",
+        routes::LIST_ENVIRONMENTS,
         Scope::Root,
         Verb::Get,
         Endpoint::ListEnvironments,
     ),
     r(
-        "create_session",
+        routes::CREATE_SESSION,
         Scope::Root,
         Verb::Post,
         Endpoint::CreateSession,
     ),
-    r("create", Scope::Root, Verb::Post, Endpoint::Create),
-    r("ping", Scope::Root, Verb::Post, Endpoint::Ping),
-    r("delete", Scope::Root, Verb::Post, Endpoint::Delete),
+    r(routes::CREATE, Scope::Root, Verb::Post, Endpoint::Create),
+    r(routes::PING, Scope::Root, Verb::Post, Endpoint::Ping),
+    r(routes::DELETE, Scope::Root, Verb::Post, Endpoint::Delete),
     r(
-        "delete_session",
+        routes::DELETE_SESSION,
         Scope::Root,
         Verb::Post,
         Endpoint::DeleteSession,
     ),
-    r("tools", Scope::Env, Verb::Get, Endpoint::Tools),
-    r("splits", Scope::Env, Verb::Get, Endpoint::Splits),
-    r("tasks", Scope::Env, Verb::Post, Endpoint::Tasks),
-    r("num_tasks", Scope::Env, Verb::Post, Endpoint::NumTasks),
-    r("task", Scope::Env, Verb::Post, Endpoint::Task),
-    r("get_task", Scope::Env, Verb::Post, Endpoint::Task),
-    r("task_range", Scope::Env, Verb::Post, Endpoint::TaskRange),
+    r(routes::TOOLS, Scope::Env, Verb::Get, Endpoint::Tools),
+    r(routes::SPLITS, Scope::Env, Verb::Get, Endpoint::Splits),
+    r(routes::TASKS, Scope::Env, Verb::Post, Endpoint::Tasks),
     r(
-        "get_task_range",
+        routes::NUM_TASKS,
+        Scope::Env,
+        Verb::Post,
+        Endpoint::NumTasks,
+    ),
+    r(routes::TASK, Scope::Env, Verb::Post, Endpoint::Task),
+    r(routes::GET_TASK, Scope::Env, Verb::Post, Endpoint::Task),
+    r(
+        routes::TASK_RANGE,
         Scope::Env,
         Verb::Post,
         Endpoint::TaskRange,
     ),
-    r("task_tools", Scope::Env, Verb::Get, Endpoint::TaskTools),
-    r("prompt", Scope::Env, Verb::Get, Endpoint::Prompt),
-    r("call", Scope::Env, Verb::Post, Endpoint::Call),
+    r(
+        routes::GET_TASK_RANGE,
+        Scope::Env,
+        Verb::Post,
+        Endpoint::TaskRange,
+    ),
+    r(
+        routes::TASK_TOOLS,
+        Scope::Env,
+        Verb::Get,
+        Endpoint::TaskTools,
+    ),
+    r(routes::PROMPT, Scope::Env, Verb::Get, Endpoint::Prompt),
+    r(routes::CALL, Scope::Env, Verb::Post, Endpoint::Call),
 ];
 
 /// What the table says about a request.
@@ -132,7 +150,7 @@ pub(crate) enum RouteMatch<'p> {
 fn lookup(scope: Scope, segment: &str) -> Option<&'static RouteDef> {
     ROUTES
         .iter()
-        .find(|d| d.scope == scope && d.segment == segment)
+        .find(|d| d.scope == scope && d.path.strip_prefix('/') == Some(segment))
 }
 
 fn check<'p>(def: &'static RouteDef, verb: Option<Verb>, env: Option<&'p str>) -> RouteMatch<'p> {
