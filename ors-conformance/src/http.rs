@@ -1,10 +1,27 @@
 //! A deliberately tiny HTTP/1.1 client over `std::net`: it writes whatever bytes a clause
 //! wants (so malformed requests are possible) and reads responses incrementally (so SSE
 //! streams can be consumed event by event, or dropped half way).
+//!
+//! It is the one raw HTTP client of the workspace's tests too: the server's integration tests,
+//! the end-to-end tests and the client's tests use it (from async tests, inside
+//! `tokio::task::spawn_blocking`), so the bytes on the wire are checked by one reader.
+//!
+//! ```no_run
+//! use ors_conformance::http::{Request, Target};
+//!
+//! let target = Target::from_url("http://127.0.0.1:8080", None)?;
+//! let r = Request::new("POST", "/ping").sid("no-such-session").send(&target)?;
+//! assert_eq!(r.status(), 404);
+//! assert_eq!(r.code().as_deref(), Some("session_not_found"));
+//! # Ok::<(), String>(())
+//! ```
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
+
+use ors_core::protocol::HEADER_SESSION_ID;
+use ors_core::sse::{SseDecoder, SseEvent};
 
 /// Bytes read from the socket at a time.
 const READ_SIZE: usize = 16 * 1024;
@@ -25,6 +42,16 @@ pub struct Target {
 }
 
 impl Target {
+    /// A server at a socket address (an in-process test server), no API key.
+    pub fn from_addr(addr: SocketAddr) -> Self {
+        Self {
+            addr,
+            host: addr.to_string(),
+            api_key: None,
+            timeout: Duration::from_secs(30),
+        }
+    }
+
     /// Parse `http://host:port[/]` (no TLS, no path prefix).
     pub fn from_url(url: &str, api_key: Option<String>) -> Result<Self, String> {
         let rest = url
@@ -66,6 +93,12 @@ pub struct Head {
 }
 
 impl Head {
+    /// Whether the body is sent with `Transfer-Encoding: chunked`.
+    pub fn is_chunked(&self) -> bool {
+        self.header("transfer-encoding")
+            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
+    }
+
     /// The first value of a header (name matched case-insensitively).
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
@@ -110,6 +143,37 @@ impl Response {
     /// The body as lossy text, shortened for messages.
     pub fn snippet(&self) -> String {
         snippet(&self.body)
+    }
+
+    /// The body as (lossy) text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Whether the body came with `Transfer-Encoding: chunked` (a stream, not one buffer).
+    pub fn is_chunked(&self) -> bool {
+        self.head.is_chunked()
+    }
+
+    /// The `detail` string of an error body, if it has one.
+    pub fn detail(&self) -> Option<String> {
+        self.error_field("detail")
+    }
+
+    /// The machine-readable `code` of an error body (PROTOCOL_NOTES row `error-codes`), if
+    /// it has one.
+    pub fn code(&self) -> Option<String> {
+        self.error_field("code")
+    }
+
+    fn error_field(&self, name: &str) -> Option<String> {
+        let v: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+        v.get(name)?.as_str().map(str::to_owned)
+    }
+
+    /// The SSE events of the body, decoded by the core codec (comments dropped).
+    pub fn events(&self) -> Vec<SseEvent> {
+        SseDecoder::new().push(&self.body)
     }
 }
 
@@ -280,28 +344,19 @@ impl Conn {
 
     /// A reader for the body that follows `head`.
     pub fn body<'a>(&'a mut self, head: &Head, request_method: &str) -> BodyReader<'a> {
-        let mode = if request_method.eq_ignore_ascii_case("HEAD")
-            || head.status == 204
-            || head.status == 304
-        {
-            Mode::Length(0)
-        } else if head
-            .header("transfer-encoding")
-            .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"))
-        {
-            Mode::Chunked
-        } else if let Some(n) = head
-            .header("content-length")
-            .and_then(|v| v.parse::<usize>().ok())
-        {
-            Mode::Length(n)
-        } else {
-            Mode::UntilClose
-        };
         BodyReader {
             conn: self,
-            mode,
-            done: false,
+            state: BodyState::new(head, request_method),
+        }
+    }
+
+    /// The body that follows `head`, read piece by piece from this connection it owns (hold
+    /// it across other work; drop it to disconnect).
+    pub fn into_body(self, head: Head, request_method: &str) -> OpenBody {
+        OpenBody {
+            state: BodyState::new(&head, request_method),
+            conn: self,
+            head,
         }
     }
 
@@ -319,16 +374,33 @@ enum Mode {
     UntilClose,
 }
 
-/// Reads a body piece by piece as it arrives.
-pub struct BodyReader<'a> {
-    conn: &'a mut Conn,
+/// Where a body reader is: its framing, and whether the end was seen.
+struct BodyState {
     mode: Mode,
     done: bool,
 }
 
-impl BodyReader<'_> {
-    /// The next piece of the body, `None` at its end.
-    pub fn next_piece(&mut self) -> Result<Option<Vec<u8>>, String> {
+impl BodyState {
+    fn new(head: &Head, request_method: &str) -> Self {
+        let mode = if request_method.eq_ignore_ascii_case("HEAD")
+            || head.status == 204
+            || head.status == 304
+        {
+            Mode::Length(0)
+        } else if head.is_chunked() {
+            Mode::Chunked
+        } else if let Some(n) = head
+            .header("content-length")
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            Mode::Length(n)
+        } else {
+            Mode::UntilClose
+        };
+        Self { mode, done: false }
+    }
+
+    fn next_piece(&mut self, conn: &mut Conn) -> Result<Option<Vec<u8>>, String> {
         if self.done {
             return Ok(None);
         }
@@ -338,42 +410,55 @@ impl BodyReader<'_> {
                     self.done = true;
                     return Ok(None);
                 }
-                if self.conn.buf.is_empty() && !self.conn.fill()? {
+                if conn.buf.is_empty() && !conn.fill()? {
                     return Err(format!(
                         "connection closed with {remaining} body bytes missing"
                     ));
                 }
-                let n = (*remaining).min(self.conn.buf.len());
+                let n = (*remaining).min(conn.buf.len());
                 *remaining -= n;
-                Ok(Some(self.conn.buf.drain(..n).collect()))
+                Ok(Some(conn.buf.drain(..n).collect()))
             }
             Mode::Chunked => {
-                let line = self.conn.take_line()?;
+                let line = conn.take_line()?;
                 let line = String::from_utf8_lossy(&line);
                 let size_text = line.split(';').next().unwrap_or_default().trim();
                 let size = usize::from_str_radix(size_text, 16)
                     .map_err(|_| format!("bad chunk size line {line:?}"))?;
                 if size == 0 {
                     // Trailers, then the blank line ending the body.
-                    while !self.conn.take_line()?.is_empty() {}
+                    while !conn.take_line()?.is_empty() {}
                     self.done = true;
                     return Ok(None);
                 }
-                let data = self.conn.take_exact(size)?;
-                let crlf = self.conn.take_line()?;
+                let data = conn.take_exact(size)?;
+                let crlf = conn.take_line()?;
                 if !crlf.is_empty() {
                     return Err("chunk not followed by CRLF".to_owned());
                 }
                 Ok(Some(data))
             }
             Mode::UntilClose => {
-                if self.conn.buf.is_empty() && !self.conn.fill()? {
+                if conn.buf.is_empty() && !conn.fill()? {
                     self.done = true;
                     return Ok(None);
                 }
-                Ok(Some(std::mem::take(&mut self.conn.buf)))
+                Ok(Some(std::mem::take(&mut conn.buf)))
             }
         }
+    }
+}
+
+/// Reads a body piece by piece as it arrives.
+pub struct BodyReader<'a> {
+    conn: &'a mut Conn,
+    state: BodyState,
+}
+
+impl BodyReader<'_> {
+    /// The next piece of the body, `None` at its end.
+    pub fn next_piece(&mut self) -> Result<Option<Vec<u8>>, String> {
+        self.state.next_piece(self.conn)
     }
 
     /// The rest of the body.
@@ -383,6 +468,37 @@ impl BodyReader<'_> {
             out.extend_from_slice(&piece);
         }
         Ok(out)
+    }
+}
+
+/// A response whose body is still arriving, owning its connection (see [`Conn::into_body`]).
+pub struct OpenBody {
+    conn: Conn,
+    state: BodyState,
+    /// Status and headers.
+    pub head: Head,
+}
+
+impl OpenBody {
+    /// The next piece of the body, `None` at its end.
+    pub fn next_piece(&mut self) -> Result<Option<Vec<u8>>, String> {
+        self.state.next_piece(&mut self.conn)
+    }
+
+    /// Change the read timeout of the connection.
+    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), String> {
+        self.conn.set_timeout(timeout)
+    }
+
+    /// Read the rest of the body; `received` is what was read before (it comes first).
+    pub fn finish(mut self, mut received: Vec<u8>) -> Result<Response, String> {
+        while let Some(piece) = self.next_piece()? {
+            received.extend_from_slice(&piece);
+        }
+        Ok(Response {
+            head: self.head,
+            body: received,
+        })
     }
 }
 
@@ -419,7 +535,7 @@ impl Request {
 
     /// Set the `X-Session-ID` header.
     pub fn sid(self, sid: &str) -> Self {
-        self.header("X-Session-ID", sid)
+        self.header(HEADER_SESSION_ID, sid)
     }
 
     /// A JSON body with its content type.
@@ -465,6 +581,12 @@ impl Request {
         conn.write_all(&self.to_bytes(target))?;
         conn.read_response(&self.method)
             .map_err(|e| format!("{} {}: {e}", self.method, self.path))
+    }
+
+    /// Send on a new connection and return the response with its body still to read.
+    pub fn open_body(&self, target: &Target, timeout: Duration) -> Result<OpenBody, String> {
+        let (conn, head) = self.open(target, timeout)?;
+        Ok(conn.into_body(head, &self.method))
     }
 
     /// Send on a new connection and return it with the response head, body unread.
@@ -520,6 +642,31 @@ mod tests {
         let t = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
         let err = Request::new("GET", "/").send(&t).expect_err("truncated");
         assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn error_bodies_give_detail_and_code() {
+        let t = serve_once(b"HTTP/1.1 410 Gone\r\nContent-Length: 42\r\n\r\n{\"detail\":\"gone\",\"code\":\"session_deleted\"}");
+        let r = Request::new("POST", "/ping").send(&t).expect("response");
+        assert_eq!(r.detail().as_deref(), Some("gone"));
+        assert_eq!(r.code().as_deref(), Some("session_deleted"));
+        assert!(!r.is_chunked());
+    }
+
+    #[test]
+    fn an_open_body_is_read_piece_by_piece_then_finished() {
+        let t = serve_once(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n19\r\nevent: task_id\ndata: t1\n\n\r\n11\r\nevent: end\ndata: \r\n2\r\n\n\n\r\n0\r\n\r\n",
+        );
+        let mut open = Request::new("POST", "/call")
+            .open_body(&t, Duration::from_secs(5))
+            .expect("open");
+        let first = open.next_piece().expect("read").expect("a piece");
+        assert_eq!(first, b"event: task_id\ndata: t1\n\n");
+        let r = open.finish(first).expect("rest");
+        assert!(r.is_chunked());
+        let names: Vec<String> = r.events().into_iter().map(|e| e.event).collect();
+        assert_eq!(names, ["task_id", "end"]);
     }
 
     #[test]

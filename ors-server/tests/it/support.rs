@@ -1,19 +1,17 @@
-//! Shared by the integration tests: two test environments written with the macros, an
-//! in-process server on port 0, and a raw HTTP/1.1 client over `TcpStream` so the bytes on
-//! the wire are what the tests check.
-
-#![allow(dead_code)] // each test binary uses a different part of this module
+//! The fixtures every module shares: two test environments written with the macros, an
+//! in-process server on port 0, and async shortcuts over the workspace's one raw HTTP/1.1
+//! client (`ors_conformance::http`, run in `spawn_blocking`) so the bytes on the wire are
+//! what the tests check.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use ors_conformance::http::{Conn, Head, OpenBody, Request, Response, Target};
 use ors_server::prelude::*;
 use ors_server::{RunningServer, Server, ServerConfig};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 // ---------------------------------------------------------------------------------------
 // Observations the environments record, keyed by a tag the test chooses, so tests running
@@ -257,10 +255,6 @@ impl Environment for Lab {
     }
 }
 
-#[wire]
-#[derive(Clone)]
-pub struct Empty {}
-
 /// A second environment, to check routing by name and the default environment.
 pub struct Other;
 
@@ -317,29 +311,58 @@ pub async fn start() -> RunningServer {
 // ---------------------------------------------------------------------------------------
 // Raw HTTP.
 
-/// A parsed HTTP response.
+/// Read timeout of every request: long enough for the slowest test call, short enough that
+/// a hang fails the test.
+const READ_TIMEOUT: Duration = Duration::from_secs(60);
+
+fn target(addr: SocketAddr) -> Target {
+    Target {
+        timeout: READ_TIMEOUT,
+        ..Target::from_addr(addr)
+    }
+}
+
+/// Run blocking socket work off the async workers; its error fails the test.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> T {
+    tokio::task::spawn_blocking(work)
+        .await
+        .expect("the blocking HTTP work did not panic")
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A response, with the accessors tests use (they panic on what a test did not expect).
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub status: u16,
-    pub headers: Vec<(String, String)>,
     /// The body, de-chunked.
     pub body: Vec<u8>,
-    /// Whether the body came with `Transfer-Encoding: chunked`.
+    /// Whether the body came with `Transfer-Encoding: chunked` (streamed, not one buffer).
     pub chunked: bool,
+    head: Head,
+}
+
+impl From<Response> for Reply {
+    fn from(r: Response) -> Self {
+        Reply {
+            status: r.status(),
+            chunked: r.is_chunked(),
+            body: r.body,
+            head: r.head,
+        }
+    }
 }
 
 impl Reply {
     /// A header's value (names compared without case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        self.head.header(name)
     }
 
     /// The body as text.
-    pub fn text(&self) -> &str {
-        std::str::from_utf8(&self.body).expect("the body is UTF-8")
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).expect("the body is UTF-8")
     }
 
     /// The body as JSON.
@@ -356,72 +379,32 @@ impl Reply {
             .to_owned()
     }
 
-    /// The SSE events of the body as (name, data) pairs, comments dropped.
+    /// The `code` of an error body (PROTOCOL_NOTES row `error-codes`).
+    pub fn code(&self) -> String {
+        self.json()["code"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no code in {:?}", self.text()))
+            .to_owned()
+    }
+
+    /// Fails unless this is an error reply with this status and code.
+    pub fn assert_error(&self, status: u16, code: &str) {
+        assert_eq!(
+            (self.status, self.code().as_str()),
+            (status, code),
+            "{}",
+            self.text()
+        );
+    }
+
+    /// The SSE events of the body as (name, data) pairs, decoded by the core codec.
     pub fn events(&self) -> Vec<(String, String)> {
-        parse_events(self.text())
+        ors_server::core::sse::SseDecoder::new()
+            .push(&self.body)
+            .into_iter()
+            .map(|e| (e.event, e.data))
+            .collect()
     }
-}
-
-/// Split an SSE text into (event, data) pairs; comment lines are dropped.
-pub fn parse_events(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for block in text.split("\n\n") {
-        let mut name = None;
-        let mut data: Vec<&str> = Vec::new();
-        for line in block.lines() {
-            if let Some(v) = line.strip_prefix("event: ") {
-                name = Some(v.to_owned());
-            } else if let Some(v) = line.strip_prefix("data: ") {
-                data.push(v);
-            } else if line == "data:" {
-                data.push("");
-            }
-        }
-        if let Some(name) = name {
-            out.push((name, data.join("\n")));
-        }
-    }
-    out
-}
-
-/// The bytes of a request with `Connection: close` and a body when given.
-pub fn raw_request(
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: Option<&str>,
-) -> Vec<u8> {
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    if let Some(body) = body {
-        req.push_str("Content-Type: application/json\r\n");
-        req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    } else {
-        req.push_str("\r\n");
-    }
-    req.into_bytes()
-}
-
-/// Send raw bytes and read the whole response (the server closes the connection).
-pub async fn send_raw(addr: SocketAddr, bytes: &[u8]) -> Reply {
-    let raw = exchange(addr, bytes).await;
-    parse_reply(&raw)
-}
-
-/// Send raw bytes and return the raw response bytes up to EOF.
-pub async fn exchange(addr: SocketAddr, bytes: &[u8]) -> Vec<u8> {
-    let fut = async {
-        let mut stream = TcpStream::connect(addr).await.expect("connect");
-        stream.write_all(bytes).await.expect("write request");
-        let mut raw = Vec::new();
-        let _ = stream.read_to_end(&mut raw).await;
-        raw
-    };
-    tokio::time::timeout(Duration::from_secs(60), fut)
-        .await
-        .expect("the server answered within 60 s")
 }
 
 /// A request with headers and an optional JSON body.
@@ -432,7 +415,37 @@ pub async fn send(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> Reply {
-    send_raw(addr, &raw_request(method, path, headers, body)).await
+    let mut req = Request::new(method, path);
+    for (name, value) in headers {
+        req = req.header(name, value);
+    }
+    if let Some(body) = body {
+        req = req.header("Content-Type", "application/json").body(body);
+    }
+    blocking(move || req.send(&target(addr))).await.into()
+}
+
+/// Send raw bytes on a new connection and read one response to a request of `method`.
+pub async fn send_raw(addr: SocketAddr, method: &'static str, bytes: Vec<u8>) -> Reply {
+    blocking(move || {
+        let mut conn = Conn::open(&target(addr))?;
+        conn.write_all(&bytes)?;
+        conn.read_response(method)
+    })
+    .await
+    .into()
+}
+
+/// Send raw bytes on one connection and read `n` responses to GET requests (pipelining).
+pub async fn send_pipelined(addr: SocketAddr, bytes: Vec<u8>, n: usize) -> Vec<Reply> {
+    blocking(move || {
+        let mut conn = Conn::open(&target(addr))?;
+        conn.write_all(&bytes)?;
+        (0..n)
+            .map(|_| conn.read_response("GET").map(Reply::from))
+            .collect()
+    })
+    .await
 }
 
 /// `GET path`.
@@ -453,63 +466,6 @@ pub async fn get_s(addr: SocketAddr, sid: &str, path: &str) -> Reply {
 /// `POST path` for a session with a JSON body.
 pub async fn post_s(addr: SocketAddr, sid: &str, path: &str, body: &str) -> Reply {
     send(addr, "POST", path, &[("X-Session-ID", sid)], Some(body)).await
-}
-
-/// Parse a raw response: status line, headers, and a content-length or chunked body.
-pub fn parse_reply(raw: &[u8]) -> Reply {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no end of head in {:?}", String::from_utf8_lossy(raw)));
-    let head = std::str::from_utf8(&raw[..split]).expect("head is ASCII");
-    let rest = &raw[split + 4..];
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().expect("status line");
-    let status: u16 = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let body = if chunked {
-        dechunk(rest)
-    } else {
-        let len = headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-            .map(|(_, v)| v.parse::<usize>().expect("content-length"))
-            .unwrap_or(rest.len());
-        rest[..len.min(rest.len())].to_vec()
-    };
-    Reply {
-        status,
-        headers,
-        body,
-        chunked,
-    }
-}
-
-/// Decode a chunked body (a truncated one is returned as far as it goes).
-pub fn dechunk(mut rest: &[u8]) -> Vec<u8> {
-    let mut body = Vec::new();
-    while let Some(eol) = rest.windows(2).position(|w| w == b"\r\n") {
-        let size_text = std::str::from_utf8(&rest[..eol]).expect("chunk size");
-        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
-            .expect("hex chunk size");
-        rest = &rest[eol + 2..];
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        body.extend_from_slice(&rest[..size]);
-        rest = &rest[(size + 2).min(rest.len())..];
-    }
-    body
 }
 
 // ---------------------------------------------------------------------------------------
@@ -543,13 +499,22 @@ pub fn tagged(id: i64, tag: &str) -> Value {
 
 /// Call a tool and return the response.
 pub async fn call(addr: SocketAddr, sid: &str, name: &str, input: Value) -> Reply {
-    let body = json!({ "name": name, "input": input }).to_string();
+    call_body(
+        addr,
+        sid,
+        &json!({ "name": name, "input": input }).to_string(),
+    )
+    .await
+}
+
+/// `POST /lab/call` with this body, as a client asking for SSE sends it.
+pub async fn call_body(addr: SocketAddr, sid: &str, body: &str) -> Reply {
     send(
         addr,
         "POST",
         "/lab/call",
         &[("X-Session-ID", sid), ("Accept", "text/event-stream")],
-        Some(&body),
+        Some(body),
     )
     .await
 }
@@ -582,51 +547,46 @@ pub fn text_of(reply: &Reply) -> String {
         .to_owned()
 }
 
-/// Start a call on a raw connection and read until its `task_id` event; returns the open
-/// stream (drop it to disconnect), the task id, and the raw bytes read so far.
-pub async fn open_call(addr: SocketAddr, sid: &str, body: &str) -> (TcpStream, String, Vec<u8>) {
-    let mut stream = TcpStream::connect(addr).await.expect("connect");
-    let req = raw_request(
-        "POST",
-        "/lab/call",
-        &[("X-Session-ID", sid), ("Accept", "text/event-stream")],
-        Some(body),
-    );
-    stream.write_all(&req).await.expect("write");
-    let mut raw = Vec::new();
-    let fut = async {
+/// Start a call and read until its `task_id` event; returns the open response (drop it to
+/// disconnect), the task id, and the body bytes read so far.
+pub async fn open_call(addr: SocketAddr, sid: &str, body: &str) -> (OpenBody, String, Vec<u8>) {
+    let req = Request::new("POST", "/lab/call")
+        .sid(sid)
+        .header("Accept", "text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(body);
+    blocking(move || {
+        let mut open = req.open_body(&target(addr), READ_TIMEOUT)?;
+        let mut raw = Vec::new();
         loop {
-            let mut buf = [0u8; 4096];
-            let n = stream.read(&mut buf).await.expect("read");
-            assert!(
-                n > 0,
-                "closed before task_id: {:?}",
-                String::from_utf8_lossy(&raw)
-            );
-            raw.extend_from_slice(&buf[..n]);
-            let text = String::from_utf8_lossy(&raw);
-            if let Some(i) = text.find("event: task_id\ndata: ") {
-                let rest = &text[i + "event: task_id\ndata: ".len()..];
-                if let Some(end) = rest.find('\n') {
-                    return rest[..end].to_owned();
-                }
+            let piece = open.next_piece()?.ok_or_else(|| {
+                format!("closed before task_id: {:?}", String::from_utf8_lossy(&raw))
+            })?;
+            raw.extend_from_slice(&piece);
+            let events = ors_server::core::sse::SseDecoder::new().push(&raw);
+            if let Some(e) = events.into_iter().find(|e| e.event == "task_id") {
+                return Ok((open, e.data, raw));
             }
         }
-    };
-    let task_id = tokio::time::timeout(Duration::from_secs(30), fut)
-        .await
-        .expect("task_id within 30 s");
-    (stream, task_id, raw)
+    })
+    .await
 }
 
-/// Read the rest of an open response to EOF and parse the whole of it.
-pub async fn finish(mut stream: TcpStream, mut raw: Vec<u8>) -> Reply {
-    let fut = stream.read_to_end(&mut raw);
-    tokio::time::timeout(Duration::from_secs(60), fut)
-        .await
-        .expect("the stream ended within 60 s")
-        .expect("read");
-    parse_reply(&raw)
+/// Read the rest of an open response and parse the whole of it.
+pub async fn finish(open: OpenBody, raw: Vec<u8>) -> Reply {
+    blocking(move || open.finish(raw)).await.into()
+}
+
+/// `POST /create` for `sid` with extra headers (secrets, keys) and a JSON body.
+pub async fn create_with(
+    addr: SocketAddr,
+    sid: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> Reply {
+    let mut all = vec![("X-Session-ID", sid)];
+    all.extend_from_slice(headers);
+    send(addr, "POST", "/create", &all, Some(&body.to_string())).await
 }
 
 /// A call body with a reconnect `task_id`.

@@ -1,12 +1,10 @@
 //! Graceful shutdown and the optional API key, over raw HTTP.
 
-mod common;
-
 use std::time::Duration;
 
 use std::sync::Arc;
 
-use common::*;
+use crate::support::*;
 use futures_util::future::BoxFuture;
 use ors_server::prelude::*;
 use ors_server::runtime::env::{DynEnvironment, DynSession, TaskError, ToolTableError};
@@ -18,7 +16,9 @@ async fn shutdown_tears_every_session_down() {
     let server = start().await;
     let addr = server.local_addr();
     for i in 0..3 {
-        episode(addr, tagged(i, &format!("shutdown-teardown-{i}"))).await;
+        let sid = episode(addr, tagged(i, &format!("shutdown-teardown-{i}"))).await;
+        // Set up (the prompt waits for it): a setup still running is dropped, not torn down.
+        assert_eq!(get_s(addr, &sid, "/lab/prompt").await.status, 200);
     }
     server.shutdown().await;
     for i in 0..3 {
@@ -68,6 +68,9 @@ async fn api_key_guards_everything_but_health() {
     // PROTOCOL_NOTES row `api-key`.
     let server = start_with(|c| c.api_key = Some("s3cret-key".into())).await;
     let addr = server.local_addr();
+    let with_key = |header: &'static str, value: &'static str| async move {
+        send(addr, "GET", "/list_environments", &[(header, value)], None).await
+    };
 
     assert_eq!(get(addr, "/health").await.status, 200);
     for r in [
@@ -75,76 +78,33 @@ async fn api_key_guards_everything_but_health() {
         get(addr, "/lab/tools").await,
         post(addr, "/create_session", "").await,
         get(addr, "/no/such/route/here").await,
-        send(
-            addr,
-            "GET",
-            "/list_environments",
-            &[("X-API-Key", "wrong")],
-            None,
-        )
-        .await,
-        send(
-            addr,
-            "GET",
-            "/list_environments",
-            &[("Authorization", "Bearer wrong")],
-            None,
-        )
-        .await,
-        send(
-            addr,
-            "GET",
-            "/list_environments",
-            &[("Authorization", "Basic s3cret-key")],
-            None,
-        )
-        .await,
+        with_key("X-API-Key", "wrong").await,
+        with_key("Authorization", "Bearer wrong").await,
+        with_key("Authorization", "Basic s3cret-key").await,
     ] {
-        assert_eq!(r.status, 401, "{}", r.text());
+        r.assert_error(401, "unauthorized");
         assert_eq!(r.header("www-authenticate"), Some("Bearer"));
         assert!(r.detail().contains("API key"));
         assert!(!r.text().contains("s3cret"));
     }
-    let r = send(
-        addr,
-        "GET",
-        "/list_environments",
-        &[("X-API-Key", "s3cret-key")],
-        None,
-    )
-    .await;
-    assert_eq!(r.status, 200);
-    let r = send(
-        addr,
-        "GET",
-        "/list_environments",
-        &[("Authorization", "Bearer s3cret-key")],
-        None,
-    )
-    .await;
-    assert_eq!(r.status, 200);
+    assert_eq!(with_key("X-API-Key", "s3cret-key").await.status, 200);
+    assert_eq!(
+        with_key("Authorization", "Bearer s3cret-key").await.status,
+        200
+    );
 
     // A whole episode with the key, as the reference client sends it.
     let key = [("X-API-Key", "s3cret-key")];
-    let sid = send(addr, "POST", "/create_session", &key, Some("{}"))
-        .await
-        .json()["sid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let with = |extra: &'static str| [("X-API-Key", "s3cret-key"), ("X-Session-ID", extra)];
-    let sid: &'static str = Box::leak(sid.into_boxed_str());
-    let body = json!({"task_spec": task(1)}).to_string();
-    assert_eq!(
-        send(addr, "POST", "/create", &with(sid), Some(&body))
-            .await
-            .status,
-        200
-    );
-    let r = send(addr, "GET", "/lab/prompt", &with(sid), None).await;
+    let r = send(addr, "POST", "/create_session", &key, Some("{}")).await;
+    let sid = r.json()["sid"].as_str().unwrap().to_owned();
+    let body = json!({"task_spec": task(1)});
+    assert_eq!(create_with(addr, &sid, &key, &body).await.status, 200);
+    let with = [("X-API-Key", "s3cret-key"), ("X-Session-ID", sid.as_str())];
+    let r = send(addr, "GET", "/lab/prompt", &with, None).await;
     assert_eq!(r.status, 200);
-    let r = send(addr, "GET", "/lab/prompt", &[("X-Session-ID", sid)], None).await;
-    assert_eq!(r.status, 401);
+    get_s(addr, &sid, "/lab/prompt")
+        .await
+        .assert_error(401, "unauthorized");
     server.shutdown().await;
 }
 

@@ -1,13 +1,12 @@
-//! `Server::serve` stops gracefully on SIGTERM. Its own test binary, so the signal reaches
-//! no other test.
+//! `Server::serve` stops gracefully on SIGTERM. The signal goes to the whole test process;
+//! only a server started with `serve` listens for it, and no other test in this binary starts
+//! one (the output checks run `serve` in child processes).
 
 #![cfg(unix)]
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use ors_server::{Server, ServerConfig};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -31,7 +30,9 @@ async fn sigterm_shuts_down_and_tears_sessions_down() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(up, "the server came up");
-    episode(addr, tagged(1, "sigterm")).await;
+    let sid = episode(addr, tagged(1, "sigterm")).await;
+    // Set up (the prompt waits for it), so there is an episode to tear down.
+    assert_eq!(get_s(addr, &sid, "/lab/prompt").await.status, 200);
 
     let status = std::process::Command::new("kill")
         .args(["-TERM", &std::process::id().to_string()])

@@ -1,12 +1,10 @@
 //! Session lifecycle over raw HTTP: create_session, create, ping, prompt, task_tools,
 //! delete, delete_session, the reaper, limits, and secrets.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::support::*;
 use base64::Engine as _;
-use common::*;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,9 +116,12 @@ async fn create_validates_its_body() {
         ),
         (r#"{"split": "train"}"#, "without index"),
         (r#"{"index": 0}"#, "without split"),
-        (r#"{"task_spec": [1]}"#, "'task_spec'"),
-        (r#"{"task_spec": {}, "secrets": {"A": 1}}"#, "'secrets'"),
-        (r#"{"task_spec": {}, "bogus": 1}"#, "unknown field 'bogus'"),
+        (r#"{"task_spec": [1]}"#, "task_spec must be a JSON object"),
+        (
+            r#"{"task_spec": {}, "secrets": {"A": 1}}"#,
+            "invalid field 'secrets.A'",
+        ),
+        (r#"{"split": "train", "idx": 0}"#, "without index"),
         (r#"{"split": "nope", "index": 0}"#, "Invalid split"),
         (r#"{"split": "train", "index": 99}"#, "Invalid index"),
         (r#"{"split": "train", "index": -1}"#, "Invalid index"),
@@ -128,11 +129,28 @@ async fn create_validates_its_body() {
     for (body, expected) in cases {
         let sid = new_sid(addr).await;
         let r = post_s(addr, &sid, "/create", body).await;
-        assert_eq!(r.status, 400, "{body}: {}", r.text());
+        r.assert_error(400, "invalid_request");
         assert!(r.detail().contains(expected), "{body}: {}", r.detail());
         // Nothing was created.
-        assert_eq!(post_s(addr, &sid, "/ping", "").await.status, 404);
+        post_s(addr, &sid, "/ping", "")
+            .await
+            .assert_error(404, "session_not_found");
     }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_ignores_fields_it_does_not_know() {
+    // PROTOCOL_NOTES row `unknown-fields-ignored`: the openreward client sends toolset_name.
+    let server = start().await;
+    let addr = server.local_addr();
+    let sid = new_sid(addr).await;
+    let body = json!({"task_spec": task(2), "toolset_name": "default", "x-trace": [1]});
+    assert_eq!(create_with(addr, &sid, &[], &body).await.status, 200);
+    assert_eq!(
+        text_of(&call(addr, &sid, "submit", json!({"text": "4", "note": "extra"})).await),
+        "Correct!"
+    );
     server.shutdown().await;
 }
 
@@ -142,7 +160,7 @@ async fn session_id_header_rules() {
     let addr = server.local_addr();
     for path in ["/create", "/ping", "/delete", "/delete_session"] {
         let r = post(addr, path, "{}").await;
-        assert_eq!(r.status, 400, "{path}");
+        r.assert_error(400, "invalid_request");
         assert_eq!(r.detail(), "X-Session-ID header is required");
     }
     for path in ["/lab/prompt", "/lab/task_tools"] {
@@ -155,7 +173,7 @@ async fn session_id_header_rules() {
     let long = "a".repeat(129);
     let body = json!({"task_spec": task(1)}).to_string();
     let r = post_s(addr, &long, "/create", &body).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     assert!(r.detail().contains("128"), "{}", r.detail());
     let max = "b".repeat(128);
     assert_eq!(post_s(addr, &max, "/create", &body).await.status, 200);
@@ -174,7 +192,7 @@ async fn duplicate_create_is_400() {
     let sid = episode(addr, task(1)).await;
     let body = json!({"task_spec": task(1)}).to_string();
     let r = post_s(addr, &sid, "/create", &body).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "session_exists");
     assert!(r.detail().contains("already exists"), "{}", r.detail());
     server.shutdown().await;
 }
@@ -199,7 +217,7 @@ async fn deleted_sessions_are_410_and_unknown_ones_404() {
         post_s(addr, &sid, "/ping", "").await,
         post_s(addr, &sid, "/delete", "").await,
     ] {
-        assert_eq!(r.status, 410, "{}", r.text());
+        r.assert_error(410, "session_deleted");
         assert!(r.detail().contains("was deleted"), "{}", r.detail());
     }
     for r in [
@@ -209,7 +227,7 @@ async fn deleted_sessions_are_410_and_unknown_ones_404() {
         post_s(addr, "never-seen", "/ping", "").await,
         post_s(addr, "never-seen", "/delete", "").await,
     ] {
-        assert_eq!(r.status, 404, "{}", r.text());
+        r.assert_error(404, "session_not_found");
         assert!(r.detail().contains("not found"), "{}", r.detail());
     }
     // delete_session is optional cleanup: always 200.
@@ -229,7 +247,9 @@ async fn delete_session_also_tears_down() {
     let sid = episode(addr, tagged(1, "del-session")).await;
     assert_eq!(post_s(addr, &sid, "/delete_session", "").await.status, 200);
     assert_eq!(count("del-session:teardown"), 1);
-    assert_eq!(post_s(addr, &sid, "/ping", "").await.status, 410);
+    post_s(addr, &sid, "/ping", "")
+        .await
+        .assert_error(410, "session_deleted");
     server.shutdown().await;
 }
 
@@ -257,10 +277,10 @@ async fn a_failed_setup_answers_later_requests_with_the_error() {
     let t = json!({"id": 1, "answer": "2", "setup_ms": 50, "fail_setup": "no GPU available"});
     let sid = episode(addr, t).await;
     let r = get_s(addr, &sid, "/lab/prompt").await;
-    assert_eq!(r.status, 500);
+    r.assert_error(500, "setup_failed");
     assert!(r.detail().contains("no GPU available"), "{}", r.detail());
     let r = call(addr, &sid, "echo", json!({"text": "x"})).await;
-    assert_eq!(r.status, 500);
+    r.assert_error(500, "setup_failed");
     assert!(r.detail().contains("no GPU available"));
     // Still deletable.
     assert_eq!(post_s(addr, &sid, "/delete", "").await.status, 200);
@@ -269,14 +289,14 @@ async fn a_failed_setup_answers_later_requests_with_the_error() {
     let t = json!({"id": 1, "answer": "2", "fail_setup": "panic"});
     let sid = episode(addr, t).await;
     let r = get_s(addr, &sid, "/lab/task_tools").await;
-    assert_eq!(r.status, 500);
+    r.assert_error(500, "setup_failed");
     assert!(r.detail().contains("setup exploded"), "{}", r.detail());
     assert_eq!(get(addr, "/health").await.status, 200);
 
     // A task_spec that does not fit the task type is the client's mistake: 400.
     let sid = episode(addr, json!({"id": "not a number"})).await;
     let r = get_s(addr, &sid, "/lab/prompt").await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "setup_failed");
     assert!(r.detail().contains("task_spec"), "{}", r.detail());
     server.shutdown().await;
 }
@@ -289,7 +309,9 @@ async fn deleting_during_setup_is_clean() {
     let sid = episode(addr, t).await;
     let r = post_s(addr, &sid, "/delete", "").await;
     assert_eq!(r.status, 200);
-    assert_eq!(get_s(addr, &sid, "/lab/prompt").await.status, 410);
+    get_s(addr, &sid, "/lab/prompt")
+        .await
+        .assert_error(410, "session_deleted");
     // The constructor was dropped: it never finished.
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(count("del-during-setup:setup"), 0);
@@ -334,50 +356,37 @@ async fn secrets_come_from_the_body_and_the_x_secrets_header() {
     // What the reference client sends: base64 of {"KEY": {"value": "V"}}.
     let header = base64::engine::general_purpose::STANDARD
         .encode(r#"{"API_KEY": {"value": "from-header"}, "OTHER": {"value": "o"}}"#);
-    let sid = new_sid(addr).await;
-    let body = json!({"task_spec": task(1)}).to_string();
-    let r = send(
-        addr,
-        "POST",
-        "/create",
-        &[("X-Session-ID", &sid), ("X-Secrets", &header)],
-        Some(&body),
-    )
-    .await;
-    assert_eq!(r.status, 200);
-    assert_eq!(
-        text_of(&call(addr, &sid, "secrets", json!({})).await),
-        "API_KEY,OTHER from-header"
-    );
-
-    // Both: the body wins for a name given twice.
-    let sid = new_sid(addr).await;
-    let body = json!({"task_spec": task(1), "secrets": {"API_KEY": "body"}}).to_string();
-    let r = send(
-        addr,
-        "POST",
-        "/create",
-        &[("X-Session-ID", &sid), ("X-Secrets", &header)],
-        Some(&body),
-    )
-    .await;
-    assert_eq!(r.status, 200);
-    assert_eq!(
-        text_of(&call(addr, &sid, "secrets", json!({})).await),
-        "API_KEY,OTHER body"
-    );
+    let from_header = [("X-Secrets", header.as_str())];
+    let cases = [
+        (json!({"task_spec": task(1)}), "API_KEY,OTHER from-header"),
+        // Both: the body wins for a name given twice.
+        (
+            json!({"task_spec": task(1), "secrets": {"API_KEY": "body"}}),
+            "API_KEY,OTHER body",
+        ),
+    ];
+    for (body, expected) in cases {
+        let sid = new_sid(addr).await;
+        assert_eq!(
+            create_with(addr, &sid, &from_header, &body).await.status,
+            200
+        );
+        assert_eq!(
+            text_of(&call(addr, &sid, "secrets", json!({})).await),
+            expected
+        );
+    }
 
     // A malformed header is a 400 that does not echo it.
     let sid = new_sid(addr).await;
-    let r = send(
+    let r = create_with(
         addr,
-        "POST",
-        "/create",
-        &[("X-Session-ID", &sid), ("X-Secrets", "c2VjcmV0LXZhbHVl")],
-        Some(&body),
+        &sid,
+        &[("X-Secrets", "c2VjcmV0LXZhbHVl")],
+        &json!({"task_spec": task(1)}),
     )
     .await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     assert!(r.detail().contains("X-Secrets"));
     assert!(!r.text().contains("secret-value") && !r.text().contains("c2VjcmV0"));
     server.shutdown().await;
@@ -399,7 +408,19 @@ async fn the_reaper_deletes_idle_sessions() {
         assert_eq!(post_s(addr, &kept, "/ping", "").await.status, 200);
     }
     assert_eq!(wait_count("reaped-idle:teardown", 1).await, 1);
-    assert_eq!(post_s(addr, &idle, "/ping", "").await.status, 410);
+    // PROTOCOL_NOTES row `gone-vs-not-found`: reaped is 404 and says why, for every route.
+    for r in [
+        post_s(addr, &idle, "/ping", "").await,
+        get_s(addr, &idle, "/lab/prompt").await,
+        call(addr, &idle, "echo", json!({"text": "x"})).await,
+        post_s(addr, &idle, "/delete", "").await,
+    ] {
+        r.assert_error(404, "session_timed_out");
+        assert_eq!(
+            r.detail(),
+            format!("session '{idle}' timed out after 1 s of inactivity")
+        );
+    }
     assert_eq!(count("reaped-kept:teardown"), 0);
     assert_eq!(get_s(addr, &kept, "/lab/prompt").await.status, 200);
     server.shutdown().await;
@@ -430,7 +451,7 @@ async fn session_limit_is_503_with_retry_after() {
     let a = episode(addr, task(1)).await;
     let _b = episode(addr, task(1)).await;
     let r = post(addr, "/create_session", "").await;
-    assert_eq!(r.status, 503);
+    r.assert_error(503, "too_many_sessions");
     assert!(r.header("retry-after").is_some());
     let r = post_s(
         addr,
@@ -439,7 +460,7 @@ async fn session_limit_is_503_with_retry_after() {
         &json!({"task_spec": task(1)}).to_string(),
     )
     .await;
-    assert_eq!(r.status, 503);
+    r.assert_error(503, "too_many_sessions");
     assert!(r.header("retry-after").is_some());
     assert!(r.detail().contains("2 live sessions"), "{}", r.detail());
     // Room again after a delete.

@@ -1,11 +1,9 @@
 //! Tool calls over raw HTTP: the SSE bytes, chunking, errors, panics, timeouts, progress,
 //! keep-alives, reconnects, ordering and parallelism.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 use ors_server::prelude::*;
 use serde_json::{json, Value};
 
@@ -82,11 +80,21 @@ async fn tool_errors_are_ok_false_results() {
 
     // A body that is not a call at all is a 400 naming the field.
     let r = post_s(addr, &sid, "/lab/call", r#"{"name": "echo", "input": "x"}"#).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     assert!(r.detail().contains("'input'"), "{}", r.detail());
     let r = post_s(addr, &sid, "/lab/call", r#"{"input": {}}"#).await;
-    assert_eq!(r.status, 400);
-    assert!(r.detail().contains("'name'"), "{}", r.detail());
+    r.assert_error(400, "invalid_request");
+    assert!(r.detail().contains("`name`"), "{}", r.detail());
+    // A misspelt `name` is a missing one; an extra field beside a good call is ignored.
+    let r = post_s(addr, &sid, "/lab/call", r#"{"nmae": "echo", "input": {}}"#).await;
+    r.assert_error(400, "invalid_request");
+    let r = call_body(
+        addr,
+        &sid,
+        r#"{"name": "echo", "input": {"text": "hi"}, "trace_id": "t-1"}"#,
+    )
+    .await;
+    assert_eq!(text_of(&r), "hi");
     server.shutdown().await;
 }
 
@@ -494,7 +502,7 @@ async fn a_session_cannot_queue_more_calls_than_the_limit() {
     let first = open_call(addr, &sid, &body.to_string()).await;
     let second = open_call(addr, &sid, &body.to_string()).await;
     let r = call(addr, &sid, "echo", json!({"text": "one too many"})).await;
-    assert_eq!(r.status, 429, "{}", r.text());
+    r.assert_error(429, "too_many_calls");
     assert_eq!(r.header("retry-after"), Some("1"));
     assert!(
         r.detail().contains("2 calls running or queued"),

@@ -1,8 +1,6 @@
 //! Discovery endpoints, routing, and request-level errors, over raw HTTP.
 
-mod common;
-
-use common::*;
+use crate::support::*;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -75,11 +73,11 @@ async fn unknown_environment_is_404_naming_it() {
         post(addr, "/nope/tasks", r#"{"split":"train"}"#).await,
         post(addr, "/nope/call", r#"{"name":"echo"}"#).await,
     ] {
-        assert_eq!(r.status, 404);
+        r.assert_error(404, "unknown_environment");
         assert_eq!(r.detail(), "unknown environment 'nope'");
     }
     let r = post(addr, "/create", r#"{"env_name": "nope", "task_spec": {}}"#).await;
-    assert_eq!(r.status, 400, "missing X-Session-ID is checked first");
+    r.assert_error(400, "invalid_request"); // missing X-Session-ID is checked first
     let r = post_s(
         addr,
         "s-unknown-env",
@@ -87,7 +85,7 @@ async fn unknown_environment_is_404_naming_it() {
         r#"{"env_name": "nope", "task_spec": {}}"#,
     )
     .await;
-    assert_eq!(r.status, 404);
+    r.assert_error(404, "unknown_environment");
     assert_eq!(r.detail(), "unknown environment 'nope'");
     server.shutdown().await;
 }
@@ -176,20 +174,20 @@ async fn task_errors_are_400_with_the_reason() {
     let server = start().await;
     let addr = server.local_addr();
     let r = post(addr, "/lab/tasks", r#"{"split": "nope"}"#).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     assert!(r.detail().starts_with("Invalid split"), "{}", r.detail());
     assert!(r.detail().contains("'nope'"));
     let r = post(addr, "/lab/num_tasks", r#"{"split": "nope"}"#).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     let r = post(addr, "/lab/task", r#"{"split": "train", "index": 5}"#).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     assert!(r.detail().starts_with("Invalid index"), "{}", r.detail());
     // Row `negative-index`: a negative index is not Python indexing here.
     let r = post(addr, "/lab/task", r#"{"split": "train", "index": -1}"#).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     assert!(r.detail().starts_with("Invalid index"));
     let r = post(addr, "/lab/task_range", r#"{"split": "nope"}"#).await;
-    assert_eq!(r.status, 400);
+    r.assert_error(400, "invalid_request");
     server.shutdown().await;
 }
 
@@ -199,38 +197,34 @@ async fn body_validation_is_400_naming_the_field() {
     let server = start().await;
     let addr = server.local_addr();
     let cases = [
-        ("/lab/tasks", r#"{}"#, "missing field 'split'"),
-        (
-            "/lab/tasks",
-            r#"{"split": 3}"#,
-            "field 'split' must be a string",
-        ),
+        ("/lab/tasks", r#"{}"#, "missing field `split`"),
+        ("/lab/tasks", r#"{"split": 3}"#, "invalid field 'split'"),
         (
             "/lab/task",
             r#"{"split": "train"}"#,
-            "missing field 'index'",
+            "missing field `index`",
         ),
         (
             "/lab/task",
             r#"{"split": "train", "index": "1"}"#,
-            "field 'index' must be an integer",
+            "invalid field 'index'",
         ),
         (
             "/lab/task_range",
             r#"{"split": "train", "start": 1.5}"#,
-            "field 'start'",
-        ),
-        (
-            "/lab/tasks",
-            r#"{"split": "train", "extra": 1}"#,
-            "unknown field 'extra'",
+            "invalid field 'start'",
         ),
         ("/lab/tasks", r#"["train"]"#, "must be a JSON object"),
         ("/lab/tasks", r#"{"split": "#, "not valid JSON"),
+        (
+            "/lab/tasks",
+            r#"{"split": "train"} trailing"#,
+            "not valid JSON",
+        ),
     ];
     for (path, body, expected) in cases {
         let r = post(addr, path, body).await;
-        assert_eq!(r.status, 400, "{path} {body}");
+        r.assert_error(400, "invalid_request");
         assert!(
             r.detail().contains(expected),
             "{path} {body}: {}",
@@ -241,23 +235,48 @@ async fn body_validation_is_400_naming_the_field() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_body_fields_are_ignored_but_a_misspelt_required_one_is_missing() {
+    // PROTOCOL_NOTES row `unknown-fields-ignored`: a newer client or an extended peer works.
+    let server = start().await;
+    let addr = server.local_addr();
+    let r = post(addr, "/lab/tasks", r#"{"split": "test", "extra": 1}"#).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["tasks"].as_array().unwrap().len(), 2);
+    let r = post(
+        addr,
+        "/lab/task",
+        r#"{"split": "train", "index": 3, "trace": {"id": "t-1"}}"#,
+    )
+    .await;
+    assert_eq!(r.json()["task"]["id"], 3);
+    let r = post(addr, "/lab/task", r#"{"split": "train", "indx": 3}"#).await;
+    r.assert_error(400, "invalid_request");
+    assert!(
+        r.detail().contains("missing field `index`"),
+        "{}",
+        r.detail()
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_paths_404_and_wrong_methods_405_with_allow() {
     let server = start().await;
     let addr = server.local_addr();
     let r = get(addr, "/nothing/here/at/all").await;
-    assert_eq!(r.status, 404);
+    r.assert_error(404, "no_route");
     assert!(r.detail().contains("no route"), "{}", r.detail());
     let r = get(addr, "/lab/nope").await;
-    assert_eq!(r.status, 404);
+    r.assert_error(404, "no_route");
 
     let r = get(addr, "/lab/call").await;
-    assert_eq!(r.status, 405);
+    r.assert_error(405, "method_not_allowed");
     assert_eq!(r.header("allow"), Some("POST"));
     let r = post(addr, "/health", "{}").await;
-    assert_eq!(r.status, 405);
+    r.assert_error(405, "method_not_allowed");
     assert_eq!(r.header("allow"), Some("GET"));
     let r = send(addr, "DELETE", "/create", &[], None).await;
-    assert_eq!(r.status, 405);
+    r.assert_error(405, "method_not_allowed");
     assert_eq!(r.header("allow"), Some("POST"));
     assert!(r.detail().contains("DELETE"));
     server.shutdown().await;
@@ -277,7 +296,7 @@ async fn body_over_the_limit_is_413() {
     let addr = server.local_addr();
     let big = format!(r#"{{"split": "{}"}}"#, "x".repeat(2000));
     let r = post(addr, "/lab/tasks", &big).await;
-    assert_eq!(r.status, 413);
+    r.assert_error(413, "payload_too_large");
     assert!(r.detail().contains("1024"), "{}", r.detail());
 
     // Without a Content-Length (chunked upload) the limit holds while reading.
@@ -286,8 +305,8 @@ async fn body_over_the_limit_is_413() {
         "POST /lab/tasks HTTP/1.1\r\nHost: t\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
         chunk.len()
     );
-    let r = send_raw(addr, raw.as_bytes()).await;
-    assert_eq!(r.status, 413);
+    let r = send_raw(addr, "POST", raw.into_bytes()).await;
+    r.assert_error(413, "payload_too_large");
 
     // Just under the limit is fine.
     let ok = post(addr, "/lab/tasks", r#"{"split": "train"}"#).await;
@@ -309,20 +328,18 @@ async fn oversized_headers_are_431() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keep_alive_connections_serve_several_requests() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let server = start().await;
-    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
-        .await
-        .unwrap();
-    let one = b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
-    let last = b"GET /list_environments HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
-    stream.write_all(one).await.unwrap();
-    stream.write_all(one).await.unwrap();
-    stream.write_all(last).await.unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await.unwrap();
-    let text = String::from_utf8(raw).unwrap();
-    assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 3, "{text}");
-    assert!(text.ends_with(r#"["lab","other"]"#), "{text}");
+    let one = "GET /health HTTP/1.1\r\nHost: t\r\n\r\n";
+    let last = "GET /list_environments HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let replies = send_pipelined(
+        server.local_addr(),
+        format!("{one}{one}{last}").into_bytes(),
+        3,
+    )
+    .await;
+    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [200, 200, 200]);
+    assert_eq!(replies[1].json(), json!({"status": "ok"}));
+    assert_eq!(replies[2].json(), json!(["lab", "other"]));
     server.shutdown().await;
 }

@@ -1,0 +1,11 @@
+//! The server's integration tests, one binary: discovery and request-level errors, sessions,
+//! tool calls, shutdown and the API key, signals, and what the server prints. Every module
+//! drives an in-process server over raw HTTP/1.1 with the fixtures of `support`.
+
+mod calls;
+mod discovery;
+mod lifecycle;
+mod output;
+mod sessions;
+mod signal;
+mod support;
