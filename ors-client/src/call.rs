@@ -72,7 +72,7 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
         };
         let req = Req::post(&spec.path)
             .sid(spec.sid)
-            .accept("text/event-stream")
+            .accept(ors_core::protocol::EVENT_STREAM)
             .json(&body)?;
         let started = std::time::Instant::now();
         match one_stream(http, &req, spec, &mut task_id, &mut streamed).await {

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use ors_core::protocol::routes;
 use ors_core::{
     GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse, Split,
     TaskRangeResponse, TaskResponse, TasksResponse, ToolSpec,
@@ -67,7 +68,7 @@ impl Client {
     pub async fn health(&self) -> Result<()> {
         let status: ors_core::Status = self
             .http
-            .json(&Req::get("/health"), Retry::Idempotent)
+            .json(&Req::get(routes::HEALTH), Retry::Idempotent)
             .await?;
         if status.status == "ok" {
             Ok(())
@@ -82,7 +83,7 @@ impl Client {
     /// `GET /list_environments`: the names of the environments the server hosts.
     pub async fn environments(&self) -> Result<Vec<String>> {
         self.http
-            .json(&Req::get("/list_environments"), Retry::Idempotent)
+            .json(&Req::get(routes::LIST_ENVIRONMENTS), Retry::Idempotent)
             .await
     }
 
@@ -124,7 +125,7 @@ impl Environment {
         let out: ListToolsOutput = self
             .client
             .http
-            .json(&Req::get(self.path("/tools")), Retry::Idempotent)
+            .json(&Req::get(self.path(routes::TOOLS)), Retry::Idempotent)
             .await?;
         Ok(out.tools)
     }
@@ -138,7 +139,7 @@ impl Environment {
     pub async fn splits(&self) -> Result<Vec<Split>> {
         self.client
             .http
-            .json(&Req::get(self.path("/splits")), Retry::Idempotent)
+            .json(&Req::get(self.path(routes::SPLITS)), Retry::Idempotent)
             .await
     }
 
@@ -153,7 +154,7 @@ impl Environment {
         let body = ListTasks {
             split: split.to_owned(),
         };
-        let out: TasksResponse = self.post("/tasks", &body).await?;
+        let out: TasksResponse = self.post(routes::TASKS, &body).await?;
         Ok(out.tasks)
     }
 
@@ -171,7 +172,7 @@ impl Environment {
         let body = NumTasks {
             split: split.to_owned(),
         };
-        let out: NumTasksResponse = self.post("/num_tasks", &body).await?;
+        let out: NumTasksResponse = self.post(routes::NUM_TASKS, &body).await?;
         Ok(out.num_tasks)
     }
 
@@ -181,7 +182,7 @@ impl Environment {
             split: split.to_owned(),
             index,
         };
-        let out: TaskResponse = self.post("/task", &body).await?;
+        let out: TaskResponse = self.post(routes::TASK, &body).await?;
         Ok(out.task)
     }
 
@@ -203,7 +204,7 @@ impl Environment {
             start,
             stop,
         };
-        let out: TaskRangeResponse = self.post("/task_range", &body).await?;
+        let out: TaskRangeResponse = self.post(routes::TASK_RANGE, &body).await?;
         Ok(out.tasks)
     }
 

@@ -2,6 +2,8 @@
 
 use std::error::Error as StdError;
 
+use ors_core::ErrorCode;
+
 /// Everything that can go wrong talking to an ORS server; match on the variant to decide what
 /// to do (an agent can read a [`Error::ToolError`] and try again, a trainer may skip an episode
 /// on [`Error::SessionTerminated`], and so on).
@@ -23,11 +25,14 @@ pub enum Error {
         message: String,
     },
     /// The server answered with an HTTP error status.
-    #[error("HTTP {status}: {detail}")]
+    #[error("HTTP {status}{}: {detail}", code_note(.code.as_deref()))]
     Http {
         /// The status code.
         status: u16,
-        /// The server's `detail` (or the raw body when it sent no JSON detail).
+        /// The server's machine-readable `code` (PROTOCOL_NOTES row `error-codes`; see
+        /// [`ErrorCode`]); `None` from servers without codes, such as the Python reference.
+        code: Option<String>,
+        /// The server's `detail` (or the raw body when it sent no JSON detail), for people.
         detail: String,
     },
     /// The session is gone (deleted, reaped, or its server is unreachable); every later call on
@@ -68,6 +73,20 @@ impl Error {
         }
     }
 
+    /// The server's machine-readable code of an [`Error::Http`], as sent.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Error::Http { code, .. } => code.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The code of an [`Error::Http`] when it is one this version knows: decide on this,
+    /// never on the words of the detail.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        self.code().and_then(|c| c.parse().ok())
+    }
+
     /// Whether this error ended the session (the session cannot be used again).
     pub fn is_session_terminated(&self) -> bool {
         matches!(self, Error::SessionTerminated { .. })
@@ -78,6 +97,11 @@ impl Error {
     pub(crate) fn transport(err: &(dyn StdError + 'static)) -> Self {
         Error::Transport(chain(err))
     }
+}
+
+/// ` (code)` after the status in an [`Error::Http`] message, when the server sent one.
+fn code_note(code: Option<&str>) -> String {
+    code.map(|c| format!(" ({c})")).unwrap_or_default()
 }
 
 /// `err` and its sources joined with `: `, without repeating a message already included.
@@ -114,12 +138,39 @@ mod tests {
     }
 
     #[test]
-    fn status_is_only_for_http_errors() {
+    fn status_and_code_are_only_for_http_errors() {
         let e = Error::Http {
             status: 410,
-            detail: "gone".into(),
+            code: Some("session_deleted".into()),
+            detail: "session 's' was deleted".into(),
         };
         assert_eq!(e.status(), Some(410));
+        assert_eq!(e.code(), Some("session_deleted"));
+        assert_eq!(e.error_code(), Some(ErrorCode::SessionDeleted));
+        assert_eq!(
+            e.to_string(),
+            "HTTP 410 (session_deleted): session 's' was deleted"
+        );
+        let reference = Error::Http {
+            status: 404,
+            code: None,
+            detail: "Active environment not found".into(),
+        };
+        assert_eq!(reference.error_code(), None);
+        assert_eq!(
+            reference.to_string(),
+            "HTTP 404: Active environment not found"
+        );
+        let newer = Error::Http {
+            status: 400,
+            code: Some("brand_new".into()),
+            detail: "d".into(),
+        };
+        assert_eq!(
+            (newer.code(), newer.error_code()),
+            (Some("brand_new"), None)
+        );
         assert_eq!(Error::Timeout("x".into()).status(), None);
+        assert_eq!(Error::Timeout("x".into()).code(), None);
     }
 }

@@ -17,12 +17,7 @@ use serde::de::DeserializeOwned;
 use crate::config::Config;
 use crate::error::{Error, Result};
 
-/// Header carrying the session id.
-pub(crate) const SESSION_HEADER: &str = "x-session-id";
-/// Header carrying the API key.
-pub(crate) const API_KEY_HEADER: &str = "x-api-key";
-/// Header carrying base64 JSON secrets (the reference client's form).
-pub(crate) const SECRETS_HEADER: &str = "x-secrets";
+use ors_core::protocol::{HEADER_API_KEY, HEADER_SESSION_ID};
 
 /// Which failures may be repeated for a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,13 +170,13 @@ impl Http {
                 Error::InvalidArgument("the API key has characters a header cannot carry".into())
             })?;
             v.set_sensitive(true);
-            b = b.header(API_KEY_HEADER, v);
+            b = b.header(HEADER_API_KEY, v);
         }
         if let Some(sid) = &req.sid {
             let v = HeaderValue::from_str(sid).map_err(|_| {
                 Error::InvalidArgument(format!("session id {sid:?} cannot be sent in a header"))
             })?;
-            b = b.header(SESSION_HEADER, v);
+            b = b.header(HEADER_SESSION_ID, v);
         }
         for (k, v) in &req.extra {
             b = b.header(k, v);
@@ -308,31 +303,41 @@ pub(crate) fn status_failure(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok())
         .map(Duration::from_secs);
+    let (code, detail) = code_and_detail(status, body);
     Failure::Status {
         error: Error::Http {
             status: status.as_u16(),
-            detail: detail_of(status, body),
+            code,
+            detail,
         },
         status: status.as_u16(),
         retry_after,
     }
 }
 
-/// The `detail` of an error body: the string, the JSON of a structured detail (FastAPI's
-/// validation errors), the raw text, or the status's reason when the body is empty.
-pub(crate) fn detail_of(status: StatusCode, body: &[u8]) -> String {
-    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
-        match v.get("detail") {
-            Some(serde_json::Value::String(s)) => return s.clone(),
-            Some(other) => return other.to_string(),
+/// The `code` and `detail` of an error body. The detail is the string, the JSON of a
+/// structured detail (FastAPI's validation errors), the raw text, or the status's reason when
+/// the body is empty; the code is there only when the server sent a string one.
+pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String>, String) {
+    if let Ok(serde_json::Value::Object(mut v)) = serde_json::from_slice(body) {
+        let code = match v.remove("code") {
+            Some(serde_json::Value::String(c)) => Some(c),
+            _ => None,
+        };
+        match v.remove("detail") {
+            Some(serde_json::Value::String(s)) => return (code, s),
+            Some(other) => return (code, other.to_string()),
             None => {}
         }
     }
     let text = preview(body);
     if text.is_empty() {
-        status.canonical_reason().unwrap_or("error").to_owned()
+        (
+            None,
+            status.canonical_reason().unwrap_or("error").to_owned(),
+        )
     } else {
-        text
+        (None, text)
     }
 }
 
@@ -410,18 +415,26 @@ mod tests {
     }
 
     #[test]
-    fn details_come_from_json_or_text() {
+    fn codes_and_details_come_from_json_or_text() {
         let s = StatusCode::BAD_REQUEST;
+        let detail = |body: &[u8]| code_and_detail(s, body).1;
         assert_eq!(
-            detail_of(s, br#"{"detail":"Invalid index"}"#),
-            "Invalid index"
+            code_and_detail(s, br#"{"detail":"Invalid index","code":"invalid_request"}"#),
+            (Some("invalid_request".into()), "Invalid index".into())
         );
         assert_eq!(
-            detail_of(s, br#"{"detail":[{"loc":["body","split"]}]}"#),
+            code_and_detail(s, br#"{"detail":"Invalid index"}"#),
+            (None, "Invalid index".into())
+        );
+        assert_eq!(
+            detail(br#"{"detail":[{"loc":["body","split"]}]}"#),
             r#"[{"loc":["body","split"]}]"#
         );
-        assert_eq!(detail_of(s, b"plain\ntext"), "plain text");
-        assert_eq!(detail_of(StatusCode::NOT_FOUND, b""), "Not Found");
+        assert_eq!(detail(b"plain\ntext"), "plain text");
+        assert_eq!(
+            code_and_detail(StatusCode::NOT_FOUND, b""),
+            (None, "Not Found".into())
+        );
     }
 
     #[test]
@@ -429,6 +442,7 @@ mod tests {
         let st = |status| Failure::Status {
             error: Error::Http {
                 status,
+                code: None,
                 detail: String::new(),
             },
             status,

@@ -51,8 +51,8 @@ pub use config::{ClientBuilder, Config, SecretsMode, API_KEY_ENV, DEFAULT_URL, U
 pub use error::{Error, Result};
 pub use ors_core::provider::Provider;
 pub use ors_core::{
-    Block, Blocks, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType, TextBlock,
-    ToolOutput, ToolSpec,
+    Block, Blocks, ErrorCode, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType,
+    TextBlock, ToolOutput, ToolSpec,
 };
 pub use rollout::{
     evaluate, Action, Episode, EvalOptions, EvalProgress, EvalProgressFn, EvalReport, Observation,

@@ -8,9 +8,11 @@ use std::sync::Arc;
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
 use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
+use ors_core::protocol::{routes, HEADER_SECRETS};
 use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
 use ors_core::{
-    Blocks, CreateSession, ListToolsOutput, RunToolOutput, Secrets, SessionId, ToolOutput, ToolSpec,
+    Blocks, CreateSession, ErrorCode, ListToolsOutput, RunToolOutput, Secrets, SessionId,
+    ToolOutput, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -21,7 +23,7 @@ use crate::call::{run_call, CallSpec, Progress, ProgressFn};
 use crate::client::{Environment, TaskRef};
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
-use crate::http::{decode_json, Http, Req, Retry, SECRETS_HEADER};
+use crate::http::{decode_json, Http, Req, Retry};
 
 /// Options for opening a session; `.await` it (or call [`SessionBuilder::open`]).
 #[must_use = "a SessionBuilder does nothing until it is opened or awaited"]
@@ -75,7 +77,7 @@ impl SessionBuilder {
         .env(self.env.name());
 
         let sid = create_session_id(&http).await?;
-        let mut req = Req::post("/create").sid(&sid);
+        let mut req = Req::post(routes::CREATE).sid(&sid);
         if !self.secrets.is_empty() {
             let mode = http.cfg.secrets_mode;
             if matches!(mode, SecretsMode::Body | SecretsMode::Both) {
@@ -83,7 +85,7 @@ impl SessionBuilder {
             }
             if matches!(mode, SecretsMode::Header | SecretsMode::Both) {
                 req = req.header(
-                    HeaderName::from_static(SECRETS_HEADER),
+                    HeaderName::from_static(HEADER_SECRETS),
                     secrets_header(&self.secrets)?,
                 );
             }
@@ -130,7 +132,7 @@ impl IntoFuture for SessionBuilder {
 /// `POST /create_session`, accepting a JSON `{"sid"}` reply or an SSE `task_id` event.
 async fn create_session_id(http: &Http) -> Result<String> {
     // JSON is asked for; the reference server answers SSE regardless, and both are read.
-    let req = Req::post("/create_session");
+    let req = Req::post(routes::CREATE_SESSION);
     // A repeat only mints another unused id, so this is safe to retry.
     let (headers, body) = http.fetch(&req, Retry::Idempotent).await?;
     let is_sse = headers
@@ -148,7 +150,7 @@ async fn create_session_id(http: &Http) -> Result<String> {
                 Error::Protocol("/create_session sent neither {\"sid\"} nor a task_id event".into())
             })?
     } else {
-        decode_json::<SessionId>("/create_session", &body)?.sid
+        decode_json::<SessionId>(routes::CREATE_SESSION, &body)?.sid
     };
     if sid.is_empty() {
         return Err(Error::Protocol(
@@ -160,7 +162,7 @@ async fn create_session_id(http: &Http) -> Result<String> {
 
 /// Best-effort `POST /delete_session` for an id whose `/create` failed.
 async fn release_id(http: &Http, sid: &str) {
-    let req = Req::post("/delete_session").sid(sid);
+    let req = Req::post(routes::DELETE_SESSION).sid(sid);
     if let Err(e) = http.fetch(&req, Retry::Refused).await {
         tracing::debug!(sid, error = %e, "delete_session after a failed create also failed");
     }
@@ -232,24 +234,27 @@ impl Shared {
 
     /// Turn a "this session does not exist" answer into the session's death.
     fn absorb(&self, e: Error) -> Error {
-        if let Error::Http { status, detail } = &e {
-            if session_gone(*status, detail) {
-                self.mark_dead(format!("the server answered {status}: {detail}"), true);
-                return self.terminated().unwrap_or(e);
-            }
+        if session_gone(&e) {
+            self.mark_dead(format!("the server answered {e}"), true);
+            return self.terminated().unwrap_or(e);
         }
         e
     }
 }
 
-/// Whether an error answer to a session-scoped request means the session is gone: 410 always,
-/// 404 when it is about the session (and not, say, an unknown environment in the path).
-fn session_gone(status: u16, detail: &str) -> bool {
-    let d = detail.to_ascii_lowercase();
-    status == 410
-        || (status == 404
-            && (d.contains("session") || d.contains("active environment"))
-            && !d.contains("unknown environment"))
+/// Whether an error answer to a session-scoped request means the session is gone. Decided on
+/// the server's `code` (PROTOCOL_NOTES row `error-codes`), never on the words of `detail`;
+/// from a server without codes (the Python reference) 404 and 410 mean gone; a code this
+/// version does not know is gone only with 410.
+fn session_gone(e: &Error) -> bool {
+    let Error::Http { status, code, .. } = e else {
+        return false;
+    };
+    match code.as_deref().map(str::parse::<ErrorCode>) {
+        Some(Ok(code)) => code.means_session_gone(),
+        Some(Err(_)) => *status == 410,
+        None => *status == 404 || *status == 410,
+    }
 }
 
 async fn ping_loop(shared: Arc<Shared>, every: std::time::Duration) {
@@ -257,12 +262,11 @@ async fn ping_loop(shared: Arc<Shared>, every: std::time::Duration) {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let req = Req::post("/ping").sid(&shared.sid);
+        let req = Req::post(routes::PING).sid(&shared.sid);
         match shared.http().fetch(&req, Retry::Idempotent).await {
             Ok(_) => {}
-            Err(Error::Http { status, detail }) if status == 404 || status == 410 => {
-                let reason = format!("ping answered {status}: {detail} (deleted or expired)");
-                shared.mark_dead(reason, true);
+            Err(e) if session_gone(&e) => {
+                shared.mark_dead(format!("ping answered {e}"), true);
                 return;
             }
             Err(e @ (Error::Transport(_) | Error::Timeout(_))) => {
@@ -334,46 +338,74 @@ impl Session {
         self.termination_reason().unwrap_or_default()
     }
 
-    /// Run `fut` unless the session is dead; abandon it as soon as the session dies.
+    /// Run `fut` unless the session is dead; abandon it as soon as the session dies. An
+    /// answer saying the session is gone makes it dead.
     async fn guarded<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        self.guarded_raw(fut)
+            .await
+            .map_err(|e| self.shared.absorb(e))
+    }
+
+    /// [`Session::guarded`] without looking at what an error says about the session.
+    async fn guarded_raw<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<T> {
         if let Some(e) = self.shared.terminated() {
             return Err(e);
         }
         let mut rx = self.shared.death.subscribe();
         tokio::select! {
             biased;
-            r = fut => r.map_err(|e| self.shared.absorb(e)),
+            r = fut => r,
             _ = rx.wait_for(Option::is_some) => Err(self.shared.terminated().unwrap_or_else(|| {
                 Error::SessionTerminated { sid: self.shared.sid.clone(), reason: "unknown".into() }
             })),
         }
     }
 
+    /// Whether a 404 from an episode route means the server lacks the route (rather than the
+    /// session): said by the code `no_route`; a server without codes is asked with `/ping`
+    /// whether the session is alive.
+    async fn route_missing(&self, e: &Error) -> bool {
+        if e.status() != Some(404) {
+            return false;
+        }
+        match e.code() {
+            Some(code) => code == ErrorCode::NoRoute.as_str(),
+            None => {
+                let ping = Req::post(routes::PING).sid(&self.shared.sid);
+                self.shared
+                    .http()
+                    .fetch(&ping, Retry::Idempotent)
+                    .await
+                    .is_ok()
+            }
+        }
+    }
+
     /// `GET /{env}/prompt`: the blocks that start the episode.
     pub async fn prompt(&self) -> Result<Blocks> {
-        let req = Req::get(self.shared.env.path("/prompt")).sid(&self.shared.sid);
+        let req = Req::get(self.shared.env.path(routes::PROMPT)).sid(&self.shared.sid);
         self.guarded(self.shared.http().json(&req, Retry::Idempotent))
             .await
     }
 
     /// The tools of this episode: `GET /{env}/task_tools` (shared and task-specific), or the
-    /// shared `GET /{env}/tools` when the server has no `task_tools` route (404).
+    /// shared `GET /{env}/tools` when the server has no `task_tools` route.
     pub async fn tools(&self) -> Result<Vec<ToolSpec>> {
         let http = self.shared.http();
         if !self.shared.no_task_tools.load(Ordering::Relaxed) {
-            let req = Req::get(self.shared.env.path("/task_tools")).sid(&self.shared.sid);
+            let req = Req::get(self.shared.env.path(routes::TASK_TOOLS)).sid(&self.shared.sid);
             match self
-                .guarded(http.json::<ListToolsOutput>(&req, Retry::Idempotent))
+                .guarded_raw(http.json::<ListToolsOutput>(&req, Retry::Idempotent))
                 .await
             {
                 Ok(out) => return Ok(out.tools),
-                Err(Error::Http { status: 404, .. }) => {
+                Err(e) if self.route_missing(&e).await => {
                     self.shared.no_task_tools.store(true, Ordering::Relaxed);
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(self.shared.absorb(e)),
             }
         }
-        let req = Req::get(self.shared.env.path("/tools"));
+        let req = Req::get(self.shared.env.path(routes::TOOLS));
         let out: ListToolsOutput = self.guarded(http.json(&req, Retry::Idempotent)).await?;
         Ok(out.tools)
     }
@@ -436,7 +468,7 @@ impl Session {
             }
         };
         let spec = CallSpec {
-            path: self.shared.env.path("/call"),
+            path: self.shared.env.path(routes::CALL),
             sid: &self.shared.sid,
             name,
             input: &input,
@@ -460,14 +492,15 @@ async fn delete(shared: &Shared) -> Result<()> {
     if shared.death.borrow().as_ref().is_some_and(|d| d.gone) {
         return Ok(());
     }
-    let req = Req::post("/delete").sid(&shared.sid);
+    let req = Req::post(routes::DELETE).sid(&shared.sid);
     // Deleting twice is harmless (the second answers 410), so every failure may be retried.
     match shared.http().fetch(&req, Retry::Idempotent).await {
-        Ok(_)
-        | Err(Error::Http {
-            status: 404 | 410, ..
-        }) => {
+        Ok(_) => {
             tracing::debug!(sid = %shared.sid, "session deleted");
+            Ok(())
+        }
+        Err(e) if session_gone(&e) => {
+            tracing::debug!(sid = %shared.sid, error = %e, "session already gone");
             Ok(())
         }
         Err(e) => Err(e),
@@ -506,14 +539,57 @@ fn into_output(r: RunToolOutput) -> Result<ToolOutput> {
 mod tests {
     use super::*;
 
+    fn http(status: u16, code: Option<&str>, detail: &str) -> Error {
+        Error::Http {
+            status,
+            code: code.map(str::to_owned),
+            detail: detail.to_owned(),
+        }
+    }
+
     #[test]
-    fn gone_means_410_or_a_404_about_the_session() {
-        assert!(session_gone(410, "Session deleted"));
-        assert!(session_gone(404, "Active environment not found"));
-        assert!(session_gone(404, "session not found"));
-        assert!(!session_gone(404, "unknown environment 'x'"));
-        assert!(!session_gone(404, "Not Found"));
-        assert!(!session_gone(400, "session already exists"));
+    fn gone_is_decided_on_the_code() {
+        for code in ["session_not_found", "session_timed_out", "no_episode_yet"] {
+            assert!(
+                session_gone(&http(404, Some(code), "whatever the words")),
+                "{code}"
+            );
+        }
+        assert!(session_gone(&http(410, Some("session_deleted"), "x")));
+        // The words of the detail do not matter, the code does.
+        assert!(!session_gone(&http(
+            404,
+            Some("unknown_environment"),
+            "session not found"
+        )));
+        assert!(!session_gone(&http(
+            404,
+            Some("no_route"),
+            "Active environment not found"
+        )));
+        assert!(!session_gone(&http(
+            400,
+            Some("session_exists"),
+            "session gone"
+        )));
+        // A code from a newer server: only 410 says gone.
+        assert!(!session_gone(&http(404, Some("brand_new"), "x")));
+        assert!(session_gone(&http(410, Some("brand_new"), "x")));
+        assert!(!session_gone(&Error::Timeout("session".into())));
+    }
+
+    #[test]
+    fn without_a_code_404_and_410_mean_gone() {
+        // The Python reference sends no codes: its 404 "Active environment not found" and
+        // 410 "Session deleted" are decided by status.
+        assert!(session_gone(&http(
+            404,
+            None,
+            "Active environment not found"
+        )));
+        assert!(session_gone(&http(410, None, "Session deleted")));
+        assert!(!session_gone(&http(400, None, "Session already exists")));
+        assert!(!session_gone(&http(500, None, "session crashed")));
     }
 
     #[test]

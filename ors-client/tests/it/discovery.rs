@@ -1,6 +1,6 @@
 //! Discovery: environments, tools (also in provider formats), splits and tasks.
 
-use ors_client::{Error, Provider, SplitType};
+use ors_client::{Error, ErrorCode, Provider, SplitType};
 use ors_examples::conformance::ConformanceTask;
 
 use crate::support::{client, server};
@@ -124,11 +124,9 @@ async fn http_errors_carry_the_servers_detail() {
     let c = client(&srv.url().to_string());
 
     match c.environment("nosuch").tools().await {
-        Err(Error::Http {
-            status: 404,
-            detail,
-        }) => {
-            assert!(detail.contains("unknown environment"), "{detail}")
+        Err(e @ Error::Http { status: 404, .. }) => {
+            assert_eq!(e.error_code(), Some(ErrorCode::UnknownEnvironment));
+            assert!(e.to_string().contains("'nosuch'"), "{e}");
         }
         other => panic!("expected a 404, got {other:?}"),
     }
@@ -136,8 +134,12 @@ async fn http_errors_carry_the_servers_detail() {
     match env.task("train", 99).await {
         Err(Error::Http {
             status: 400,
+            code,
             detail,
-        }) => assert!(!detail.is_empty()),
+        }) => {
+            assert_eq!(code.as_deref(), Some("invalid_request"));
+            assert!(!detail.is_empty());
+        }
         other => panic!("expected a 400, got {other:?}"),
     }
     assert_eq!(env.task("train", -1).await.unwrap_err().status(), Some(400));

@@ -3,14 +3,10 @@
 
 use std::time::Duration;
 
-use ors_client::{Block, Client, Error};
+use ors_client::{Client, Error};
 use serde_json::json;
 
-use crate::support::{server, Cut, Proxy};
-
-fn text(blocks: &[Block]) -> String {
-    blocks.iter().filter_map(Block::as_text).collect()
-}
+use crate::support::{behind_proxy, fixture_session, text, Cut};
 
 fn client(url: &str, heartbeat: Duration) -> Client {
     Client::builder(url)
@@ -23,14 +19,8 @@ fn client(url: &str, heartbeat: Duration) -> Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_after_task_id_reconnects_and_the_tool_runs_once() {
-    let srv = server().await;
-    let proxy = Proxy::start(&srv.url().to_string()).await;
-    let c = client(&proxy.url, Duration::from_secs(30));
-    let s = c
-        .environment("conformance")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let (srv, proxy) = behind_proxy().await;
+    let s = fixture_session(&client(&proxy.url, Duration::from_secs(30))).await;
 
     proxy.plan(&[Cut::Drop]);
     let first = s.call("counter", json!({})).await.unwrap();
@@ -54,14 +44,8 @@ async fn a_cut_after_task_id_reconnects_and_the_tool_runs_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_stream_is_a_drop_after_the_heartbeat_timeout() {
-    let srv = server().await;
-    let proxy = Proxy::start(&srv.url().to_string()).await;
-    let c = client(&proxy.url, Duration::from_millis(500));
-    let s = c
-        .environment("conformance")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let (srv, proxy) = behind_proxy().await;
+    let s = fixture_session(&client(&proxy.url, Duration::from_millis(500))).await;
 
     proxy.plan(&[Cut::Stall]);
     let out = s.call("counter", json!({})).await.unwrap();
@@ -75,14 +59,8 @@ async fn a_silent_stream_is_a_drop_after_the_heartbeat_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_before_task_id_is_not_retried() {
-    let srv = server().await;
-    let proxy = Proxy::start(&srv.url().to_string()).await;
-    let c = client(&proxy.url, Duration::from_secs(30));
-    let s = c
-        .environment("conformance")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let (srv, proxy) = behind_proxy().await;
+    let s = fixture_session(&client(&proxy.url, Duration::from_secs(30))).await;
 
     proxy.plan(&[Cut::Early]);
     match s.call("counter", json!({})).await {
@@ -98,8 +76,7 @@ async fn a_cut_before_task_id_is_not_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconnects_are_bounded() {
-    let srv = server().await;
-    let proxy = Proxy::start(&srv.url().to_string()).await;
+    let (srv, proxy) = behind_proxy().await;
     let c = Client::builder(&proxy.url)
         .no_api_key()
         .reconnect_attempts(2)
@@ -107,11 +84,7 @@ async fn reconnects_are_bounded() {
         .backoff(Duration::from_millis(10), Duration::from_millis(20))
         .build()
         .unwrap();
-    let s = c
-        .environment("conformance")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let s = fixture_session(&c).await;
     // Reconnects carry the task_id, which the proxy lets through; so stall the first call and
     // make the server's answer to every reconnect unreachable by a long sleep instead.
     proxy.plan(&[Cut::Stall]);

@@ -74,6 +74,7 @@ async fn statuses_429_and_500_are_retried_up_to_the_limit() {
     match env.splits().await {
         Err(Error::Http {
             status: 429,
+            code: None,
             detail,
         }) => assert_eq!(detail, "slow down"),
         other => panic!("expected 429, got {other:?}"),
@@ -246,17 +247,21 @@ async fn an_unreachable_server_is_a_transport_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_fall_back_to_the_shared_list_when_task_tools_is_missing() {
-    let fake = Fake::start(|req: &FakeRequest, _| match req.line.as_str() {
-        "POST /create_session" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
-        "POST /create" | "POST /delete" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+    // Servers without error codes: whether a 404 is about the route or the session is asked
+    // with /ping, never read from the words of the detail.
+    let fake = Fake::start(|req: &FakeRequest, n| match req.line.as_str() {
+        "POST /create_session" => {
+            let sid = if n == 0 { "alive" } else { "gone" };
+            FakeResponse::json(200, &format!(r#"{{"sid":"{sid}"}}"#))
+        }
+        "POST /create" | "POST /delete" => FakeResponse::json(200, r#"{"sid":"x"}"#),
+        "POST /ping" if header(req, "x-session-id") == Some("alive") => {
+            FakeResponse::json(200, r#"{"status":"ok"}"#)
+        }
         "GET /old/tools" => FakeResponse::json(
             200,
             r#"{"tools":[{"name":"submit","description":"d","input_schema":null}]}"#,
         ),
-        "GET /old/task_tools" => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
-        "GET /gone/task_tools" => {
-            FakeResponse::json(404, r#"{"detail":"Active environment not found"}"#)
-        }
         _ => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
     })
     .await;
@@ -274,10 +279,55 @@ async fn tools_fall_back_to_the_shared_list_when_task_tools_is_missing() {
     assert_eq!(fake.count("GET /old/tools"), 2);
     s.close().await.unwrap();
 
-    // The reference server's answer for a session it no longer has is not a missing route.
-    let s = c.environment("gone").session_at("train", 0).await.unwrap();
+    // The same 404 for a session the server no longer has (its ping is 404 too).
+    let s = c.environment("old").session_at("train", 0).await.unwrap();
+    assert_eq!(s.sid(), "gone");
     assert!(s.tools().await.unwrap_err().is_session_terminated());
-    assert_eq!(fake.count("GET /gone/tools"), 0);
+    assert_eq!(fake.count("GET /old/tools"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_codes_decide_between_a_missing_route_and_a_gone_session() {
+    let fake = Fake::start(|req: &FakeRequest, n| match req.line.as_str() {
+        "POST /create_session" => FakeResponse::json(200, &format!(r#"{{"sid":"s{n}"}}"#)),
+        "POST /create" | "POST /delete" => FakeResponse::json(200, r#"{"sid":"x"}"#),
+        "GET /env/tools" => FakeResponse::json(
+            200,
+            r#"{"tools":[{"name":"submit","description":"d","input_schema":null}]}"#,
+        ),
+        // The words say "session", the code says the route is missing.
+        "GET /env/task_tools" if header(req, "x-session-id") == Some("s0") => FakeResponse::json(
+            404,
+            r#"{"detail":"session route not here","code":"no_route"}"#,
+        ),
+        // The words say nothing about a session, the code says it timed out.
+        "GET /env/task_tools" => {
+            FakeResponse::json(404, r#"{"detail":"Not Found","code":"session_timed_out"}"#)
+        }
+        _ => FakeResponse::json(500, r#"{"detail":"unexpected","code":"internal"}"#),
+    })
+    .await;
+    let env = client(&fake.url).environment("env");
+    let s = env.session_at("train", 0).await.unwrap();
+    assert_eq!(s.tools().await.unwrap()[0].name, "submit");
+    s.close().await.unwrap();
+
+    let s = env.session_at("train", 0).await.unwrap();
+    match s.tools().await {
+        Err(Error::SessionTerminated { reason, .. }) => {
+            assert!(reason.contains("session_timed_out"), "{reason}")
+        }
+        other => panic!("expected SessionTerminated, got {other:?}"),
+    }
+    assert_eq!(fake.count("POST /ping"), 0, "codes need no probe");
+    assert_eq!(fake.count("GET /env/tools"), 1);
+}
+
+fn header<'a>(req: &'a FakeRequest, name: &str) -> Option<&'a str> {
+    req.headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,11 +7,9 @@ use ors_examples::conformance::ConformanceTask;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::support::{client, eventually, raw_post, server};
-
-fn text(blocks: &[Block]) -> String {
-    blocks.iter().filter_map(Block::as_text).collect()
-}
+use crate::support::{
+    client, deleted, eventually, fixture_session, ok, raw_post, server, server_with, text,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_episode_from_split_and_index() {
@@ -72,8 +70,7 @@ async fn an_episode_from_a_typed_or_json_task() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn outputs_carry_metadata_images_and_large_chunked_text() {
     let srv = server().await;
-    let env = client(&srv.url().to_string()).environment("conformance");
-    let s = env.session_at("train", 0).await.unwrap();
+    let s = fixture_session(&client(&srv.url().to_string())).await;
 
     let echo = s.call("echo", json!({"text": "héllo"})).await.unwrap();
     assert_eq!(text(&echo.blocks), "héllo");
@@ -103,8 +100,7 @@ async fn outputs_carry_metadata_images_and_large_chunked_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_errors_and_crashes_leave_the_session_usable() {
     let srv = server().await;
-    let env = client(&srv.url().to_string()).environment("conformance");
-    let s = env.session_at("train", 0).await.unwrap();
+    let s = fixture_session(&client(&srv.url().to_string())).await;
 
     match s.call("fail", json!({"message": "boom"})).await {
         Err(Error::ToolError { message }) => assert_eq!(message, "boom"),
@@ -203,15 +199,15 @@ async fn close_deletes_and_drop_deletes_too() {
 
     let s = env.session_at("train", 0).await.unwrap();
     let sid = s.sid().to_owned();
-    assert_eq!(raw_post(&url, "/ping", &sid).await, 200);
+    assert_eq!(raw_post(&url, "/ping", &sid).await, ok());
     s.close().await.unwrap();
-    assert_eq!(raw_post(&url, "/ping", &sid).await, 410);
+    assert_eq!(raw_post(&url, "/ping", &sid).await, deleted());
 
     let s = env.session_at("train", 1).await.unwrap();
     let sid = s.sid().to_owned();
     drop(s);
     assert!(
-        eventually(|| async { raw_post(&url, "/ping", &sid).await == 410 }).await,
+        eventually(|| async { raw_post(&url, "/ping", &sid).await == deleted() }).await,
         "a dropped session is deleted"
     );
     srv.shutdown().await;
@@ -226,17 +222,13 @@ async fn a_session_deleted_elsewhere_fails_fast_with_the_cause() {
         .ping_interval(None)
         .build()
         .unwrap();
-    let s = c
-        .environment("conformance")
-        .session_at("train", 0)
-        .await
-        .unwrap();
-    assert_eq!(raw_post(&url, "/delete", s.sid()).await, 200);
+    let s = fixture_session(&c).await;
+    assert_eq!(raw_post(&url, "/delete", s.sid()).await, ok());
 
     match s.call("echo", json!({"text": "x"})).await {
         Err(Error::SessionTerminated { sid, reason }) => {
             assert_eq!(sid, s.sid());
-            assert!(reason.contains("410"), "{reason}");
+            assert!(reason.contains("410 (session_deleted)"), "{reason}");
         }
         other => panic!("expected SessionTerminated, got {other:?}"),
     }
@@ -260,5 +252,41 @@ async fn opening_on_a_bad_task_reports_the_server_error() {
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(404), "{err}");
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_reaped_by_the_server_fails_with_the_timed_out_code() {
+    // PROTOCOL_NOTES row `gone-vs-not-found`: reaped is 404 session_timed_out, decided by code.
+    let srv = server_with(|c| {
+        c.session_timeout = std::time::Duration::from_millis(300);
+        c.reaper_interval = std::time::Duration::from_millis(50);
+    })
+    .await;
+    let url = srv.url().to_string();
+    let c = ors_client::Client::builder(&url)
+        .no_api_key()
+        .ping_interval(None)
+        .build()
+        .unwrap();
+    let s = fixture_session(&c).await;
+    // Every probe counts as activity, so each wait is longer than the timeout and the last
+    // (a loaded machine may run the reaper late).
+    let timed_out = (404, Some("session_timed_out".to_owned()));
+    let mut wait = std::time::Duration::from_millis(800);
+    while raw_post(&url, "/ping", s.sid()).await != timed_out {
+        assert!(wait.as_secs() < 30, "the reaper never removed the idle session");
+        tokio::time::sleep(wait).await;
+        wait *= 2;
+    }
+    match s.prompt().await {
+        Err(Error::SessionTerminated { reason, .. }) => {
+            assert!(reason.contains("404 (session_timed_out)"), "{reason}");
+            assert!(reason.contains("of inactivity"), "{reason}");
+        }
+        other => panic!("expected SessionTerminated, got {other:?}"),
+    }
+    // Closing a session the server timed out is not an error.
+    s.close().await.unwrap();
     srv.shutdown().await;
 }

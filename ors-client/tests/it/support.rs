@@ -1,12 +1,14 @@
-//! Test fixtures: the in-process server, a cutting TCP proxy, a scripted fake server, and a
-//! raw HTTP helper for checking what the server thinks of a session.
+//! Test fixtures: the in-process server, a cutting TCP proxy, a scripted fake server, the
+//! common session set-ups, and a raw request (over the workspace's one raw HTTP client,
+//! `ors_conformance::http`) for checking what the server thinks of a session.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ors_client::Client;
+use ors_client::{Block, Client, Session};
+use ors_conformance::http::{Request, Target};
 use ors_examples::conformance::Conformance;
 use ors_examples::gsm8k::Gsm8k;
 use ors_server::{RunningServer, Server, ServerConfig};
@@ -46,22 +48,46 @@ pub fn client(url: &str) -> Client {
         .expect("valid URL")
 }
 
-/// The status of a raw `POST path` with a session id (to see what the server thinks of it).
-pub async fn raw_post(url: &str, path: &str, sid: &str) -> u16 {
-    let addr = url.trim_start_matches("http://");
-    let mut s = TcpStream::connect(addr).await.expect("connect");
-    let req = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nX-Session-ID: {sid}\r\nContent-Length: 0\r\n\
-         Connection: close\r\n\r\n"
-    );
-    s.write_all(req.as_bytes()).await.expect("write");
-    let mut out = Vec::new();
-    s.read_to_end(&mut out).await.expect("read");
-    let text = String::from_utf8_lossy(&out);
-    text.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("a status line")
+/// The status and error code of a raw `POST path` with a session id (to see what the server
+/// thinks of a session without the client's interpretation).
+pub async fn raw_post(url: &str, path: &str, sid: &str) -> (u16, Option<String>) {
+    let target = Target::from_url(url, None).expect("an http:// URL");
+    let req = Request::new("POST", path).sid(sid);
+    let r = tokio::task::spawn_blocking(move || req.send(&target))
+        .await
+        .expect("the blocking request")
+        .unwrap_or_else(|e| panic!("{e}"));
+    (r.status(), r.code())
+}
+
+/// `(200, None)`: what [`raw_post`] gives for a live session.
+pub fn ok() -> (u16, Option<String>) {
+    (200, None)
+}
+
+/// `(410, session_deleted)`: what [`raw_post`] gives for a deleted session.
+pub fn deleted() -> (u16, Option<String>) {
+    (410, Some("session_deleted".to_owned()))
+}
+
+/// A session on task 0 of the fixture's `train` split: where most tests start.
+pub async fn fixture_session(c: &Client) -> Session {
+    c.environment("conformance")
+        .session_at("train", 0)
+        .await
+        .expect("the fixture session opens")
+}
+
+/// The in-process server and a sabotaging proxy in front of it.
+pub async fn behind_proxy() -> (RunningServer, Proxy) {
+    let srv = server().await;
+    let proxy = Proxy::start(&srv.url().to_string()).await;
+    (srv, proxy)
+}
+
+/// The text of the text blocks, joined.
+pub fn text(blocks: &[Block]) -> String {
+    blocks.iter().filter_map(Block::as_text).collect()
 }
 
 /// Poll `f` every 50 ms until it is true or 20 s pass (generous: the machine is shared).
