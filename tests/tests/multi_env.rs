@@ -3,11 +3,11 @@
 //! environment for env-less routes, per-environment tools and tasks, isolation of episodes).
 
 use ors_client::{Client, Error};
+use ors_conformance::http::{Request, Response, Target};
 use ors_examples::conformance::Conformance;
 use ors_examples::gsm8k::Gsm8k;
 use ors_server::{RunningServer, Server};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 async fn serve_both() -> RunningServer {
     Server::new()
@@ -20,21 +20,12 @@ async fn serve_both() -> RunningServer {
 }
 
 /// A raw HTTP/1.1 request, so env-less paths are sent exactly as written.
-async fn raw(server: &RunningServer, request: &str) -> (u16, String) {
-    let mut stream = tokio::net::TcpStream::connect(server.local_addr())
+async fn raw(server: &RunningServer, request: Request) -> Response {
+    let target = Target::from_addr(server.local_addr());
+    tokio::task::spawn_blocking(move || request.send(&target))
         .await
-        .expect("connect");
-    stream.write_all(request.as_bytes()).await.expect("write");
-    let mut reply = Vec::new();
-    stream.read_to_end(&mut reply).await.expect("read");
-    let reply = String::from_utf8_lossy(&reply).into_owned();
-    let status = reply
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = reply.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
+        .expect("the blocking request")
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[tokio::test]
@@ -47,13 +38,9 @@ async fn environments_are_listed_in_registration_order_and_the_first_is_the_defa
     );
 
     // An env-less route goes to the default (first) environment: gsm8k's tools, not the fixture's.
-    let (status, body) = raw(
-        &server,
-        "GET /tools HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    let tools: Value = serde_json::from_str(&body).expect("JSON tools");
+    let r = raw(&server, Request::new("GET", "/tools")).await;
+    assert_eq!(r.status(), 200, "{}", r.snippet());
+    let tools: Value = r.json().expect("JSON tools");
     let names: Vec<&str> = tools["tools"]
         .as_array()
         .expect("a tools array")
