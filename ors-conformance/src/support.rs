@@ -5,7 +5,11 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use base64::Engine as _;
+use ors_core::protocol::{
+    routes, EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_STREAM, EVENT_TASK_ID,
+};
 use ors_core::sse::{CallEvent, CallStreamDecoder, CallStreamError, SseDecoder, SseEvent};
+use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
 use super::http::{Conn, Head, Request, Response, Target};
@@ -81,15 +85,15 @@ impl Ctx {
     /// A new session id from `POST /create_session`, in whichever of the two documented forms
     /// the server answers (SSE `task_id` event, or JSON `{"sid": ...}`).
     pub fn new_sid(&self) -> Result<String, String> {
-        let r = self
-            .send(Request::new("POST", "/create_session").header("Accept", "text/event-stream"))?;
+        let r =
+            self.send(Request::new("POST", routes::CREATE_SESSION).header("Accept", EVENT_STREAM))?;
         sid_from_create_session(&r)
     }
 
     /// `create_session` then `create` with `body`; the session is deleted when dropped.
     pub fn session(&self, body: &Value) -> Result<Session<'_>, String> {
         let sid = self.new_sid()?;
-        let r = self.send(Request::new("POST", "/create").sid(&sid).json(body))?;
+        let r = self.send(Request::new("POST", routes::CREATE).sid(&sid).json(body))?;
         ensure!(
             r.status() == 200,
             "POST /create {body} answered {}: {}",
@@ -110,9 +114,9 @@ impl Ctx {
 
     /// The `POST /{env}/call` request for a tool call.
     pub fn call_request(&self, sid: &str, body: &Value) -> Request {
-        Request::new("POST", &self.path("/call"))
+        Request::new("POST", &self.path(routes::CALL))
             .sid(sid)
-            .header("Accept", "text/event-stream")
+            .header("Accept", EVENT_STREAM)
             .json(body)
     }
 
@@ -132,11 +136,11 @@ pub fn sid_from_create_session(r: &Response) -> Result<String, String> {
         r.snippet()
     );
     let ct = r.header("content-type").unwrap_or_default();
-    if ct.starts_with("text/event-stream") {
+    if ct.starts_with(EVENT_STREAM) {
         let events = SseDecoder::new().push(&r.body);
         let sid = events
             .iter()
-            .find(|e| e.event == "task_id")
+            .find(|e| e.event == EVENT_TASK_ID)
             .map(|e| e.data.trim().to_owned())
             .ok_or_else(|| {
                 format!(
@@ -204,7 +208,7 @@ impl Session<'_> {
     pub fn delete(&mut self) -> Result<Response, String> {
         self.live = false;
         self.ctx
-            .send(Request::new("POST", "/delete").sid(&self.sid))
+            .send(Request::new("POST", routes::DELETE).sid(&self.sid))
     }
 }
 
@@ -260,8 +264,8 @@ impl Call {
         );
         let ct = self.head.header("content-type").unwrap_or_default();
         ensure!(
-            ct.starts_with("text/event-stream"),
-            "call content-type is {ct:?}, not text/event-stream"
+            ct.starts_with(EVENT_STREAM),
+            "call content-type is {ct:?}, not {EVENT_STREAM}"
         );
         Ok(())
     }
@@ -270,7 +274,7 @@ impl Call {
     pub fn task_id(&self) -> Option<&str> {
         self.events
             .iter()
-            .find(|e| e.event == "task_id")
+            .find(|e| e.event == EVENT_TASK_ID)
             .map(|e| e.data.as_str())
     }
 
@@ -278,7 +282,7 @@ impl Call {
     pub fn error_event(&self) -> Option<&str> {
         self.events
             .iter()
-            .find(|e| e.event == "error")
+            .find(|e| e.event == EVENT_ERROR)
             .map(|e| e.data.as_str())
     }
 
@@ -294,7 +298,7 @@ impl Call {
         if let Some(e) = self.error_event() {
             return Err(format!("the stream has an error event: {e:?}"));
         }
-        let ends = self.events.iter().filter(|e| e.event == "end").count();
+        let ends = self.events.iter().filter(|e| e.event == EVENT_END).count();
         ensure!(
             ends == 1,
             "expected one end event, got events {:?}",
@@ -302,7 +306,7 @@ impl Call {
         );
         let mut text = String::new();
         for e in &self.events {
-            if e.event == "chunk" || e.event == "end" {
+            if e.event == EVENT_CHUNK || e.event == EVENT_END {
                 text.push_str(&e.data);
             }
         }
@@ -392,6 +396,20 @@ pub fn expect_error(r: &Response, status: u16) -> Result<String, String> {
         .ok_or_else(|| format!("error body has no \"detail\" string: {v}"))?;
     ensure!(!detail.trim().is_empty(), "empty error detail");
     Ok(detail.to_owned())
+}
+
+/// Fails unless the response is a JSON error with this status and machine-readable `code`
+/// (PROTOCOL_NOTES row `error-codes`) beside a non-empty `detail`.
+pub fn expect_code(r: &Response, status: u16, code: ErrorCode) -> Check {
+    expect_error(r, status)?;
+    let got = r.code();
+    ensure!(
+        got.as_deref() == Some(code.as_str()),
+        "expected code {:?} with status {status}, got {got:?}: {}",
+        code.as_str(),
+        r.snippet()
+    );
+    Ok(())
 }
 
 /// Fails unless the response is 200 with a JSON body; returns it.

@@ -89,6 +89,21 @@ pub fn our_server(bins: &Path, name: &str, envs: &[(&str, &str)]) -> Result<Serv
     ServerProcess::start(cmd, START_TIMEOUT)
 }
 
+/// Our `conformance` server with a fresh API key (returned) and the short keep-alive, as the
+/// interop steps that exercise auth and long calls need it.
+fn our_keyed_fixture(bins: &Path) -> Result<(ServerProcess, String), String> {
+    let key = conformance::throwaway_api_key();
+    let server = our_server(
+        bins,
+        "conformance",
+        &[
+            ("ORS_KEEPALIVE_SECS", KEEPALIVE_SECS),
+            ("ORS_API_KEY", &key),
+        ],
+    )?;
+    Ok((server, key))
+}
+
 /// Set `envs` on `cmd`; an `ORS_API_KEY` of the caller's is not passed on unless given here,
 /// so server and client always agree on the key.
 fn with_envs(cmd: &mut Command, envs: &[(&str, &str)]) {
@@ -137,15 +152,7 @@ fn python_script(
 /// conformance server runs with an API key, which the client sends as `X-API-Key` because
 /// `ORS_API_KEY` is set for it too (notes row `api-key`).
 pub fn python_clients_against_ours(python: &Path, bins: &Path) -> Result<(), String> {
-    let key = conformance::throwaway_api_key();
-    let server = our_server(
-        bins,
-        "conformance",
-        &[
-            ("ORS_KEEPALIVE_SECS", KEEPALIVE_SECS),
-            ("ORS_API_KEY", &key),
-        ],
-    )?;
+    let (server, key) = our_keyed_fixture(bins)?;
     python_script(
         python,
         "client_conformance.py",
@@ -197,15 +204,7 @@ pub fn conformance_against_reference() -> Result<(), String> {
 /// The conformance runner, slow clauses included, against our server: no failure. The
 /// server has an API key, so the auth clauses run.
 pub fn conformance_against_ours(bins: &Path) -> Result<(), String> {
-    let key = conformance::throwaway_api_key();
-    let server = our_server(
-        bins,
-        "conformance",
-        &[
-            ("ORS_KEEPALIVE_SECS", KEEPALIVE_SECS),
-            ("ORS_API_KEY", &key),
-        ],
-    )?;
+    let (server, key) = our_keyed_fixture(bins)?;
     let opts = RunOptions {
         slow: true,
         keepalive_secs: KEEPALIVE_SECS.parse().unwrap_or(1),

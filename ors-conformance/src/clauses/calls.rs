@@ -57,6 +57,7 @@ pub const CLAUSES: &[Clause] = &[
     c("calls.timeout.long-call", "a 3 s call completes; the server does not cut long calls short", long_call),
     c("calls.default-env", "POST /call without env prefix calls the default environment (notes row `default-env-routes`)", default_env),
     c("calls.body.missing-name-400", "a call body without name is 400, not 422 (notes row `bad-body-400`)", body_missing_name),
+    c("calls.body.unknown-fields-ignored", "a call body with fields the server does not know runs the tool (notes row `unknown-fields-ignored`)", body_unknown_fields),
     c("calls.body.non-json-400", "a call body that is not JSON is 400 (notes row `bad-body-400`)", body_non_json),
     c("calls.body.input-not-object", "a call whose input is not an object is refused (400 or ok: false)", body_input_not_object),
     Clause {
@@ -601,4 +602,16 @@ fn keepalive(ctx: &Ctx) -> Check {
 /// Used by the chunking clauses, which share the session set-up.
 pub fn train_session(ctx: &Ctx) -> Result<crate::support::Session<'_>, String> {
     session(ctx)
+}
+
+fn body_unknown_fields(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 0)?;
+    let req = ctx.call_request(
+        &s.sid,
+        &json!({"name": "echo", "input": {"text": "extended"}, "x_extension": {"trace": 1}}),
+    );
+    let call = ctx.call_with(&req, ctx.target.timeout)?;
+    let text = first_text(&call.output()?)?;
+    ensure!(text == "extended", "echo answered {text:?}");
+    Ok(())
 }

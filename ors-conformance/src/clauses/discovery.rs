@@ -2,12 +2,13 @@
 //! and task_range (slicing, negative indices), the aliases, the default environment, and
 //! error bodies.
 
+use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
 use super::{clause, Clause, Group};
 use crate::support::{
-    ensure, expect_error, expect_json, expect_ok_json, expect_status, task, tasks, Check, Ctx,
-    SPLITS,
+    ensure, expect_code, expect_error, expect_json, expect_ok_json, expect_status, task, tasks,
+    Check, Ctx, SPLITS,
 };
 
 const fn d(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -61,6 +62,8 @@ pub const CLAUSES: &[Clause] = &[
     d("discovery.default-env.num_tasks", "POST /num_tasks answers for the default environment directly (notes row `default-env-routes`)", default_num_tasks),
     d("discovery.errors.json-detail", "error replies are application/json {\"detail\": \"...\"}", errors_json),
     d("discovery.errors.unknown-route-404", "an unknown route under the environment is 404", unknown_route),
+    d("discovery.errors.codes", "error replies carry a machine-readable code: unknown_environment, invalid_request, no_route, method_not_allowed (notes row `error-codes`)", error_codes),
+    d("discovery.body.unknown-fields-ignored", "tasks, num_tasks, task and task_range bodies with extra fields answer as without them (notes row `unknown-fields-ignored`)", unknown_fields_ignored),
 ];
 
 fn health(ctx: &Ctx) -> Check {
@@ -485,4 +488,54 @@ fn errors_json(ctx: &Ctx) -> Check {
 
 fn unknown_route(ctx: &Ctx) -> Check {
     expect_status(&ctx.get(&ctx.path("/no_such_route"))?, 404)
+}
+
+fn error_codes(ctx: &Ctx) -> Check {
+    expect_code(
+        &ctx.get(&format!("/{UNKNOWN_ENV}/tools"))?,
+        404,
+        ErrorCode::UnknownEnvironment,
+    )?;
+    expect_code(
+        &ctx.post_json(&ctx.path("/tasks"), &json!({"split": "nope"}))?,
+        400,
+        ErrorCode::InvalidRequest,
+    )?;
+    expect_code(
+        &ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": "1"}))?,
+        400,
+        ErrorCode::InvalidRequest,
+    )?;
+    expect_code(
+        &ctx.get(&ctx.path("/no_such_route"))?,
+        404,
+        ErrorCode::NoRoute,
+    )?;
+    expect_code(
+        &ctx.post_json("/health", &json!({}))?,
+        405,
+        ErrorCode::MethodNotAllowed,
+    )
+}
+
+fn unknown_fields_ignored(ctx: &Ctx) -> Check {
+    let extra = |mut v: Value| {
+        v["x_extension"] = json!({"from": "a newer client"});
+        v
+    };
+    let cases = [
+        ("/tasks", json!({"split": "hard"})),
+        ("/num_tasks", json!({"split": "test"})),
+        ("/task", json!({"split": "train", "index": 4})),
+        (
+            "/task_range",
+            json!({"split": "train", "start": 1, "stop": 3}),
+        ),
+    ];
+    for (route, body) in cases {
+        let plain = expect_ok_json(&ctx.post_json(&ctx.path(route), &body)?)?;
+        let extended = expect_ok_json(&ctx.post_json(&ctx.path(route), &extra(body))?)?;
+        expect_json(&format!("{route} with an extra field"), &extended, &plain)?;
+    }
+    Ok(())
 }

@@ -5,12 +5,13 @@
 use std::collections::HashSet;
 
 use ors_core::sse::SseDecoder;
+use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
 use super::{clause, Clause, Group};
 use crate::http::Request;
 use crate::support::{
-    ensure, expect_error, expect_json, expect_ok_json, expect_status, secrets_header,
+    ensure, expect_code, expect_error, expect_json, expect_ok_json, expect_status, secrets_header,
     sid_from_create_session, task, Check, Ctx,
 };
 
@@ -64,6 +65,10 @@ pub const CLAUSES: &[Clause] = &[
     s("sessions.delete.unknown-404", "POST /delete of a session never created is 404 (notes row `delete-unknown`)", delete_unknown),
     s("sessions.delete.ping-after-delete", "POST /ping after delete is 404 or 410, never 200", ping_after_delete),
     s("sessions.delete_session", "POST /delete_session answers {\"sid\": sid}", delete_session),
+    s("sessions.codes.not-found", "a session never created answers code session_not_found on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_not_found),
+    s("sessions.codes.deleted", "a deleted session answers code session_deleted on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_deleted),
+    s("sessions.codes.exists", "a second POST /create on a live session answers code session_exists (notes row `error-codes`)", code_exists),
+    s("sessions.create.unknown-fields-ignored", "POST /create with fields the server does not know (toolset_name, extensions) starts the episode (notes row `unknown-fields-ignored`)", create_unknown_fields),
     s("sessions.finished.no-teardown", "finished: true does not end the session; the client deletes (notes row `finished-no-teardown`)", finished_no_teardown),
     s("sessions.secrets.body", "secrets in the /create body reach the environment", secrets_body),
     s("sessions.secrets.header", "secrets in the X-Secrets header (base64 JSON) reach the environment (notes row `secrets-header`)", secrets_header_clause),
@@ -499,4 +504,55 @@ fn secrets_not_shared(ctx: &Ctx) -> Check {
         "session b sees session a's secret: {v}"
     );
     Ok(())
+}
+
+/// Ping, prompt, call and delete on `sid` all answer `status` with `code`.
+fn expect_session_code(ctx: &Ctx, sid: &str, status: u16, code: ErrorCode) -> Check {
+    let call = ctx.call_request(sid, &json!({"name": "counter", "input": {}}));
+    let replies = [
+        ("ping", ctx.send(Request::new("POST", "/ping").sid(sid))?),
+        (
+            "prompt",
+            ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(sid))?,
+        ),
+        ("call", ctx.send(call)?),
+        (
+            "delete",
+            ctx.send(Request::new("POST", "/delete").sid(sid))?,
+        ),
+    ];
+    for (what, r) in &replies {
+        expect_code(r, status, code).map_err(|e| format!("{what}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn code_not_found(ctx: &Ctx) -> Check {
+    expect_session_code(ctx, NEVER, 404, ErrorCode::SessionNotFound)
+}
+
+fn code_deleted(ctx: &Ctx) -> Check {
+    let sid = deleted_session(ctx)?;
+    expect_session_code(ctx, &sid, 410, ErrorCode::SessionDeleted)
+}
+
+fn code_exists(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({"task_spec": task(2)}))?;
+    let r = ctx.send(
+        Request::new("POST", "/create")
+            .sid(&s.sid)
+            .json(&json!({"task_spec": task(3)})),
+    )?;
+    expect_code(&r, 400, ErrorCode::SessionExists)
+}
+
+fn create_unknown_fields(ctx: &Ctx) -> Check {
+    let s = ctx.session(&json!({
+        "env_name": ctx.env,
+        "split": "train",
+        "index": 6,
+        "toolset_name": "default",
+        "x_extension": {"from": "a newer client"},
+    }))?;
+    expect_prompt(ctx, &s.sid, "What is 6+6?")
 }
