@@ -202,7 +202,7 @@ impl Conn {
             .header(HOST, self.target.host.clone())
             .header(ACCEPT, accept);
         if let Some(sid) = sid {
-            b = b.header("x-session-id", sid);
+            b = b.header(ors_core::protocol::HEADER_SESSION_ID, sid);
         }
         let body = match body {
             Some(bytes) => {

@@ -5,8 +5,33 @@
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::Duration;
+
+/// Generous: only turns a hang into a failure.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// Run `work` on a thread; if it has not finished within [`LIMIT`], kill `child` (still ours:
+/// it has not been waited for) and fail.
+fn within<T: Send + 'static>(
+    child: &mut Child,
+    what: &str,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    match rx.recv_timeout(LIMIT) {
+        Ok(v) => v,
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} took longer than {LIMIT:?}");
+        }
+    }
+}
 
 #[test]
 fn serve_prints_one_ready_line_and_plain_logs() {
@@ -19,15 +44,14 @@ fn serve_prints_one_ready_line_and_plain_logs() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the conformance binary starts");
-    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-    let mut ready = String::new();
-    // A hang here fails the test: the watchdog kills the child, which ends the read.
-    let pid = child.id();
-    let watchdog = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(60));
-        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    let stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let (ready, mut stdout) = within(&mut child, "the ready line", move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        (line, reader)
     });
-    stdout.read_line(&mut ready).expect("read the ready line");
     let port = ready
         .trim_end()
         .strip_prefix("ors-server listening on http://127.0.0.1:")
@@ -35,24 +59,24 @@ fn serve_prints_one_ready_line_and_plain_logs() {
     assert!(port.parse::<u16>().is_ok_and(|p| p != 0), "{ready:?}");
 
     let status = Command::new("kill")
-        .args(["-TERM", &pid.to_string()])
+        .args(["-TERM", &child.id().to_string()])
         .status()
         .expect("run kill");
     assert!(status.success());
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).expect("read stdout");
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("read stderr");
+    let (rest, logs) = within(&mut child, "the shutdown", move || {
+        let mut rest = String::new();
+        let _ = stdout.read_to_string(&mut rest);
+        let mut logs = String::new();
+        let _ = stderr.read_to_string(&mut logs);
+        (rest, logs)
+    });
     let exit = child.wait().expect("the binary exits");
-    drop(watchdog);
-    assert!(exit.success(), "{exit:?}\n{stderr}");
+    assert!(exit.success(), "{exit:?}\n{logs}");
     assert_eq!(rest, "", "nothing but the ready line on stdout");
-    assert!(stderr.contains("ors-server ready"), "{stderr}");
-    assert!(stderr.contains("ors-server stopped"), "{stderr}");
-    assert!(!stderr.contains('\u{1b}'), "no ANSI colours in a pipe: {stderr:?}");
+    assert!(logs.contains("ors-server ready"), "{logs}");
+    assert!(logs.contains("ors-server stopped"), "{logs}");
+    assert!(
+        !logs.contains('\u{1b}'),
+        "no ANSI colours in a pipe: {logs:?}"
+    );
 }

@@ -275,7 +275,10 @@ async fn a_session_reaped_by_the_server_fails_with_the_timed_out_code() {
     let timed_out = (404, Some("session_timed_out".to_owned()));
     let mut wait = std::time::Duration::from_millis(800);
     while raw_post(&url, "/ping", s.sid()).await != timed_out {
-        assert!(wait.as_secs() < 30, "the reaper never removed the idle session");
+        assert!(
+            wait.as_secs() < 30,
+            "the reaper never removed the idle session"
+        );
         tokio::time::sleep(wait).await;
         wait *= 2;
     }
