@@ -16,9 +16,7 @@ async fn shutdown_tears_every_session_down() {
     let server = start().await;
     let addr = server.local_addr();
     for i in 0..3 {
-        let sid = episode(addr, tagged(i, &format!("shutdown-teardown-{i}"))).await;
-        // Set up (the prompt waits for it): a setup still running is dropped, not torn down.
-        assert_eq!(get_s(addr, &sid, "/lab/prompt").await.status, 200);
+        ready_episode(addr, tagged(i, &format!("shutdown-teardown-{i}"))).await;
     }
     server.shutdown().await;
     for i in 0..3 {

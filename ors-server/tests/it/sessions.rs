@@ -202,7 +202,7 @@ async fn deleted_sessions_are_410_and_unknown_ones_404() {
     // PROTOCOL_NOTES rows `gone-vs-not-found` and `delete-unknown`.
     let server = start().await;
     let addr = server.local_addr();
-    let sid = episode(addr, tagged(1, "gone-410")).await;
+    let sid = ready_episode(addr, tagged(1, "gone-410")).await;
     assert_eq!(post_s(addr, &sid, "/delete", "").await.status, 200);
     assert_eq!(
         count("gone-410:teardown"),
@@ -244,7 +244,7 @@ async fn deleted_sessions_are_410_and_unknown_ones_404() {
 async fn delete_session_also_tears_down() {
     let server = start().await;
     let addr = server.local_addr();
-    let sid = episode(addr, tagged(1, "del-session")).await;
+    let sid = ready_episode(addr, tagged(1, "del-session")).await;
     assert_eq!(post_s(addr, &sid, "/delete_session", "").await.status, 200);
     assert_eq!(count("del-session:teardown"), 1);
     post_s(addr, &sid, "/ping", "")

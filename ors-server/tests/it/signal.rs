@@ -30,9 +30,7 @@ async fn sigterm_shuts_down_and_tears_sessions_down() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(up, "the server came up");
-    let sid = episode(addr, tagged(1, "sigterm")).await;
-    // Set up (the prompt waits for it), so there is an episode to tear down.
-    assert_eq!(get_s(addr, &sid, "/lab/prompt").await.status, 200);
+    ready_episode(addr, tagged(1, "sigterm")).await;
 
     let status = std::process::Command::new("kill")
         .args(["-TERM", &std::process::id().to_string()])

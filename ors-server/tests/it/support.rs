@@ -487,6 +487,16 @@ pub async fn episode(addr: SocketAddr, task: Value) -> String {
     sid
 }
 
+/// [`episode`], then wait until its setup has finished (the prompt waits for it): a session
+/// deleted or shut down while its setup runs has its constructor dropped, so nothing to tear
+/// down.
+pub async fn ready_episode(addr: SocketAddr, task: Value) -> String {
+    let sid = episode(addr, task).await;
+    let r = get_s(addr, &sid, "/lab/prompt").await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    sid
+}
+
 /// A plain `lab` task.
 pub fn task(id: i64) -> Value {
     json!({ "id": id, "answer": (2 * id).to_string() })
