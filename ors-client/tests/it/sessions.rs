@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::support::{
-    client, deleted, eventually, fixture_session, ok, raw_post, server, server_with, text,
+    client, client_without_ping, deleted, eventually, fixture_session, ok, raw_post, server,
+    server_with, text,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,12 +218,7 @@ async fn close_deletes_and_drop_deletes_too() {
 async fn a_session_deleted_elsewhere_fails_fast_with_the_cause() {
     let srv = server().await;
     let url = srv.url().to_string();
-    let c = ors_client::Client::builder(&url)
-        .no_api_key()
-        .ping_interval(None)
-        .build()
-        .unwrap();
-    let s = fixture_session(&c).await;
+    let s = fixture_session(&client_without_ping(&url)).await;
     assert_eq!(raw_post(&url, "/delete", s.sid()).await, ok());
 
     match s.call("echo", json!({"text": "x"})).await {
@@ -264,12 +260,7 @@ async fn a_session_reaped_by_the_server_fails_with_the_timed_out_code() {
     })
     .await;
     let url = srv.url().to_string();
-    let c = ors_client::Client::builder(&url)
-        .no_api_key()
-        .ping_interval(None)
-        .build()
-        .unwrap();
-    let s = fixture_session(&c).await;
+    let s = fixture_session(&client_without_ping(&url)).await;
     // Every probe counts as activity, so each wait is longer than the timeout and the last
     // (a loaded machine may run the reaper late).
     let timed_out = (404, Some("session_timed_out".to_owned()));

@@ -48,6 +48,15 @@ pub fn client(url: &str) -> Client {
         .expect("valid URL")
 }
 
+/// A client for `url` that never pings, so only the test's own requests reach the server.
+pub fn client_without_ping(url: &str) -> Client {
+    Client::builder(url)
+        .no_api_key()
+        .ping_interval(None)
+        .build()
+        .expect("valid URL")
+}
+
 /// The status and error code of a raw `POST path` with a session id (to see what the server
 /// thinks of a session without the client's interpretation).
 pub async fn raw_post(url: &str, path: &str, sid: &str) -> (u16, Option<String>) {

@@ -9,10 +9,10 @@ use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
 use super::{clause, Clause, Group};
-use crate::http::Request;
+use crate::http::{Request, Response};
 use crate::support::{
     ensure, expect_code, expect_error, expect_json, expect_ok_json, expect_status, secrets_header,
-    sid_from_create_session, task, Check, Ctx,
+    sid_from_create_session, task, Check, Ctx, Session,
 };
 
 const fn s(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -238,13 +238,19 @@ fn create_non_json(ctx: &Ctx) -> Check {
     expect_error(&ctx.send(req)?, 400).map(drop)
 }
 
-fn create_duplicate(ctx: &Ctx) -> Check {
+/// A live session on task 2 and the answer to a second `/create` on its id (task 3).
+fn create_twice(ctx: &Ctx) -> Result<(Session<'_>, Response), String> {
     let s = ctx.session(&json!({"task_spec": task(2)}))?;
     let r = ctx.send(
         Request::new("POST", "/create")
             .sid(&s.sid)
             .json(&json!({"task_spec": task(3)})),
     )?;
+    Ok((s, r))
+}
+
+fn create_duplicate(ctx: &Ctx) -> Check {
+    let (s, r) = create_twice(ctx)?;
     expect_error(&r, 400)?;
     expect_prompt(ctx, &s.sid, "What is 2+2?")
 }
@@ -537,12 +543,7 @@ fn code_deleted(ctx: &Ctx) -> Check {
 }
 
 fn code_exists(ctx: &Ctx) -> Check {
-    let s = ctx.session(&json!({"task_spec": task(2)}))?;
-    let r = ctx.send(
-        Request::new("POST", "/create")
-            .sid(&s.sid)
-            .json(&json!({"task_spec": task(3)})),
-    )?;
+    let (_live, r) = create_twice(ctx)?;
     expect_code(&r, 400, ErrorCode::SessionExists)
 }
 
