@@ -8,10 +8,14 @@
 //! use ors_core::{sse, RunToolOutput, ToolOutput};
 //!
 //! let result = RunToolOutput::from(ToolOutput::text("Correct!").with_reward(1.0).finish());
-//! let bytes = sse::encode_result(&result);
+//! let mut bytes = sse::encode_task_id("t1");
+//! bytes.extend(sse::encode_result(&result));
 //! let mut decoder = sse::CallStreamDecoder::new();
 //! let events = decoder.push(&bytes);
-//! assert_eq!(events, vec![Ok(sse::CallEvent::Result(result))]);
+//! assert_eq!(
+//!     events,
+//!     vec![Ok(sse::CallEvent::TaskId("t1".into())), Ok(sse::CallEvent::Result(result))]
+//! );
 //! ```
 
 #![warn(missing_docs)]

@@ -6,6 +6,10 @@
 //! lines starting with `:` are comments (keep-alives), and unknown fields are ignored.
 //! ORS tool results larger than [`CHUNK_SIZE`] bytes are split into `chunk` events and a
 //! final `end` (PROTOCOL_NOTES row `chunking`), always on UTF-8 character boundaries.
+//!
+//! The decoders are bounded by [`DecodeLimits`] (a line, an event, a reassembled result) and
+//! the call decoder checks a stream's order (`task_id` first, nothing after `end`), so a broken
+//! or hostile peer gets an error naming what it did, never unbounded memory.
 
 use memchr::memchr2;
 use serde_json::Value;
@@ -16,27 +20,15 @@ pub use crate::protocol::{
     CHUNK_SIZE, EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_PROGRESS, EVENT_TASK_ID,
 };
 
+mod decode;
+
+pub use decode::{
+    CallEvent, CallStreamDecoder, CallStreamError, DecodeLimits, SseDecoder, SseError, SseEvent,
+    DEFAULT_MAX_RESULT_BYTES,
+};
+
 /// The bytes of a keep-alive comment.
 pub const KEEPALIVE: &[u8] = b": ping\n\n";
-
-/// One decoded event: its name (`message` when the stream gave none) and its data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseEvent {
-    /// The `event:` field.
-    pub event: String,
-    /// The `data:` lines, joined with `\n`.
-    pub data: String,
-}
-
-impl SseEvent {
-    /// An event of the given name and data.
-    pub fn new(event: impl Into<String>, data: impl Into<String>) -> Self {
-        Self {
-            event: event.into(),
-            data: data.into(),
-        }
-    }
-}
 
 /// Append one event to `out`. Data with line breaks becomes several `data:` lines (a CR in the
 /// data cannot be carried by SSE and arrives as LF). Line breaks in the event name, which would
@@ -169,222 +161,6 @@ pub fn encode_result(result: &RunToolOutput) -> Vec<u8> {
     match std::str::from_utf8(&out[HEAD.len()..]) {
         Ok(json) => encode_result_json(json),
         Err(_) => encode_result_json(&result.to_json()),
-    }
-}
-
-/// An incremental `text/event-stream` decoder: feed it bytes split anywhere, get events.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
-    line: Vec<u8>,
-    pending_cr: bool,
-    event: Option<String>,
-    data: String,
-    has_data: bool,
-    saw_bytes: bool,
-    bom_matched: usize,
-}
-
-/// The UTF-8 byte order mark.
-const BOM: &[u8] = b"\xEF\xBB\xBF";
-
-impl SseDecoder {
-    /// A decoder at the start of a stream.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Feed bytes; returns the events they complete, in order.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        let mut events = Vec::new();
-        self.push_with(bytes, |e| events.push(e));
-        events
-    }
-
-    /// Feed bytes, handing each completed event to `sink`.
-    pub fn push_with(&mut self, bytes: &[u8], mut sink: impl FnMut(SseEvent)) {
-        if !bytes.is_empty() {
-            self.saw_bytes = true;
-        }
-        let mut bytes = bytes;
-        // A UTF-8 byte order mark may open the stream (WHATWG) and is skipped; it may arrive
-        // split across pushes, so the matched prefix is remembered and replayed on a mismatch.
-        while self.bom_matched < BOM.len() && !bytes.is_empty() {
-            if bytes[0] == BOM[self.bom_matched] {
-                self.bom_matched += 1;
-                bytes = &bytes[1..];
-            } else {
-                let matched = self.bom_matched;
-                self.bom_matched = BOM.len();
-                self.feed(&BOM[..matched], &mut sink);
-            }
-        }
-        self.feed(bytes, &mut sink);
-    }
-
-    fn feed(&mut self, mut bytes: &[u8], sink: &mut impl FnMut(SseEvent)) {
-        while !bytes.is_empty() {
-            if self.pending_cr {
-                self.pending_cr = false;
-                if bytes[0] == b'\n' {
-                    bytes = &bytes[1..]; // the LF of a CRLF
-                    continue;
-                }
-            }
-            // Whole lines at a time (memchr is vectorised): a 4 KiB `chunk` line is one copy,
-            // not 4096 pushes.
-            match memchr2(b'\n', b'\r', bytes) {
-                Some(i) => {
-                    if self.line.is_empty() {
-                        self.process_line(&bytes[..i], sink);
-                    } else {
-                        self.line.extend_from_slice(&bytes[..i]);
-                        self.end_line(sink);
-                    }
-                    self.pending_cr = bytes[i] == b'\r';
-                    bytes = &bytes[i + 1..];
-                }
-                None => {
-                    self.line.extend_from_slice(bytes);
-                    break;
-                }
-            }
-        }
-    }
-
-    /// Whether any byte has been fed (a keep-alive counts).
-    pub fn saw_bytes(&self) -> bool {
-        self.saw_bytes
-    }
-
-    fn end_line(&mut self, sink: &mut impl FnMut(SseEvent)) {
-        // The line buffer is reused, so a long stream does not allocate once per line.
-        let mut line = std::mem::take(&mut self.line);
-        self.process_line(&line, sink);
-        line.clear();
-        self.line = line;
-    }
-
-    fn process_line(&mut self, line: &[u8], sink: &mut impl FnMut(SseEvent)) {
-        if line.is_empty() {
-            if self.has_data {
-                let event = self
-                    .event
-                    .take()
-                    .filter(|e| !e.is_empty())
-                    .unwrap_or_else(|| "message".to_owned());
-                sink(SseEvent {
-                    event,
-                    data: std::mem::take(&mut self.data),
-                });
-            }
-            self.event = None;
-            self.data.clear();
-            self.has_data = false;
-            return;
-        }
-        if line[0] == b':' {
-            return; // comment / keep-alive
-        }
-        let (field, value) = match line.iter().position(|&c| c == b':') {
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-            }
-            None => (line, &[][..]),
-        };
-        match field {
-            b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
-            b"data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(&String::from_utf8_lossy(value));
-                self.has_data = true;
-            }
-            _ => {} // id, retry and unknown fields do not matter to ORS
-        }
-    }
-}
-
-/// What a tool-call stream says, once reassembled.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallEvent {
-    /// The call id (first event); reconnect with it if the connection drops.
-    TaskId(String),
-    /// A progress report from the running tool.
-    Progress(Value),
-    /// The final result (`end`, after any `chunk`s).
-    Result(RunToolOutput),
-    /// The tool crashed or the task id was unknown; no result follows.
-    Error(String),
-}
-
-/// Why a call stream could not be understood.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CallStreamError {
-    /// The reassembled `end` data was not a valid result.
-    #[error("the result is not valid ORS JSON: {0}")]
-    BadResult(String),
-    /// A `progress` event did not carry JSON.
-    #[error("a progress event is not JSON: {0}")]
-    BadProgress(String),
-}
-
-/// Decodes a `POST /{env}/call` stream into [`CallEvent`]s, joining `chunk`s with their `end`.
-/// Unknown events and comments are ignored, so new event kinds stay compatible.
-#[derive(Debug, Default)]
-pub struct CallStreamDecoder {
-    sse: SseDecoder,
-    pending: String,
-}
-
-impl CallStreamDecoder {
-    /// A decoder at the start of a stream.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Feed bytes; returns the call events they complete.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<Result<CallEvent, CallStreamError>> {
-        let events = self.sse.push(bytes);
-        events
-            .into_iter()
-            .filter_map(|e| self.on_event(e))
-            .collect()
-    }
-
-    /// Whether any byte has been fed.
-    pub fn saw_bytes(&self) -> bool {
-        self.sse.saw_bytes()
-    }
-
-    fn on_event(&mut self, e: SseEvent) -> Option<Result<CallEvent, CallStreamError>> {
-        match e.event.as_str() {
-            EVENT_TASK_ID => Some(Ok(CallEvent::TaskId(e.data))),
-            EVENT_CHUNK => {
-                self.pending.push_str(&e.data);
-                None
-            }
-            EVENT_END => {
-                let mut json = std::mem::take(&mut self.pending);
-                json.push_str(&e.data);
-                Some(
-                    serde_json::from_str::<RunToolOutput>(&json)
-                        .map(CallEvent::Result)
-                        .map_err(|err| CallStreamError::BadResult(err.to_string())),
-                )
-            }
-            EVENT_ERROR => {
-                self.pending.clear();
-                Some(Ok(CallEvent::Error(e.data)))
-            }
-            EVENT_PROGRESS => Some(
-                serde_json::from_str(&e.data)
-                    .map(CallEvent::Progress)
-                    .map_err(|err| CallStreamError::BadProgress(err.to_string())),
-            ),
-            _ => None,
-        }
     }
 }
 

@@ -147,7 +147,6 @@ fn call_stream_joins_chunks_and_reports_every_kind() {
     stream.extend(sse::encode_event("something-new", "ignored"));
     stream.extend(sse::encode_event("chunk", a));
     stream.extend(sse::encode_event("end", b));
-    stream.extend(sse::encode_error("later failure"));
     let events: Vec<_> = CallStreamDecoder::new().push(&stream);
     assert_eq!(
         events,
@@ -155,34 +154,46 @@ fn call_stream_joins_chunks_and_reports_every_kind() {
             Ok(CallEvent::TaskId("t1".into())),
             Ok(CallEvent::Progress(json!({"pct": 50}))),
             Ok(CallEvent::Result(result)),
-            Ok(CallEvent::Error("later failure".into())),
         ]
     );
+    // An error may come alone: the server's answer to a reconnect with an expired task id.
+    let events = CallStreamDecoder::new().push(&sse::encode_error("expired"));
+    assert_eq!(events, vec![Ok(CallEvent::Error("expired".into()))]);
 }
 
 #[test]
 fn call_stream_reports_bad_json() {
     let mut d = CallStreamDecoder::new();
-    let got = d.push(b"event: end\ndata: {\"ok\": tru\n\nevent: progress\ndata: nope\n\n");
+    let got = d.push(b"event: task_id\ndata: t\n\nevent: progress\ndata: nope\n\nevent: end\ndata: {\"ok\": tru\n\n");
+    assert_eq!(got[0], Ok(CallEvent::TaskId("t".into())));
     assert!(
-        matches!(got[0], Err(CallStreamError::BadResult(_))),
-        "{got:?}"
+        matches!(&got[1], Err(CallStreamError::BadProgress(_))),
+        "a bad progress report is not fatal: {got:?}"
     );
     assert!(
-        matches!(got[1], Err(CallStreamError::BadProgress(_))),
+        matches!(&got[2], Err(CallStreamError::BadResult(m)) if m.contains("not JSON")),
+        "{got:?}"
+    );
+    // JSON of another shape says so.
+    let got = CallStreamDecoder::new()
+        .push(b"event: task_id\ndata: t\n\nevent: end\ndata: {\"answer\": 42}\n\n");
+    assert!(
+        matches!(&got[1], Err(CallStreamError::BadResult(m)) if m.contains("not a RunToolOutput")),
         "{got:?}"
     );
     // An error event discards the chunks of a result that will not complete.
     let mut d = CallStreamDecoder::new();
-    let mut got = d.push(b"event: chunk\ndata: {\"ok\":\n\nevent: error\ndata: boom\n\n");
-    got.extend(d.push(&sse::encode_result(&RunToolOutput::error("x"))));
+    let got = d.push(
+        b"event: task_id\ndata: t\n\nevent: chunk\ndata: {\"ok\":\n\nevent: error\ndata: boom\n\n",
+    );
     assert_eq!(
         got,
         vec![
-            Ok(CallEvent::Error("boom".into())),
-            Ok(CallEvent::Result(RunToolOutput::error("x")))
+            Ok(CallEvent::TaskId("t".into())),
+            Ok(CallEvent::Error("boom".into()))
         ]
     );
+    assert_eq!(d.pending_result_bytes(), 0);
 }
 
 #[test]

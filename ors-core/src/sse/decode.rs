@@ -1,0 +1,769 @@
+//! Decoding: the incremental `text/event-stream` decoder and the call-stream decoder built on
+//! it. Both are bounded by [`DecodeLimits`]: a stream from a broken or hostile peer (a line that
+//! never ends, `chunk`s that never reach their `end`) fails with an error naming the bound
+//! instead of growing the decoder without end.
+
+use memchr::memchr2;
+use serde_json::Value;
+
+use super::{EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_PROGRESS, EVENT_TASK_ID};
+use crate::types::RunToolOutput;
+
+/// The default bound on one call's result (its `chunk`s and `end` reassembled), and so on one
+/// line and one event of any stream: 256 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024 * 1024;
+
+/// What a line may add to its data for the field name (`data: `) and still fit.
+const FIELD_ROOM: usize = 64;
+
+/// How many bytes a decoder may hold. Past a bound decoding stops with an error: the stream is
+/// broken (or hostile) and waiting for more of it cannot help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeLimits {
+    /// The longest line, field name included, kept while its line break has not arrived.
+    pub max_line_bytes: usize,
+    /// The largest event: its `data:` lines joined.
+    pub max_event_bytes: usize,
+    /// The largest call result: the `chunk` data and the `end` data joined
+    /// ([`CallStreamDecoder`] only).
+    pub max_result_bytes: usize,
+}
+
+impl DecodeLimits {
+    /// The bounds of [`SseDecoder::new`] and [`CallStreamDecoder::new`]: everything bounded by
+    /// [`DEFAULT_MAX_RESULT_BYTES`].
+    pub const DEFAULT: Self = Self::bounded(DEFAULT_MAX_RESULT_BYTES);
+
+    /// No bounds, for bytes that are already in memory.
+    pub const UNLIMITED: Self = Self {
+        max_line_bytes: usize::MAX,
+        max_event_bytes: usize::MAX,
+        max_result_bytes: usize::MAX,
+    };
+
+    /// Results, events and lines of at most `max_bytes` of data each (a line may carry its
+    /// field name on top).
+    pub const fn bounded(max_bytes: usize) -> Self {
+        Self {
+            max_line_bytes: max_bytes.saturating_add(FIELD_ROOM),
+            max_event_bytes: max_bytes,
+            max_result_bytes: max_bytes,
+        }
+    }
+}
+
+impl Default for DecodeLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Why a stream could not be decoded as `text/event-stream`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SseError {
+    /// A line grew past [`DecodeLimits::max_line_bytes`] without a line break.
+    #[error("an SSE line is longer than {limit} bytes")]
+    LineTooLong {
+        /// The bound that was hit.
+        limit: usize,
+    },
+    /// An event's data grew past [`DecodeLimits::max_event_bytes`].
+    #[error("an SSE event's data is larger than {limit} bytes")]
+    EventTooLarge {
+        /// The bound that was hit.
+        limit: usize,
+    },
+    /// An event's name or data is not UTF-8 (only the checked `try_push` reports it; `push`
+    /// replaces such bytes with U+FFFD as the WHATWG rules say).
+    #[error("an SSE event is not valid UTF-8")]
+    InvalidUtf8,
+}
+
+impl SseError {
+    /// Whether this is a size bound being hit (and not a malformed stream).
+    pub fn is_limit(&self) -> bool {
+        matches!(
+            self,
+            SseError::LineTooLong { .. } | SseError::EventTooLarge { .. }
+        )
+    }
+}
+
+/// An incremental `text/event-stream` decoder: feed it bytes split anywhere, get events.
+///
+/// It holds at most one unfinished line and one unfinished event, each bounded by its
+/// [`DecodeLimits`]; [`SseDecoder::high_water`] says how much it ever held.
+#[derive(Debug)]
+pub struct SseDecoder {
+    line: Vec<u8>,
+    pending_cr: bool,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+    bad_utf8: bool,
+    saw_bytes: bool,
+    bom_matched: usize,
+    limits: DecodeLimits,
+    failed: Option<SseError>,
+    lines: u64,
+    high_water: usize,
+    push_peak: usize,
+}
+
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        Self::with_limits(DecodeLimits::DEFAULT)
+    }
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream, with the [`DecodeLimits::DEFAULT`] bounds.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A decoder with the given bounds.
+    pub fn with_limits(limits: DecodeLimits) -> Self {
+        Self {
+            line: Vec::new(),
+            pending_cr: false,
+            event: None,
+            data: String::new(),
+            has_data: false,
+            bad_utf8: false,
+            saw_bytes: false,
+            bom_matched: 0,
+            limits,
+            failed: None,
+            lines: 0,
+            high_water: 0,
+            push_peak: 0,
+        }
+    }
+
+    /// The bounds this decoder enforces.
+    pub fn limits(&self) -> DecodeLimits {
+        self.limits
+    }
+
+    /// Feed bytes; returns the events they complete, in order. Bytes that are not UTF-8 become
+    /// U+FFFD; once a bound is hit the rest of the stream is ignored and
+    /// [`SseDecoder::failure`] says why (use [`SseDecoder::try_push`] to see it at once).
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        self.push_with(bytes, |e| events.push(e));
+        events
+    }
+
+    /// Feed bytes, handing each completed event to `sink` (the lenient form of
+    /// [`SseDecoder::try_push_with`]).
+    pub fn push_with(&mut self, bytes: &[u8], mut sink: impl FnMut(SseEvent)) {
+        if self.failed.is_none() {
+            if let Err(e) = self.feed_all(bytes, false, &mut sink) {
+                self.fail(e);
+            }
+        }
+    }
+
+    /// Feed bytes, checked: the events they complete, or the first bound hit or event that is
+    /// not UTF-8. After an error the decoder stays failed and every later push repeats it.
+    pub fn try_push(&mut self, bytes: &[u8]) -> Result<Vec<SseEvent>, SseError> {
+        let mut events = Vec::new();
+        self.try_push_with(bytes, |e| events.push(e))?;
+        Ok(events)
+    }
+
+    /// Feed bytes, checked, handing each completed event to `sink`; the events completed
+    /// before an error have been handed over when it is returned.
+    pub fn try_push_with(
+        &mut self,
+        bytes: &[u8],
+        mut sink: impl FnMut(SseEvent),
+    ) -> Result<(), SseError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.feed_all(bytes, true, &mut sink).inspect_err(|e| {
+            self.fail(e.clone());
+        })
+    }
+
+    /// Why decoding stopped, if it did.
+    pub fn failure(&self) -> Option<&SseError> {
+        self.failed.as_ref()
+    }
+
+    /// Whether any byte has been fed (a keep-alive counts).
+    pub fn saw_bytes(&self) -> bool {
+        self.saw_bytes
+    }
+
+    /// How many complete lines (events' fields, comments, blank lines) have been decoded: a
+    /// peer that sends bytes but never a line break does not move it.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// The bytes held now: the unfinished line and the unfinished event.
+    pub fn buffered(&self) -> usize {
+        self.line.len() + self.data.len() + self.event.as_ref().map_or(0, String::len)
+    }
+
+    /// The most bytes this decoder has held at once (see [`SseDecoder::buffered`]).
+    pub fn high_water(&self) -> usize {
+        self.high_water
+    }
+
+    /// The peak since the last call, for a decoder built on this one.
+    fn take_push_peak(&mut self) -> usize {
+        std::mem::take(&mut self.push_peak)
+    }
+
+    fn fail(&mut self, e: SseError) {
+        // Nothing more will be decoded: give the memory back now.
+        self.line = Vec::new();
+        self.data = String::new();
+        self.event = None;
+        self.failed = Some(e);
+    }
+
+    /// Count `extra` bytes held outside the buffers (a line being processed) into the peaks.
+    fn note_held(&mut self, extra: usize) {
+        let held = self.buffered() + extra;
+        self.high_water = self.high_water.max(held);
+        self.push_peak = self.push_peak.max(held);
+    }
+
+    fn feed_all(
+        &mut self,
+        mut bytes: &[u8],
+        strict: bool,
+        sink: &mut impl FnMut(SseEvent),
+    ) -> Result<(), SseError> {
+        if !bytes.is_empty() {
+            self.saw_bytes = true;
+        }
+        // A UTF-8 byte order mark may open the stream (WHATWG) and is skipped; it may arrive
+        // split across pushes, so the matched prefix is remembered and replayed on a mismatch.
+        while self.bom_matched < BOM.len() && !bytes.is_empty() {
+            if bytes[0] == BOM[self.bom_matched] {
+                self.bom_matched += 1;
+                bytes = &bytes[1..];
+            } else {
+                let matched = self.bom_matched;
+                self.bom_matched = BOM.len();
+                self.feed(&BOM[..matched], strict, sink)?;
+            }
+        }
+        self.feed(bytes, strict, sink)
+    }
+
+    /// The most this decoder may hold at once: one event and the line carrying it.
+    fn held_cap(&self) -> usize {
+        self.limits.max_event_bytes.saturating_add(FIELD_ROOM)
+    }
+
+    /// Fail unless `more` bytes fit beside what is held.
+    fn check_room(&self, more: usize) -> Result<(), SseError> {
+        if self.buffered().saturating_add(more) > self.held_cap() {
+            return Err(SseError::EventTooLarge {
+                limit: self.limits.max_event_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    fn feed(
+        &mut self,
+        mut bytes: &[u8],
+        strict: bool,
+        sink: &mut impl FnMut(SseEvent),
+    ) -> Result<(), SseError> {
+        let max_line = self.limits.max_line_bytes;
+        while !bytes.is_empty() {
+            if self.pending_cr {
+                self.pending_cr = false;
+                if bytes[0] == b'\n' {
+                    bytes = &bytes[1..]; // the LF of a CRLF
+                    continue;
+                }
+            }
+            // Whole lines at a time (memchr is vectorised): a 4 KiB `chunk` line is one copy,
+            // not 4096 pushes.
+            match memchr2(b'\n', b'\r', bytes) {
+                Some(i) => {
+                    // Checked whether or not the line was buffered, so where the stream is
+                    // cut never changes the outcome.
+                    if self.line.len().saturating_add(i) > max_line {
+                        return Err(SseError::LineTooLong { limit: max_line });
+                    }
+                    if self.line.is_empty() {
+                        self.process_line(&bytes[..i], 0, strict, sink)?;
+                    } else {
+                        self.check_room(i)?;
+                        self.line.extend_from_slice(&bytes[..i]);
+                        self.end_line(strict, sink)?;
+                    }
+                    self.pending_cr = bytes[i] == b'\r';
+                    bytes = &bytes[i + 1..];
+                }
+                None => {
+                    if self.line.len().saturating_add(bytes.len()) > max_line {
+                        return Err(SseError::LineTooLong { limit: max_line });
+                    }
+                    self.check_room(bytes.len())?;
+                    self.line.extend_from_slice(bytes);
+                    self.note_held(0);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn end_line(&mut self, strict: bool, sink: &mut impl FnMut(SseEvent)) -> Result<(), SseError> {
+        let mut line = std::mem::take(&mut self.line);
+        if !self.has_data {
+            if let Some(prefix) = data_prefix(&line) {
+                // The first data line of an event becomes its data in place: no second copy
+                // of what may be megabytes.
+                self.lines += 1;
+                if line.len() - prefix > self.limits.max_event_bytes {
+                    return Err(SseError::EventTooLarge {
+                        limit: self.limits.max_event_bytes,
+                    });
+                }
+                line.drain(..prefix);
+                self.data = match String::from_utf8(line) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        self.bad_utf8 = true;
+                        String::from_utf8_lossy(e.as_bytes()).into_owned()
+                    }
+                };
+                self.has_data = true;
+                self.note_held(0);
+                return Ok(());
+            }
+        }
+        // Other lines leave the buffer to be reused, so a long stream does not allocate once
+        // per line.
+        let done = self.process_line(&line, line.len(), strict, sink);
+        line.clear();
+        if done.is_ok() {
+            self.line = line;
+        }
+        done
+    }
+
+    /// One complete line; `in_transit` is how many of its bytes sit in a buffer of ours (they
+    /// count as held while the data is copied out of them).
+    fn process_line(
+        &mut self,
+        line: &[u8],
+        in_transit: usize,
+        strict: bool,
+        sink: &mut impl FnMut(SseEvent),
+    ) -> Result<(), SseError> {
+        self.lines += 1;
+        if line.is_empty() {
+            return self.dispatch(strict, sink);
+        }
+        if line[0] == b':' {
+            return Ok(()); // comment / keep-alive
+        }
+        let (field, value) = match memchr::memchr(b':', line) {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &[][..]),
+        };
+        match field {
+            b"event" => {
+                self.check_room(in_transit + value.len())?;
+                let name = self.text(value);
+                self.event = Some(name);
+                self.note_held(in_transit);
+            }
+            b"data" => {
+                let sep = usize::from(self.has_data);
+                if self.data.len() + sep + value.len() > self.limits.max_event_bytes {
+                    return Err(SseError::EventTooLarge {
+                        limit: self.limits.max_event_bytes,
+                    });
+                }
+                self.check_room(in_transit + sep + value.len())?;
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                match std::str::from_utf8(value) {
+                    Ok(s) => self.data.push_str(s),
+                    Err(_) => {
+                        self.bad_utf8 = true;
+                        self.data.push_str(&String::from_utf8_lossy(value));
+                    }
+                }
+                self.has_data = true;
+                self.note_held(in_transit);
+            }
+            _ => {} // id, retry and unknown fields do not matter to ORS
+        }
+        Ok(())
+    }
+
+    /// A field value as text, remembering when it was not UTF-8.
+    fn text(&mut self, value: &[u8]) -> String {
+        match std::str::from_utf8(value) {
+            Ok(s) => s.to_owned(),
+            Err(_) => {
+                self.bad_utf8 = true;
+                String::from_utf8_lossy(value).into_owned()
+            }
+        }
+    }
+
+    /// A blank line: hand over the event, if it has data.
+    fn dispatch(&mut self, strict: bool, sink: &mut impl FnMut(SseEvent)) -> Result<(), SseError> {
+        let event = self.event.take();
+        let bad = std::mem::take(&mut self.bad_utf8);
+        let has_data = std::mem::take(&mut self.has_data);
+        let data = std::mem::take(&mut self.data);
+        if !has_data {
+            return Ok(());
+        }
+        if bad && strict {
+            return Err(SseError::InvalidUtf8);
+        }
+        let event = event
+            .filter(|e| !e.is_empty())
+            .unwrap_or_else(|| "message".to_owned());
+        sink(SseEvent { event, data });
+        Ok(())
+    }
+}
+
+/// What a tool-call stream says, once reassembled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// The call id (first event); reconnect with it if the connection drops.
+    TaskId(String),
+    /// A progress report from the running tool.
+    Progress(Value),
+    /// The final result (`end`, after any `chunk`s).
+    Result(RunToolOutput),
+    /// The tool crashed or the task id was unknown; no result follows.
+    Error(String),
+}
+
+/// Why a call stream could not be understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallStreamError {
+    /// The reassembled `end` data was not a valid result.
+    #[error("the result is not valid ORS JSON: {0}")]
+    BadResult(String),
+    /// A `progress` event did not carry JSON.
+    #[error("a progress event is not JSON: {0}")]
+    BadProgress(String),
+    /// The stream is not valid `text/event-stream` or hit a line or event bound.
+    #[error("{0}")]
+    Sse(SseError),
+    /// The `chunk`s (and `end`) of the result add up to more than
+    /// [`DecodeLimits::max_result_bytes`].
+    #[error("the result is larger than {limit} bytes")]
+    ResultTooLarge {
+        /// The bound that was hit.
+        limit: usize,
+    },
+    /// A piece of the result arrived before the `task_id` event that must open the stream.
+    #[error("a `{event}` event arrived before the task_id event that must open a call stream")]
+    NoTaskId {
+        /// The event that came first.
+        event: String,
+    },
+    /// The `task_id` event carried no id.
+    #[error("the task_id event is empty")]
+    EmptyTaskId,
+    /// An event arrived after the call's `end` (or `error`), which is its last event.
+    #[error("a `{event}` event arrived after the call's last event")]
+    AfterEnd {
+        /// The extra event.
+        event: String,
+    },
+}
+
+impl CallStreamError {
+    /// Whether this is a size bound being hit (the stream is too large, not malformed).
+    pub fn is_limit(&self) -> bool {
+        match self {
+            CallStreamError::ResultTooLarge { .. } => true,
+            CallStreamError::Sse(e) => e.is_limit(),
+            _ => false,
+        }
+    }
+
+    /// Whether decoding can go on after this error (a malformed progress report costs the
+    /// call nothing; everything else ends it).
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, CallStreamError::BadProgress(_))
+    }
+}
+
+/// Decodes a `POST /{env}/call` stream into [`CallEvent`]s, joining `chunk`s with their `end`.
+/// Unknown events and comments are ignored, so new event kinds stay compatible. The stream's
+/// order is checked: `task_id` first (an `error` may come alone), nothing after `end` or
+/// `error`. Everything it holds (unfinished line, event and result together) stays within
+/// [`DecodeLimits::max_result_bytes`].
+#[derive(Debug, Default)]
+pub struct CallStreamDecoder {
+    sse: SseDecoder,
+    pending: String,
+    limits: DecodeLimits,
+    saw_task_id: bool,
+    finished: bool,
+    high_water: usize,
+    failed: Option<CallStreamError>,
+}
+
+impl CallStreamDecoder {
+    /// A decoder at the start of a stream, with the [`DecodeLimits::DEFAULT`] bounds.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A decoder with the given bounds.
+    pub fn with_limits(limits: DecodeLimits) -> Self {
+        Self {
+            sse: SseDecoder::with_limits(limits),
+            limits,
+            ..Self::default()
+        }
+    }
+
+    /// The bounds this decoder enforces.
+    pub fn limits(&self) -> DecodeLimits {
+        self.limits
+    }
+
+    /// Feed bytes; returns the call events they complete. After a fatal error (see
+    /// [`CallStreamError::is_fatal`]) nothing more is decoded and every push repeats it.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<Result<CallEvent, CallStreamError>> {
+        if let Some(e) = &self.failed {
+            return vec![Err(e.clone())];
+        }
+        // The SSE layer may hold only what the result leaves of its budget, so the unfinished
+        // line, event and result together stay within it.
+        let room = self
+            .limits
+            .max_result_bytes
+            .saturating_sub(self.pending.len());
+        let event_room = room.min(self.limits.max_event_bytes);
+        self.sse.limits = DecodeLimits {
+            max_line_bytes: event_room
+                .saturating_add(FIELD_ROOM)
+                .min(self.limits.max_line_bytes),
+            max_event_bytes: event_room,
+            max_result_bytes: self.limits.max_result_bytes,
+        };
+        let mut events = Vec::new();
+        let decoded = self.sse.try_push_with(bytes, |e| events.push(e));
+        let peak = self.pending.len() + self.sse.take_push_peak();
+        self.note(peak);
+
+        let mut out = Vec::with_capacity(events.len());
+        for e in events {
+            match self.on_event(e) {
+                Some(Err(e)) if e.is_fatal() => {
+                    out.push(Err(e.clone()));
+                    self.fail(e);
+                    return out;
+                }
+                Some(r) => out.push(r),
+                None => {}
+            }
+        }
+        if let Err(e) = decoded {
+            let by_result = event_room < self.limits.max_event_bytes;
+            let e = if e.is_limit() && by_result {
+                CallStreamError::ResultTooLarge {
+                    limit: self.limits.max_result_bytes,
+                }
+            } else {
+                CallStreamError::Sse(e)
+            };
+            out.push(Err(e.clone()));
+            self.fail(e);
+        }
+        out
+    }
+
+    /// Whether any byte has been fed.
+    pub fn saw_bytes(&self) -> bool {
+        self.sse.saw_bytes()
+    }
+
+    /// Complete lines decoded so far (see [`SseDecoder::lines`]).
+    pub fn lines(&self) -> u64 {
+        self.sse.lines()
+    }
+
+    /// Bytes of `chunk`s received for a result whose `end` has not arrived.
+    pub fn pending_result_bytes(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether the stream's last event (`end` or `error`) has arrived.
+    pub fn finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The most bytes this decoder has held at once: unfinished line, event and result (the
+    /// events one push hands back are the caller's).
+    pub fn high_water(&self) -> usize {
+        self.high_water
+    }
+
+    fn note(&mut self, held: usize) {
+        self.high_water = self.high_water.max(held);
+    }
+
+    fn fail(&mut self, e: CallStreamError) {
+        self.pending = String::new();
+        self.failed = Some(e);
+    }
+
+    fn on_event(&mut self, e: SseEvent) -> Option<Result<CallEvent, CallStreamError>> {
+        if self.finished {
+            return Some(Err(CallStreamError::AfterEnd { event: e.event }));
+        }
+        match e.event.as_str() {
+            EVENT_TASK_ID => {
+                if e.data.trim().is_empty() {
+                    return Some(Err(CallStreamError::EmptyTaskId));
+                }
+                self.saw_task_id = true;
+                Some(Ok(CallEvent::TaskId(e.data)))
+            }
+            EVENT_CHUNK | EVENT_END if !self.saw_task_id => {
+                Some(Err(CallStreamError::NoTaskId { event: e.event }))
+            }
+            EVENT_CHUNK => {
+                if self.pending.len() + e.data.len() > self.limits.max_result_bytes {
+                    return Some(Err(CallStreamError::ResultTooLarge {
+                        limit: self.limits.max_result_bytes,
+                    }));
+                }
+                self.pending.push_str(&e.data);
+                self.note(self.pending.len());
+                None
+            }
+            EVENT_END => {
+                self.finished = true;
+                let (held, more) = (self.pending.len(), e.data.len());
+                let max = self.limits.max_result_bytes;
+                if held.saturating_add(more) > max {
+                    return Some(Err(CallStreamError::ResultTooLarge { limit: max }));
+                }
+                let pending = std::mem::take(&mut self.pending);
+                if pending.is_empty() {
+                    self.note(more);
+                    return Some(parse_result("", &e.data));
+                }
+                // Joining copies the end data once more; when that copy would not fit beside
+                // the rest, the two pieces are parsed where they are (slower, but rare: a
+                // compliant `end` is at most one 4 KiB chunk).
+                let joined = held.saturating_add(more.saturating_mul(2));
+                if joined <= max.saturating_add(FIELD_ROOM) {
+                    let mut json = pending;
+                    json.push_str(&e.data);
+                    self.note(joined);
+                    Some(parse_result("", &json))
+                } else {
+                    self.note(held + more);
+                    Some(parse_result(&pending, &e.data))
+                }
+            }
+            EVENT_ERROR => {
+                self.finished = true;
+                self.pending = String::new();
+                Some(Ok(CallEvent::Error(e.data)))
+            }
+            EVENT_PROGRESS => Some(
+                serde_json::from_str(&e.data)
+                    .map(CallEvent::Progress)
+                    .map_err(|err| CallStreamError::BadProgress(err.to_string())),
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// The `end` data (after the joined `chunk`s in `head`) as a result, saying whether it was not
+/// JSON at all or JSON of another shape.
+fn parse_result(head: &str, tail: &str) -> Result<CallEvent, CallStreamError> {
+    fn parse<T: serde::de::DeserializeOwned>(head: &str, tail: &str) -> serde_json::Result<T> {
+        if head.is_empty() {
+            serde_json::from_str(tail)
+        } else {
+            serde_json::from_reader(std::io::Read::chain(head.as_bytes(), tail.as_bytes()))
+        }
+    }
+    parse::<RunToolOutput>(head, tail)
+        .map(CallEvent::Result)
+        .map_err(|err| {
+            let why = if parse::<serde::de::IgnoredAny>(head, tail).is_ok() {
+                format!("the end data is JSON but not a RunToolOutput ({err})")
+            } else {
+                format!("the end data is not JSON ({err})")
+            };
+            let start = if head.is_empty() { tail } else { head };
+            CallStreamError::BadResult(format!("{why}; data: {}", preview(start)))
+        })
+}
+
+/// The length of the `data:` field name (and its optional space) when `line` is a data line.
+fn data_prefix(line: &[u8]) -> Option<usize> {
+    match line.strip_prefix(b"data") {
+        Some([]) => Some(4),
+        Some([b':', b' ', ..]) => Some(6),
+        Some([b':', ..]) => Some(5),
+        _ => None,
+    }
+}
+
+/// At most 200 characters of `text` on one line, for error messages.
+fn preview(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .take(201)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match one_line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+/// One decoded event: its name (`message` when the stream gave none) and its data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseEvent {
+    /// The `event:` field.
+    pub event: String,
+    /// The `data:` lines, joined with `\n`.
+    pub data: String,
+}
+
+impl SseEvent {
+    /// An event of the given name and data.
+    pub fn new(event: impl Into<String>, data: impl Into<String>) -> Self {
+        Self {
+            event: event.into(),
+            data: data.into(),
+        }
+    }
+}
