@@ -1,18 +1,20 @@
-//! One tool call: the SSE stream decoded with the core codec, reconnects by `task_id` after a
-//! dropped connection, the heartbeat timeout, and progress events.
+//! One tool call: the SSE stream decoded with the core codec within the result limit,
+//! reconnects by `task_id` after a dropped connection, the heartbeat timeout, and progress
+//! events.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
-use http_body_util::BodyExt;
-use ors_core::sse::{CallEvent, CallStreamDecoder, CallStreamError};
+use ors_core::sse::{CallEvent, CallStreamDecoder, CallStreamError, DecodeLimits, SseError};
 use ors_core::{RunToolOutput, ToolCall};
 use serde_json::Value;
+use tokio::time::Instant;
 
-use crate::error::{Error, Result};
-use crate::http::{decode_json, status_failure, Failure, Http, Req};
+use crate::body::{BodyReader, ReadError};
+use crate::error::{Error, Result, SizeLimit};
+use crate::http::{decode_json, preview, status_failure, Failure, Http, Req, MAX_ERROR_BODY};
 
 /// A progress report from a running tool (the SSE `progress` event).
 #[derive(Debug, Clone, Copy)]
@@ -63,7 +65,6 @@ pub(crate) async fn run_call(http: &Http, spec: CallSpec<'_>) -> Result<RunToolO
 async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
     let mut task_id: Option<String> = None;
     let mut failures = 0u32;
-    let mut streamed = 0u32;
     loop {
         let body = ToolCall {
             name: spec.name.to_owned(),
@@ -74,17 +75,21 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
             .sid(spec.sid)
             .accept(ors_core::protocol::EVENT_STREAM)
             .json(&body)?;
-        let started = std::time::Instant::now();
-        match one_stream(http, &req, spec, &mut task_id, &mut streamed).await {
+        let started = Instant::now();
+        let mut seen = Seen::default();
+        match one_stream(http, &req, spec, &mut task_id, &mut seen).await {
             Ok(result) => return Ok(result),
             Err(StreamFail::Fatal(e)) => return Err(e),
             Err(StreamFail::Retry(e, retry_after)) => {
-                let frames = std::mem::take(&mut streamed);
-                if frames >= 2 && started.elapsed() >= http.cfg.heartbeat_timeout {
+                if seen.lines >= 2
+                    && !seen.chunks
+                    && started.elapsed() >= http.cfg.heartbeat_timeout
+                {
                     // That connection kept streaming for a while (keep-alives or progress after
                     // the task id; a proxy cutting long streams, say): the budget bounds
                     // consecutive failures, not a long call's lifetime. A server that drops or
-                    // goes silent right after answering still runs the budget out.
+                    // goes silent right after answering still runs the budget out, and so
+                    // does one that breaks off its result (chunks without an end) each time.
                     failures = 0;
                 }
                 if failures >= http.cfg.reconnect_attempts {
@@ -102,75 +107,143 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
     }
 }
 
+/// What one connection of a call delivered before it failed.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Times the stream made progress: a complete line arrived (an event, a keep-alive).
+    lines: u32,
+    /// Whether pieces of a result arrived.
+    chunks: bool,
+}
+
+/// How long the end of a stream is awaited after its `end` event (to see that nothing
+/// follows it and to give the connection back to the pool); the result stands either way.
+const END_GRACE: Duration = Duration::from_millis(500);
+
+/// How much of a body that is not an event stream is read to show in the error.
+const PREVIEW_BYTES: usize = 300;
+
 /// One connection: send (or resend with the `task_id`) and read events until the result.
 async fn one_stream(
     http: &Http,
     req: &Req,
     spec: &CallSpec<'_>,
     task_id: &mut Option<String>,
-    streamed: &mut u32,
+    seen: &mut Seen,
 ) -> std::result::Result<RunToolOutput, StreamFail> {
     let resp = match http.send_once(req, http.cfg.request_timeout).await {
         Ok(r) => r,
         Err(f) => return Err(classify(f, task_id.is_some())),
     };
-    let (parts, mut body) = resp.into_parts();
+    let (parts, body) = resp.into_parts();
+    let mut reader = BodyReader::new(&parts.headers, body);
     if !parts.status.is_success() {
-        let bytes = match tokio::time::timeout(http.cfg.request_timeout, body.collect()).await {
-            Ok(Ok(c)) => c.to_bytes(),
-            _ => bytes::Bytes::new(),
-        };
+        let detail =
+            tokio::time::timeout(http.cfg.request_timeout, reader.read_prefix(MAX_ERROR_BODY));
+        let bytes = detail.await.unwrap_or_default();
         let f = status_failure(parts.status, &parts.headers, &bytes);
         return Err(classify(f, task_id.is_some()));
     }
-    let json_reply = parts
+    let content_type = parts
         .headers
         .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("application/json"));
-    if json_reply {
-        // Not the documented form, but unambiguous: a server that answers the result as plain
-        // JSON instead of a stream.
-        let bytes = match tokio::time::timeout(http.cfg.request_timeout, body.collect()).await {
-            Ok(Ok(c)) => c.to_bytes(),
-            Ok(Err(e)) => return Err(dropped(task_id, Error::transport(&e))),
-            Err(_) => {
-                return Err(dropped(
-                    task_id,
-                    Error::Timeout("the JSON reply to a call did not arrive in time".into()),
-                ))
-            }
-        };
-        return decode_json(&req.path, &bytes).map_err(StreamFail::Fatal);
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).to_ascii_lowercase());
+    match content_type.as_deref() {
+        Some(ct) if ct.starts_with("text/event-stream") => {}
+        Some(ct) if ct.starts_with("application/json") => {
+            // Not the documented form, but unambiguous: a server that answers the result as
+            // plain JSON instead of a stream.
+            let max = http.cfg.max_result_bytes;
+            let read =
+                tokio::time::timeout(http.cfg.request_timeout, reader.read_all(max, &http.meter));
+            let bytes = match read.await {
+                Ok(Ok(b)) => b,
+                Ok(Err(e @ ReadError::TooLarge { .. })) => {
+                    let what = format!("the JSON result of tool '{}'", spec.name);
+                    return Err(StreamFail::Fatal(e.into_error(
+                        &what,
+                        max,
+                        SizeLimit::Result,
+                    )));
+                }
+                Ok(Err(e)) => {
+                    let what = format!("the JSON result of tool '{}'", spec.name);
+                    return Err(dropped(
+                        task_id,
+                        e.into_error(&what, max, SizeLimit::Result),
+                    ));
+                }
+                Err(_) => {
+                    return Err(dropped(
+                        task_id,
+                        Error::Timeout("the JSON reply to a call did not arrive in time".into()),
+                    ))
+                }
+            };
+            return decode_json(&req.path, &bytes).map_err(StreamFail::Fatal);
+        }
+        other => {
+            let start = tokio::time::timeout(
+                Duration::from_secs(1).min(http.cfg.request_timeout),
+                reader.read_prefix(PREVIEW_BYTES),
+            );
+            let body = start.await.unwrap_or_default();
+            return Err(StreamFail::Fatal(Error::Protocol(format!(
+                "the call of tool '{}' was answered {} with Content-Type {}, not an event \
+                 stream (body: {})",
+                spec.name,
+                parts.status,
+                other.map_or_else(|| "(none)".to_owned(), |ct| format!("{ct:?}")),
+                preview(&body)
+            ))));
+        }
     }
 
     let heartbeat = http.cfg.heartbeat_timeout;
-    let mut decoder = CallStreamDecoder::new();
+    let max = http.cfg.max_result_bytes;
+    let mut decoder = CallStreamDecoder::with_limits(DecodeLimits::bounded(max));
+    let mut lines = 0u64;
+    let mut deadline = Instant::now() + heartbeat;
+    let mut result: Option<RunToolOutput> = None;
     loop {
-        let frame = match tokio::time::timeout(heartbeat, body.frame()).await {
-            Err(_) => {
+        let next = tokio::time::timeout_at(deadline, reader.next()).await;
+        let data = match (next, result.take()) {
+            // After `end`: the stream closed, broke, or lingered; the result stands.
+            (Ok(Ok(None)) | Ok(Err(_)) | Err(_), Some(r)) => return Ok(r),
+            (Ok(Ok(Some(data))), r) => {
+                result = r;
+                data
+            }
+            (Err(_), None) => {
                 let e = Error::Timeout(format!(
-                    "no data from the server for {heartbeat:?} during tool '{}' (heartbeat timeout)",
+                    "no complete line from the server for {heartbeat:?} during tool '{}' \
+                     (heartbeat timeout)",
                     spec.name
                 ));
                 return Err(dropped(task_id, e));
             }
-            Ok(None) => {
-                let e = Error::Transport(format!(
-                    "the stream of tool '{}' ended before its result",
-                    spec.name
-                ));
+            (Ok(Ok(None)), None) => {
+                let e = match decoder.pending_result_bytes() {
+                    0 => Error::Transport(format!(
+                        "the stream of tool '{}' ended before its result",
+                        spec.name
+                    )),
+                    n => Error::Protocol(format!(
+                        "the stream of tool '{}' ended after {n} bytes of chunks without its \
+                         end event",
+                        spec.name
+                    )),
+                };
                 return Err(dropped(task_id, e));
             }
-            Ok(Some(Err(e))) => return Err(dropped(task_id, Error::transport(&e))),
-            Ok(Some(Ok(frame))) => frame,
+            (Ok(Err(e)), None) => {
+                let what = format!("the stream of tool '{}'", spec.name);
+                return Err(dropped(
+                    task_id,
+                    e.into_error(&what, max, SizeLimit::Result),
+                ));
+            }
         };
-        let Ok(data) = frame.into_data() else {
-            continue; // trailers carry nothing ORS uses
-        };
-        if !data.is_empty() {
-            *streamed += 1;
-        }
         for event in decoder.push(&data) {
             match event {
                 Ok(CallEvent::TaskId(id)) => *task_id = Some(id.trim().to_owned()),
@@ -183,7 +256,10 @@ async fn one_stream(
                         });
                     }
                 }
-                Ok(CallEvent::Result(result)) => return Ok(result),
+                Ok(CallEvent::Result(r)) => {
+                    result = Some(r);
+                    deadline = Instant::now() + END_GRACE.min(heartbeat);
+                }
                 Ok(CallEvent::Error(message)) => {
                     return Err(StreamFail::Fatal(Error::ToolCrashed { message }))
                 }
@@ -191,9 +267,41 @@ async fn one_stream(
                     // A malformed report must not cost the call its result.
                     tracing::warn!(tool = spec.name, error = %e, "ignoring a malformed progress event");
                 }
-                Err(e) => return Err(StreamFail::Fatal(Error::Protocol(e.to_string()))),
+                Err(e) if e.is_limit() => {
+                    http.meter.note(decoder.high_water());
+                    return Err(StreamFail::Fatal(too_large(spec.name, &e, max)));
+                }
+                Err(e) => {
+                    return Err(StreamFail::Fatal(Error::Protocol(format!(
+                        "the stream of tool '{}': {e}",
+                        spec.name
+                    ))))
+                }
             }
         }
+        http.meter.note(decoder.high_water());
+        seen.chunks |= decoder.pending_result_bytes() > 0;
+        if decoder.lines() != lines && result.is_none() {
+            lines = decoder.lines();
+            seen.lines = seen.lines.saturating_add(1);
+            deadline = Instant::now() + heartbeat;
+        }
+    }
+}
+
+/// The error for a call stream past the result limit.
+fn too_large(tool: &str, e: &CallStreamError, limit: usize) -> Error {
+    let what = match e {
+        CallStreamError::Sse(SseError::LineTooLong { .. }) => {
+            format!("a line of the stream of tool '{tool}' (no line break)")
+        }
+        CallStreamError::Sse(_) => format!("an event of the stream of tool '{tool}'"),
+        _ => format!("the result of tool '{tool}'"),
+    };
+    Error::ResponseTooLarge {
+        what,
+        limit,
+        kind: SizeLimit::Result,
     }
 }
 
@@ -203,6 +311,7 @@ async fn one_stream(
 fn classify(f: Failure, have_task_id: bool) -> StreamFail {
     let retry_after = f.retry_after();
     let repeat = match &f {
+        Failure::Fatal(_) => false,
         Failure::Connect(_) => true,
         Failure::Status { status, .. } => {
             *status == 429 || *status == 503 || (have_task_id && *status >= 500)
@@ -233,6 +342,7 @@ fn annotate(e: Error, note: impl fmt::Display) -> Error {
     match e {
         Error::Transport(m) => Error::Transport(format!("{m} {note}")),
         Error::Timeout(m) => Error::Timeout(format!("{m} {note}")),
+        Error::Protocol(m) => Error::Protocol(format!("{m} {note}")),
         other => other,
     }
 }

@@ -64,6 +64,13 @@ impl Client {
         &self.http.cfg.url
     }
 
+    /// The most bytes one response (a JSON body, or a call stream's unfinished line, event
+    /// and result) has held in this client's buffers at once, since the client was built:
+    /// a diagnostic, and how tests prove the size limits hold.
+    pub fn peak_buffered_bytes(&self) -> usize {
+        self.http.meter.peak()
+    }
+
     /// `GET /health`: succeeds when the server answers `{"status": "ok"}`.
     pub async fn health(&self) -> Result<()> {
         let status: ors_core::Status = self

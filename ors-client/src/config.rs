@@ -12,6 +12,18 @@ pub const API_KEY_ENV: &str = "ORS_API_KEY";
 pub const URL_ENV: &str = "ORS_URL";
 /// The URL used when none is given.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
+/// Environment variable overriding [`Config::max_result_bytes`] (bytes, or with a `KiB`, `MiB`
+/// or `GiB` suffix).
+pub const MAX_RESULT_BYTES_ENV: &str = "ORS_CLIENT_MAX_RESULT_BYTES";
+/// Environment variable overriding [`Config::max_body_bytes`] (bytes, or with a `KiB`, `MiB` or
+/// `GiB` suffix).
+pub const MAX_BODY_BYTES_ENV: &str = "ORS_CLIENT_MAX_BODY_BYTES";
+/// Environment variable setting [`Config::call_timeout`] (seconds; `none` for no limit).
+pub const CALL_TIMEOUT_ENV: &str = "ORS_CLIENT_CALL_TIMEOUT";
+/// The default bound on a call's result (and on one SSE line or event): 256 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = ors_core::sse::DEFAULT_MAX_RESULT_BYTES;
+/// The default bound on a JSON response body: 64 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
 /// Where secrets go when a session is created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,16 +45,22 @@ pub struct Config {
     pub url: String,
     /// Value of the `X-API-Key` header, if any.
     pub api_key: Option<String>,
-    /// Limit on one ordinary request (head and body) and on the head of a call stream.
+    /// Limit on one ordinary request (head and body, redirects included) and on the head of a
+    /// call stream: a server that accepts the connection and says nothing fails after it.
     pub request_timeout: Duration,
     /// Limit on opening a TCP connection.
     pub connect_timeout: Duration,
-    /// A call stream with no byte at all (not even a keep-alive) for this long is a dropped
-    /// connection.
+    /// A call stream with no complete line (no event, not even a keep-alive comment) for this
+    /// long is a dropped connection; a trickle of bytes without line breaks does not count.
     pub heartbeat_timeout: Duration,
     /// Limit on a whole tool call including reconnects; `None` waits as long as the server
     /// keeps the stream alive.
     pub call_timeout: Option<Duration>,
+    /// The largest call result (its `chunk`s and `end` reassembled), and so the longest SSE
+    /// line or event the client holds.
+    pub max_result_bytes: usize,
+    /// The largest JSON response body (discovery, prompt, create, error details).
+    pub max_body_bytes: usize,
     /// How often a session pings the server; `None` disables the background ping.
     pub ping_interval: Option<Duration>,
     /// Retries of a request that is safe to repeat (so up to `max_retries + 1` attempts).
@@ -68,6 +86,8 @@ impl fmt::Debug for Config {
             .field("connect_timeout", &self.connect_timeout)
             .field("heartbeat_timeout", &self.heartbeat_timeout)
             .field("call_timeout", &self.call_timeout)
+            .field("max_result_bytes", &self.max_result_bytes)
+            .field("max_body_bytes", &self.max_body_bytes)
             .field("ping_interval", &self.ping_interval)
             .field("max_retries", &self.max_retries)
             .field("reconnect_attempts", &self.reconnect_attempts)
@@ -83,20 +103,34 @@ impl fmt::Debug for Config {
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     cfg: Config,
+    /// Environment variables that could not be read, reported by `build` unless a setter
+    /// overrode them: `(variable, problem)`.
+    env_errors: Vec<(&'static str, String)>,
 }
 
 impl ClientBuilder {
-    /// A builder for the server at `url`, with the API key from `ORS_API_KEY` if set.
+    /// A builder for the server at `url`, with the API key from `ORS_API_KEY` and the limits
+    /// from `ORS_CLIENT_MAX_RESULT_BYTES`, `ORS_CLIENT_MAX_BODY_BYTES` and
+    /// `ORS_CLIENT_CALL_TIMEOUT` when set.
     pub fn new(url: impl Into<String>) -> Self {
-        let api_key = std::env::var(API_KEY_ENV).ok().filter(|k| !k.is_empty());
-        Self {
+        let mut b = Self::with_env(url, |name| std::env::var(name).ok());
+        b.cfg.api_key = std::env::var(API_KEY_ENV).ok().filter(|k| !k.is_empty());
+        b
+    }
+
+    /// A builder with the limits read through `var` (the environment, or a map in tests).
+    fn with_env(url: impl Into<String>, var: impl Fn(&str) -> Option<String>) -> Self {
+        let mut b = Self {
+            env_errors: Vec::new(),
             cfg: Config {
                 url: url.into(),
-                api_key,
+                api_key: None,
                 request_timeout: Duration::from_secs(60),
                 connect_timeout: Duration::from_secs(10),
                 heartbeat_timeout: Duration::from_secs(30),
                 call_timeout: None,
+                max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+                max_body_bytes: DEFAULT_MAX_BODY_BYTES,
                 ping_interval: Some(Duration::from_secs(10)),
                 max_retries: 3,
                 reconnect_attempts: 5,
@@ -105,7 +139,36 @@ impl ClientBuilder {
                 secrets_mode: SecretsMode::Body,
                 user_agent: concat!("ors-rs/", env!("CARGO_PKG_VERSION")).to_owned(),
             },
+        };
+        let present = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        if let Some(v) = present(MAX_RESULT_BYTES_ENV) {
+            match parse_bytes(&v) {
+                Ok(n) => b.cfg.max_result_bytes = n,
+                Err(e) => b
+                    .env_errors
+                    .push((MAX_RESULT_BYTES_ENV, format!("{v:?}: {e}"))),
+            }
         }
+        if let Some(v) = present(MAX_BODY_BYTES_ENV) {
+            match parse_bytes(&v) {
+                Ok(n) => b.cfg.max_body_bytes = n,
+                Err(e) => b
+                    .env_errors
+                    .push((MAX_BODY_BYTES_ENV, format!("{v:?}: {e}"))),
+            }
+        }
+        if let Some(v) = present(CALL_TIMEOUT_ENV) {
+            match parse_timeout(&v) {
+                Ok(d) => b.cfg.call_timeout = d,
+                Err(e) => b.env_errors.push((CALL_TIMEOUT_ENV, format!("{v:?}: {e}"))),
+            }
+        }
+        b
+    }
+
+    /// Forget a bad value of `var`: a setter has replaced it.
+    fn overridden(&mut self, var: &str) {
+        self.env_errors.retain(|(name, _)| *name != var);
     }
 
     /// A builder for `ORS_URL` (or [`DEFAULT_URL`]) with the key from `ORS_API_KEY`.
@@ -147,9 +210,27 @@ impl ClientBuilder {
         self
     }
 
-    /// Limit on a whole tool call (default none).
+    /// Limit on a whole tool call, reconnects included (default none; also
+    /// `ORS_CLIENT_CALL_TIMEOUT`). Keep-alives and progress keep a call alive only until then.
     pub fn call_timeout(mut self, d: Option<Duration>) -> Self {
         self.cfg.call_timeout = d;
+        self.overridden(CALL_TIMEOUT_ENV);
+        self
+    }
+
+    /// The largest call result, SSE line or event the client holds (default 256 MiB; also
+    /// `ORS_CLIENT_MAX_RESULT_BYTES`). A larger one fails the call with
+    /// [`Error::ResponseTooLarge`] and drops its connection.
+    pub fn max_result_bytes(mut self, n: usize) -> Self {
+        self.cfg.max_result_bytes = n;
+        self.overridden(MAX_RESULT_BYTES_ENV);
+        self
+    }
+
+    /// The largest JSON response body (default 64 MiB; also `ORS_CLIENT_MAX_BODY_BYTES`).
+    pub fn max_body_bytes(mut self, n: usize) -> Self {
+        self.cfg.max_body_bytes = n;
+        self.overridden(MAX_BODY_BYTES_ENV);
         self
     }
 
@@ -195,12 +276,61 @@ impl ClientBuilder {
         &self.cfg
     }
 
-    /// Check the URL and build the client (no connection is made yet).
+    /// Check the URL and the limits and build the client (no connection is made yet).
     pub fn build(self) -> Result<Client> {
+        if let Some((var, problem)) = self.env_errors.first() {
+            return Err(Error::InvalidArgument(format!("{var}={problem}")));
+        }
+        if self.cfg.max_result_bytes == 0 || self.cfg.max_body_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "max_result_bytes and max_body_bytes must be at least 1".into(),
+            ));
+        }
         let mut cfg = self.cfg;
         cfg.url = normalize_url(&cfg.url)?;
         Ok(Client::from_config(cfg))
     }
+}
+
+/// A byte count: digits, optionally followed by `KiB`, `MiB` or `GiB` (any case, spaces allowed).
+fn parse_bytes(text: &str) -> std::result::Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: usize = digits
+        .parse()
+        .map_err(|_| "expected a number of bytes, like 268435456 or 256MiB".to_owned())?;
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        other => return Err(format!("unknown unit {other:?} (use KiB, MiB or GiB)")),
+    };
+    match n.checked_mul(scale) {
+        Some(0) => Err("must be at least 1 byte".into()),
+        Some(bytes) => Ok(bytes),
+        None => Err("too large for this machine".into()),
+    }
+}
+
+/// A timeout in seconds (fractions allowed), or `none`/`off` for no limit.
+fn parse_timeout(text: &str) -> std::result::Result<Option<Duration>, String> {
+    let text = text.trim();
+    if text.eq_ignore_ascii_case("none") || text.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| "expected seconds, like 120 or 0.5, or none".to_owned())?;
+    if secs.is_nan() || secs <= 0.0 {
+        return Err("must be more than 0 seconds (or none)".into());
+    }
+    Duration::try_from_secs_f64(secs)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// Check that `url` is a plain-HTTP URL with a host, and strip its trailing slash.
@@ -256,6 +386,69 @@ mod tests {
         ));
         assert!(normalize_url("localhost:8080").is_err());
         assert!(normalize_url("not a url").is_err());
+    }
+
+    #[test]
+    fn limits_come_from_the_environment_and_setters_win() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let b = ClientBuilder::with_env("http://h", env(&[]));
+        assert_eq!(b.cfg.max_result_bytes, 256 << 20);
+        assert_eq!(b.cfg.max_body_bytes, 64 << 20);
+        assert_eq!(b.cfg.call_timeout, None);
+
+        let b = ClientBuilder::with_env(
+            "http://h",
+            env(&[
+                (MAX_RESULT_BYTES_ENV, "512MiB"),
+                (MAX_BODY_BYTES_ENV, " 1000 "),
+                (CALL_TIMEOUT_ENV, "2.5"),
+            ]),
+        );
+        assert_eq!(b.cfg.max_result_bytes, 512 << 20);
+        assert_eq!(b.cfg.max_body_bytes, 1000);
+        assert_eq!(b.cfg.call_timeout, Some(Duration::from_millis(2500)));
+        assert!(b.build().is_ok());
+
+        let bad = ClientBuilder::with_env("http://h", env(&[(MAX_RESULT_BYTES_ENV, "lots")]));
+        let err = bad.clone().build().unwrap_err().to_string();
+        assert!(
+            err.contains(MAX_RESULT_BYTES_ENV) && err.contains("lots"),
+            "{err}"
+        );
+        assert!(
+            bad.max_result_bytes(10).build().is_ok(),
+            "a setter overrides a bad value"
+        );
+        let off = ClientBuilder::with_env("http://h", env(&[(CALL_TIMEOUT_ENV, "none")]));
+        assert_eq!(off.cfg.call_timeout, None);
+        assert!(
+            ClientBuilder::with_env("http://h", env(&[(CALL_TIMEOUT_ENV, "0")]))
+                .build()
+                .is_err()
+        );
+        assert!(ClientBuilder::new("http://h")
+            .max_body_bytes(0)
+            .build()
+            .is_err());
+    }
+
+    #[test]
+    fn byte_counts_take_binary_units() {
+        assert_eq!(parse_bytes("268435456"), Ok(256 << 20));
+        assert_eq!(parse_bytes("256MiB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1 gib"), Ok(1 << 30));
+        assert_eq!(parse_bytes("4KiB"), Ok(4096));
+        assert!(parse_bytes("4KB").is_err(), "KB is ambiguous");
+        assert!(parse_bytes("0").is_err());
+        assert!(parse_bytes("-1").is_err());
+        assert!(parse_bytes("99999999999999999999GiB").is_err());
     }
 
     #[test]

@@ -59,6 +59,69 @@ pub enum Error {
     /// A rollout policy failed to choose the next call.
     #[error("policy error: {0}")]
     Policy(String),
+    /// A response was larger than a limit of this client (a call's result, one SSE line or
+    /// event, a JSON body). The connection was dropped and the request is not retried (its
+    /// answer would be just as large); the session is still usable.
+    #[error(
+        "{what} exceeds the client's limit of {} (raise it with ClientBuilder::{} or {})",
+        human_bytes(*.limit), .kind.setter(), .kind.env_var()
+    )]
+    ResponseTooLarge {
+        /// What was too large ("the result of tool 'read_file'").
+        what: String,
+        /// The limit, in bytes.
+        limit: usize,
+        /// Which limit it was.
+        kind: SizeLimit,
+    },
+}
+
+/// The size limits of a client, named by [`Error::ResponseTooLarge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SizeLimit {
+    /// A call's result (its `chunk`s and `end` reassembled), and so one SSE line or event:
+    /// [`crate::Config::max_result_bytes`].
+    Result,
+    /// A JSON response body (discovery, prompt, create): [`crate::Config::max_body_bytes`].
+    Body,
+}
+
+impl SizeLimit {
+    /// The environment variable that sets this limit.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            SizeLimit::Result => crate::config::MAX_RESULT_BYTES_ENV,
+            SizeLimit::Body => crate::config::MAX_BODY_BYTES_ENV,
+        }
+    }
+
+    /// The [`crate::ClientBuilder`] method that sets this limit.
+    pub fn setter(self) -> &'static str {
+        match self {
+            SizeLimit::Result => "max_result_bytes",
+            SizeLimit::Body => "max_body_bytes",
+        }
+    }
+}
+
+/// A byte count for people: `256 MiB`, `1.5 KiB`, `17 bytes`.
+pub(crate) fn human_bytes(n: usize) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} bytes");
+    }
+    let mut value = n as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if value.fract() == 0.0 {
+        format!("{value} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {} ({n} bytes)", UNITS[unit])
+    }
 }
 
 /// The client's result type.
@@ -135,6 +198,23 @@ mod tests {
         ));
         let msg = Error::transport(&e).to_string();
         assert_eq!(msg, "transport error: outer: connection refused");
+    }
+
+    #[test]
+    fn too_large_names_the_limit_and_how_to_raise_it() {
+        let e = Error::ResponseTooLarge {
+            what: "the result of tool 'big'".into(),
+            limit: 256 << 20,
+            kind: SizeLimit::Result,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the result of tool 'big' exceeds the client's limit of 256 MiB (raise it with \
+             ClientBuilder::max_result_bytes or ORS_CLIENT_MAX_RESULT_BYTES)"
+        );
+        assert_eq!(human_bytes(17), "17 bytes");
+        assert_eq!(human_bytes(1536), "1.5 KiB (1536 bytes)");
+        assert_eq!(human_bytes(64 << 20), "64 MiB");
     }
 
     #[test]

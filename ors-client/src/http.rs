@@ -1,23 +1,31 @@
-//! The HTTP layer: one pooled hyper client, request building, error mapping, and retries with
-//! exponential backoff and jitter.
+//! The HTTP layer: one pooled hyper client, request building, redirects (same origin only),
+//! error mapping, bounded body reading, and retries with exponential backoff and jitter.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, RETRY_AFTER, USER_AGENT};
-use http::{Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Full};
+use http::header::{
+    HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT,
+};
+use http::{Method, Request, Response, StatusCode, Uri};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
 
+use crate::body::{BodyReader, Meter};
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, SizeLimit};
 
 use ors_core::protocol::{HEADER_API_KEY, HEADER_SESSION_ID};
+
+/// Redirects followed for one request, at most.
+pub(crate) const MAX_REDIRECTS: usize = 5;
+/// How much of an error answer's body is read for its detail.
+pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Which failures may be repeated for a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +46,9 @@ pub(crate) enum Failure {
     Broken(Error),
     /// The attempt ran out of time.
     Timeout(Error),
+    /// Repeating cannot help: the answer was too large or broke the protocol in a way that
+    /// will not change (a redirect to another server, a header that never ends).
+    Fatal(Error),
     /// The server answered with an error status.
     Status {
         /// The error, an [`Error::Http`].
@@ -53,7 +64,7 @@ impl Failure {
     /// The error to give the caller.
     pub(crate) fn into_error(self) -> Error {
         match self {
-            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) => e,
+            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => e,
             Failure::Status { error, .. } => error,
         }
     }
@@ -61,6 +72,7 @@ impl Failure {
     /// Whether a request of this kind may be sent again after this failure.
     pub(crate) fn retryable(&self, retry: Retry) -> bool {
         match (self, retry) {
+            (Failure::Fatal(_), _) => false,
             (Failure::Connect(_), _) => true,
             (Failure::Status { status, .. }, Retry::Refused) => *status == 429 || *status == 503,
             (Failure::Status { status, .. }, Retry::Idempotent) => *status == 429 || *status >= 500,
@@ -141,6 +153,8 @@ impl Req {
 pub(crate) struct Http {
     client: HyperClient<HttpConnector, Full<Bytes>>,
     pub(crate) cfg: Config,
+    /// The most bytes one response has held in this client's buffers.
+    pub(crate) meter: Meter,
 }
 
 impl Http {
@@ -155,14 +169,17 @@ impl Http {
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(256)
             .build(connector);
-        Self { client, cfg }
+        Self {
+            client,
+            cfg,
+            meter: Meter::default(),
+        }
     }
 
-    fn build(&self, req: &Req) -> Result<Request<Full<Bytes>>> {
-        let uri = format!("{}{}", self.cfg.url, req.path);
+    fn build(&self, req: &Req, uri: &Uri) -> Result<Request<Full<Bytes>>> {
         let mut b = Request::builder()
             .method(req.method.clone())
-            .uri(&uri)
+            .uri(uri.clone())
             .header(ACCEPT, req.accept)
             .header(USER_AGENT, &self.cfg.user_agent);
         if let Some(key) = &self.cfg.api_key {
@@ -192,39 +209,107 @@ impl Http {
             .map_err(|e| Error::InvalidArgument(format!("cannot build request for {uri}: {e}")))
     }
 
-    /// Send one attempt and wait for the response head (within `head_timeout`). Error statuses
-    /// are returned as responses; the caller decides.
+    /// Send one attempt and wait for the response head (within `head_timeout`, redirects
+    /// included). Error statuses are returned as responses; the caller decides.
     pub async fn send_once(
         &self,
         req: &Req,
         head_timeout: Duration,
     ) -> std::result::Result<Response<Incoming>, Failure> {
-        let request = self.build(req).map_err(Failure::Broken)?;
-        match tokio::time::timeout(head_timeout, self.client.request(request)).await {
+        match tokio::time::timeout(head_timeout, self.send_following(req)).await {
             Err(_) => Err(Failure::Timeout(Error::Timeout(format!(
                 "no response to {} {} within {:?}",
                 req.method, req.path, head_timeout
             )))),
-            Ok(Err(e)) if e.is_connect() => Err(Failure::Connect(Error::transport(&e))),
-            Ok(Err(e)) => Err(Failure::Broken(Error::transport(&e))),
-            Ok(Ok(resp)) => Ok(resp),
+            Ok(r) => r,
         }
     }
 
-    /// One attempt: send, read the whole body, turn an error status into a [`Failure::Status`].
+    /// Send, following `307`/`308` redirects (and `301`/`302`/`303` of a GET) within the
+    /// server's origin, at most [`MAX_REDIRECTS`] of them: the reference server redirects
+    /// some paths, and a redirect elsewhere would hand the API key and session id to another
+    /// server.
+    async fn send_following(&self, req: &Req) -> std::result::Result<Response<Incoming>, Failure> {
+        let mut uri: Uri = format!("{}{}", self.cfg.url, req.path)
+            .parse()
+            .map_err(|e| {
+                Failure::Fatal(Error::InvalidArgument(format!(
+                    "cannot build a URL for {}: {e}",
+                    req.path
+                )))
+            })?;
+        let mut hops = 0;
+        loop {
+            let request = self.build(req, &uri).map_err(Failure::Fatal)?;
+            let resp = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| request_failure(&e, req))?;
+            let status = resp.status();
+            let location = resp.headers().get(LOCATION).cloned();
+            let Some(location) = location.filter(|_| status.is_redirection()) else {
+                return Ok(resp);
+            };
+            let to = String::from_utf8_lossy(location.as_bytes()).into_owned();
+            let keeps_method = matches!(status.as_u16(), 307 | 308);
+            let follows =
+                keeps_method || (matches!(status.as_u16(), 301..=303) && req.method == Method::GET);
+            if !follows {
+                return Err(Failure::Fatal(Error::Protocol(format!(
+                    "{} {} was redirected with {status} to {to}, which would change the request; \
+                     not followed (only 307 and 308 keep a POST as it is)",
+                    req.method, req.path
+                ))));
+            }
+            if hops == MAX_REDIRECTS {
+                return Err(Failure::Fatal(Error::Protocol(format!(
+                    "{} {} was redirected more than {MAX_REDIRECTS} times (the last to {to})",
+                    req.method, req.path
+                ))));
+            }
+            let next = resolve(&uri, &to).ok_or_else(|| {
+                Failure::Fatal(Error::Protocol(format!(
+                    "{} {} was redirected to {to:?}, which is not a URL",
+                    req.method, req.path
+                )))
+            })?;
+            if !same_origin(&uri, &next) {
+                return Err(Failure::Fatal(Error::Protocol(format!(
+                    "{} {} was redirected to another server ({next}); not followed, so the API \
+                     key and session id stay with {}",
+                    req.method, req.path, self.cfg.url
+                ))));
+            }
+            tracing::debug!(method = %req.method, from = %uri, to = %next, status = status.as_u16(), "following a redirect");
+            uri = next;
+            hops += 1;
+        }
+    }
+
+    /// One attempt: send, read the whole body within the JSON body limit, turn an error
+    /// status into a [`Failure::Status`].
     async fn attempt(&self, req: &Req) -> std::result::Result<(http::HeaderMap, Bytes), Failure> {
         let timeout = self.cfg.request_timeout;
         let work = async {
             let resp = self.send_once(req, timeout).await?;
             let (parts, body) = resp.into_parts();
-            let bytes = body
-                .collect()
-                .await
-                .map_err(|e| Failure::Broken(Error::transport(&e)))?
-                .to_bytes();
+            let reader = BodyReader::new(&parts.headers, body);
             if !parts.status.is_success() {
+                let bytes = reader.read_prefix(MAX_ERROR_BODY).await;
                 return Err(status_failure(parts.status, &parts.headers, &bytes));
             }
+            let max = self.cfg.max_body_bytes;
+            let bytes = reader.read_all(max, &self.meter).await.map_err(|e| {
+                let what = format!("the reply to {} {}", req.method, req.path);
+                let fatal = matches!(e, crate::body::ReadError::TooLarge { .. });
+                let error = e.into_error(&what, max, SizeLimit::Body);
+                if fatal {
+                    Failure::Fatal(error)
+                } else {
+                    Failure::Broken(error)
+                }
+            })?;
             Ok((parts.headers, bytes))
         };
         match tokio::time::timeout(timeout, work).await {
@@ -276,10 +361,111 @@ struct DisplayFailure<'a>(&'a Failure);
 impl std::fmt::Display for DisplayFailure<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self.0 {
-            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) => e.fmt(f),
+            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => {
+                e.fmt(f)
+            }
             Failure::Status { error, .. } => error.fmt(f),
         }
     }
+}
+
+/// How a request that got no response failed. A malformed or endless response head is not
+/// worth repeating; a connection that broke may be.
+fn request_failure(e: &hyper_util::client::legacy::Error, req: &Req) -> Failure {
+    if e.is_connect() {
+        return Failure::Connect(Error::transport(e));
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        if let Some(h) = cause.downcast_ref::<hyper::Error>() {
+            if h.is_parse_too_large() {
+                return Failure::Fatal(Error::Protocol(format!(
+                    "the response head to {} {} is too large (a header that never ends?): {}",
+                    req.method,
+                    req.path,
+                    crate::error::chain(e)
+                )));
+            }
+            if h.is_parse() {
+                return Failure::Fatal(Error::Protocol(format!(
+                    "the response to {} {} is not HTTP/1.1: {}",
+                    req.method,
+                    req.path,
+                    crate::error::chain(e)
+                )));
+            }
+        }
+        source = cause.source();
+    }
+    Failure::Broken(Error::transport(e))
+}
+
+/// The target of a redirect from `base` to `location` (absolute, scheme-relative,
+/// absolute-path or relative-path reference).
+fn resolve(base: &Uri, location: &str) -> Option<Uri> {
+    let location = location.trim();
+    if location.is_empty() {
+        return None;
+    }
+    let scheme = base.scheme_str().unwrap_or("http");
+    let authority = base.authority()?.as_str();
+    let full = if location.contains("://") {
+        location.to_owned()
+    } else if location.starts_with("//") {
+        format!("{scheme}:{location}")
+    } else if location.starts_with('/') {
+        format!("{scheme}://{authority}{location}")
+    } else {
+        let dir = base.path().rsplit_once('/').map_or("", |(d, _)| d);
+        let (path, query) = match location.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (location, None),
+        };
+        let mut out = format!(
+            "{scheme}://{authority}{}",
+            without_dots(&format!("{dir}/{path}"))
+        );
+        if let Some(q) = query {
+            out.push('?');
+            out.push_str(q);
+        }
+        out
+    };
+    full.parse().ok()
+}
+
+/// A path with its `.` and `..` segments resolved (RFC 3986, 5.2.4).
+fn without_dots(path: &str) -> String {
+    let mut segments: Vec<&str> = Vec::new();
+    let parts: Vec<&str> = path.split('/').skip(1).collect();
+    for (i, seg) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        match *seg {
+            "." | ".." => {
+                if *seg == ".." {
+                    segments.pop();
+                }
+                if last {
+                    segments.push(""); // `a/..` names the directory: keep its slash
+                }
+            }
+            s => segments.push(s),
+        }
+    }
+    format!("/{}", segments.join("/"))
+}
+
+/// Whether two URLs have the same scheme, host and port.
+fn same_origin(a: &Uri, b: &Uri) -> bool {
+    let port = |u: &Uri| {
+        u.port_u16().unwrap_or(match u.scheme_str() {
+            Some("https") => 443,
+            _ => 80,
+        })
+    };
+    a.scheme() == b.scheme()
+        && a.host().map(str::to_ascii_lowercase) == b.host().map(str::to_ascii_lowercase)
+        && port(a) == port(b)
 }
 
 /// Decode a JSON body, naming the endpoint when it is not what ORS says it is.
@@ -459,6 +645,30 @@ mod tests {
         assert!(st(500).retryable(Retry::Idempotent));
         assert!(!st(500).retryable(Retry::Refused));
         assert!(!Failure::Broken(Error::Transport(String::new())).retryable(Retry::Refused));
+    }
+
+    #[test]
+    fn redirects_resolve_and_stay_on_their_origin() {
+        let base: Uri = "http://h:8080/a/b?x=1".parse().unwrap();
+        let at = |l: &str| resolve(&base, l).map(|u| u.to_string());
+        assert_eq!(
+            at("/gsm8k/tools").as_deref(),
+            Some("http://h:8080/gsm8k/tools")
+        );
+        assert_eq!(at("c").as_deref(), Some("http://h:8080/a/c"));
+        assert_eq!(at("../v2/c?q=1").as_deref(), Some("http://h:8080/v2/c?q=1"));
+        assert_eq!(at("./c/..").as_deref(), Some("http://h:8080/a/"));
+        assert_eq!(at("../../../c").as_deref(), Some("http://h:8080/c"));
+        assert_eq!(at("//other/x").as_deref(), Some("http://other/x"));
+        assert_eq!(at("http://h:8080/z").as_deref(), Some("http://h:8080/z"));
+        assert_eq!(at(""), None);
+        let same = |l: &str| same_origin(&base, &resolve(&base, l).unwrap());
+        assert!(same("/x") && same("http://H:8080/x"));
+        assert!(!same("http://h:8081/x"));
+        assert!(!same("http://evil/x"));
+        assert!(!same("https://h:8080/x"));
+        let plain: Uri = "http://h/".parse().unwrap();
+        assert!(same_origin(&plain, &"http://h:80/x".parse().unwrap()));
     }
 
     #[test]

@@ -30,6 +30,11 @@
 //! # }
 //! ```
 //!
+//! A server the client does not control cannot exhaust it: results, SSE lines and JSON bodies
+//! are bounded ([`ClientBuilder::max_result_bytes`], [`ClientBuilder::max_body_bytes`]), a
+//! stream that breaks the protocol fails with [`Error::Protocol`] naming what it did, and
+//! silence is bounded by the connect, request and heartbeat timeouts.
+//!
 //! Rollouts: implement [`Policy`] and hand it to [`evaluate`], which runs many episodes at
 //! once and reports per-episode returns, mean reward and success rate. Code without an async
 //! runtime can use the [`blocking`] facade.
@@ -37,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod blocking;
+mod body;
 mod call;
 mod client;
 mod config;
@@ -47,8 +53,11 @@ mod session;
 
 pub use call::{Progress, ProgressFn};
 pub use client::{Client, Environment, TaskRef};
-pub use config::{ClientBuilder, Config, SecretsMode, API_KEY_ENV, DEFAULT_URL, URL_ENV};
-pub use error::{Error, Result};
+pub use config::{
+    ClientBuilder, Config, SecretsMode, API_KEY_ENV, CALL_TIMEOUT_ENV, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_URL, MAX_BODY_BYTES_ENV, MAX_RESULT_BYTES_ENV, URL_ENV,
+};
+pub use error::{Error, Result, SizeLimit};
 pub use ors_core::provider::Provider;
 pub use ors_core::{
     Block, Blocks, ErrorCode, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType,

@@ -1,0 +1,173 @@
+//! Reading response bodies within bounds: the one place the client takes bytes off a
+//! response, so every caller (JSON requests, call streams, and model servers reached through
+//! the same transport) gets the same protections: a size limit checked against the
+//! `Content-Length` before anything is read and against the bytes as they arrive, a body cut
+//! short of its `Content-Length` named as such, and a high-water mark of what was held.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::{Bytes, BytesMut};
+use http::header::CONTENT_LENGTH;
+use http::HeaderMap;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+
+use crate::error::{human_bytes, Error, SizeLimit};
+
+/// The most bytes any one response of a client has held in its buffers at once.
+#[derive(Debug, Default)]
+pub(crate) struct Meter(AtomicUsize);
+
+impl Meter {
+    /// Record that a response holds `bytes` now.
+    pub fn note(&self, bytes: usize) {
+        self.0.fetch_max(bytes, Ordering::Relaxed);
+    }
+
+    /// The peak so far.
+    pub fn peak(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// How reading a body failed.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    /// The body is larger than the limit: announced so by its `Content-Length`, or found so
+    /// while reading.
+    TooLarge {
+        /// The `Content-Length`, when that is what said so.
+        announced: Option<u64>,
+    },
+    /// The connection ended before the `Content-Length` bytes arrived.
+    Truncated {
+        /// Bytes that arrived.
+        received: u64,
+        /// Bytes the `Content-Length` announced.
+        announced: u64,
+    },
+    /// The connection broke.
+    Transport(hyper::Error),
+}
+
+impl ReadError {
+    /// The client error for a body of `what` read with the `kind` limit of `limit` bytes.
+    pub fn into_error(self, what: &str, limit: usize, kind: SizeLimit) -> Error {
+        match self {
+            ReadError::TooLarge { announced } => Error::ResponseTooLarge {
+                what: match announced {
+                    Some(n) => format!("{what} (Content-Length: {})", human_bytes(clamp(n))),
+                    None => what.to_owned(),
+                },
+                limit,
+                kind,
+            },
+            ReadError::Truncated {
+                received,
+                announced,
+            } => Error::Protocol(format!(
+                "{what} ended after {received} of the {announced} bytes its Content-Length \
+                 announced"
+            )),
+            ReadError::Transport(e) => Error::transport(&e),
+        }
+    }
+}
+
+fn clamp(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// One response body, read piece by piece with its `Content-Length` checked.
+pub(crate) struct BodyReader {
+    body: Incoming,
+    announced: Option<u64>,
+    received: u64,
+}
+
+impl BodyReader {
+    /// A reader of `body`, whose response had `headers`.
+    pub fn new(headers: &HeaderMap, body: Incoming) -> Self {
+        let announced = headers
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        Self {
+            body,
+            announced,
+            received: 0,
+        }
+    }
+
+    /// The next piece of data, or `None` at the end of the body.
+    pub async fn next(&mut self) -> Result<Option<Bytes>, ReadError> {
+        loop {
+            match self.body.frame().await {
+                None => return Ok(None),
+                Some(Err(e)) => {
+                    return Err(match self.announced {
+                        Some(announced) if self.received < announced => ReadError::Truncated {
+                            received: self.received,
+                            announced,
+                        },
+                        _ => ReadError::Transport(e),
+                    })
+                }
+                Some(Ok(frame)) => {
+                    // Trailers carry nothing ORS uses.
+                    if let Ok(data) = frame.into_data() {
+                        self.received += data.len() as u64;
+                        return Ok(Some(data));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The whole body, failing as soon as it would exceed `max` bytes: before reading when
+    /// the `Content-Length` says so, else at the piece that crosses the limit (never held).
+    pub async fn read_all(mut self, max: usize, meter: &Meter) -> Result<Bytes, ReadError> {
+        if let Some(n) = self.announced {
+            if n > max as u64 {
+                return Err(ReadError::TooLarge { announced: Some(n) });
+            }
+        }
+        // A body is usually one piece: keep it without copying.
+        let mut first: Option<Bytes> = None;
+        let mut joined = BytesMut::new();
+        let mut held = 0usize;
+        while let Some(piece) = self.next().await? {
+            if held.saturating_add(piece.len()) > max {
+                return Err(ReadError::TooLarge { announced: None });
+            }
+            held += piece.len();
+            meter.note(held);
+            match first.take() {
+                None if joined.is_empty() => first = Some(piece),
+                None => joined.extend_from_slice(&piece),
+                Some(f) => {
+                    joined.reserve(held);
+                    joined.extend_from_slice(&f);
+                    joined.extend_from_slice(&piece);
+                }
+            }
+        }
+        Ok(first.unwrap_or_else(|| joined.freeze()))
+    }
+
+    /// At most `max` bytes from the start of the body (for an error's detail); the rest is
+    /// left unread and a broken connection just ends the prefix.
+    pub async fn read_prefix(mut self, max: usize) -> Bytes {
+        let mut out = BytesMut::new();
+        while out.len() < max {
+            match self.next().await {
+                Ok(Some(piece)) => {
+                    let take = piece.len().min(max - out.len());
+                    out.extend_from_slice(&piece[..take]);
+                }
+                Ok(None) | Err(_) => break,
+            }
+        }
+        out.freeze()
+    }
+}
