@@ -4,6 +4,8 @@
 mod blocking;
 mod discovery;
 mod evaluate;
+mod fake;
+mod hostile;
 mod liveness;
 mod progress_env;
 mod reconnect;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use ors_client::{Client, Error};
 use serde_json::json;
 
-use crate::support::{Fake, FakeRequest, FakeResponse};
+use crate::fake::{Fake, FakeRequest, FakeResponse};
 
 fn client(url: &str) -> Client {
     Client::builder(url)
@@ -21,24 +21,6 @@ fn client(url: &str) -> Client {
 }
 
 const RESULT: &str = "event: task_id\ndata: t1\n\nevent: end\ndata: {\"ok\":true,\"output\":{\"blocks\":[{\"type\":\"text\",\"text\":\"hi\",\"detail\":null}],\"metadata\":null,\"reward\":0.5,\"finished\":false}}\n\n";
-
-/// A server for one session: SSE `create_session` (the reference form), and `call` answers
-/// scripted by `call`.
-async fn session_server(
-    create: impl Fn(usize) -> FakeResponse + Send + Sync + 'static,
-    call: impl Fn(usize) -> FakeResponse + Send + Sync + 'static,
-) -> Fake {
-    Fake::start(move |req: &FakeRequest, n| match req.line.as_str() {
-        "POST /create_session" => {
-            FakeResponse::sse("event: task_id\ndata: sid-1\n\nevent: end\ndata: \n\n")
-        }
-        "POST /create" => create(n),
-        "POST /env/call" => call(n),
-        "POST /delete" | "POST /delete_session" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
-        _ => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
-    })
-    .await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_503_then_200_is_retried_and_succeeds() {
@@ -101,7 +83,7 @@ async fn a_4xx_is_never_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_accepts_the_sse_reply_and_is_not_repeated_after_a_500() {
-    let fake = session_server(
+    let fake = Fake::episode(
         |_| FakeResponse::json(500, r#"{"detail":"setup exploded"}"#),
         |_| FakeResponse::sse(RESULT),
     )
@@ -139,7 +121,7 @@ async fn create_accepts_the_sse_reply_and_is_not_repeated_after_a_500() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_refused_with_503_is_retried_but_a_500_before_task_id_is_not() {
-    let fake = session_server(
+    let fake = Fake::episode(
         |n| {
             if n == 0 {
                 FakeResponse::json(503, r#"{"detail":"full"}"#)
@@ -185,7 +167,7 @@ async fn a_call_refused_with_503_is_retried_but_a_500_before_task_id_is_not() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_500_after_task_id_reconnects_with_the_task_id() {
-    let fake = session_server(
+    let fake = Fake::episode(
         |_| FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
         |n| match n {
             // The stream ends after the task_id, then the reconnect hits a 500, then works.
@@ -217,7 +199,7 @@ async fn a_500_after_task_id_reconnects_with_the_task_id() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bad_result_is_a_protocol_error() {
-    let fake = session_server(
+    let fake = Fake::episode(
         |_| FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
         |_| FakeResponse::sse("event: task_id\ndata: t1\n\nevent: end\ndata: {\"ok\": tru\n\n"),
     )

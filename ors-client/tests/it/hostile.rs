@@ -1,0 +1,651 @@
+//! The client against broken and hostile servers (scripted fakes, real HTTP over TCP): one
+//! behaviour per test. Each asserts the error the caller gets and that the client's buffers
+//! never held more than its limits (the client's own byte count, not RSS); where it matters,
+//! that the connection was dropped, the call not retried, and the session still usable.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ors_client::{Client, ClientBuilder, Error, SizeLimit};
+use ors_core::sse;
+use ors_core::{RunToolOutput, ToolOutput};
+use serde_json::json;
+
+use crate::fake::{drip, event, write_forever, Fake, FakeResponse, SSE_HEAD};
+use crate::support::eventually;
+
+/// The result limit of these tests' clients.
+const RESULT_LIMIT: usize = 1 << 20;
+/// The JSON body limit of these tests' clients.
+const BODY_LIMIT: usize = 256 << 10;
+/// What a line may add to the result limit: its field name.
+const FIELD_ROOM: usize = 64;
+
+fn builder(url: &str) -> ClientBuilder {
+    Client::builder(url)
+        .no_api_key()
+        .ping_interval(None)
+        .max_retries(2)
+        .reconnect_attempts(2)
+        .backoff(Duration::from_millis(5), Duration::from_millis(20))
+        .max_result_bytes(RESULT_LIMIT)
+        .max_body_bytes(BODY_LIMIT)
+        .request_timeout(Duration::from_secs(20))
+        .heartbeat_timeout(Duration::from_secs(20))
+}
+
+fn client(url: &str) -> Client {
+    builder(url).build().unwrap()
+}
+
+/// The client never held more than its limits.
+fn assert_bounded(c: &Client) {
+    let peak = c.peak_buffered_bytes();
+    assert!(
+        peak <= RESULT_LIMIT + FIELD_ROOM,
+        "the client held {peak} bytes of one response"
+    );
+}
+
+/// A good call stream.
+fn good_result() -> FakeResponse {
+    let mut body = sse::encode_task_id("t-good");
+    body.extend(sse::encode_result(&RunToolOutput::from(ToolOutput::text(
+        "fine",
+    ))));
+    FakeResponse::sse(&String::from_utf8(body).unwrap())
+}
+
+/// A call stream of the given raw bytes after the SSE head; the connection then closes.
+fn stream(bytes: Vec<u8>) -> FakeResponse {
+    FakeResponse::raw(move |mut conn| async move {
+        use tokio::io::AsyncWriteExt;
+        let mut all = SSE_HEAD.to_vec();
+        all.extend(bytes);
+        let _ = conn.write_all(&all).await;
+    })
+}
+
+/// A flag a script raises when the client has gone away.
+#[derive(Clone, Default)]
+struct Gone(Arc<AtomicBool>);
+
+impl Gone {
+    fn raise(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    async fn wait(&self) -> bool {
+        let flag = Arc::clone(&self.0);
+        eventually(move || {
+            let flag = Arc::clone(&flag);
+            async move { flag.load(Ordering::SeqCst) }
+        })
+        .await
+    }
+}
+
+/// The script of the first call: write `head`, then `piece` until the client goes away.
+fn flood(gone: &Gone, head: Vec<u8>, piece: Vec<u8>) -> FakeResponse {
+    let gone = gone.clone();
+    FakeResponse::raw(move |conn| async move {
+        write_forever(conn, &head, &piece).await;
+        gone.raise();
+    })
+}
+
+/// An episode whose first call is answered by `first` and later ones by a good result.
+async fn episode(first: impl Fn() -> FakeResponse + Send + Sync + 'static) -> Fake {
+    Fake::episode(
+        |_| FakeResponse::json(200, "{}"),
+        move |n| if n == 0 { first() } else { good_result() },
+    )
+    .await
+}
+
+/// The session is still usable: the next call gets the good result.
+async fn still_usable(s: &ors_client::Session) {
+    let out = s
+        .call("tool", json!({}))
+        .await
+        .expect("the next call works");
+    assert_eq!(out.blocks[0].as_text(), Some("fine"));
+    assert!(!s.is_terminated());
+}
+
+fn call_count(fake: &Fake) -> usize {
+    fake.count("POST /env/call")
+}
+
+// ---------------------------------------------------------------------------------------
+// Limits
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_chunk_flood_stops_at_the_result_limit() {
+    let gone = Gone::default();
+    let g = gone.clone();
+    let fake = episode(move || {
+        let mut head = SSE_HEAD.to_vec();
+        head.extend(event("task_id", "t1"));
+        flood(&g, head, event("chunk", &"x".repeat(sse::CHUNK_SIZE)))
+    })
+    .await;
+    let c = client(&fake.url);
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    match s.call("tool", json!({})).await {
+        Err(
+            e @ Error::ResponseTooLarge {
+                limit: RESULT_LIMIT,
+                kind: SizeLimit::Result,
+                ..
+            },
+        ) => {
+            let msg = e.to_string();
+            assert!(msg.contains("the result of tool 'tool'"), "{msg}");
+            assert!(msg.contains("ORS_CLIENT_MAX_RESULT_BYTES"), "{msg}");
+        }
+        other => panic!("expected ResponseTooLarge, got {other:?}"),
+    }
+    assert_bounded(&c);
+    assert!(
+        c.peak_buffered_bytes() > RESULT_LIMIT / 2,
+        "the count saw the flood"
+    );
+    assert_eq!(call_count(&fake), 1, "not retried");
+    assert!(gone.wait().await, "the flooding connection was dropped");
+    still_usable(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_without_end_stops_at_the_result_limit() {
+    let gone = Gone::default();
+    let g = gone.clone();
+    let fake = episode(move || {
+        let mut head = SSE_HEAD.to_vec();
+        head.extend(event("task_id", "t1"));
+        head.extend_from_slice(b"event: end\ndata: ");
+        flood(&g, head, vec![b'y'; 8192])
+    })
+    .await;
+    let c = client(&fake.url);
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    match s.call("tool", json!({})).await {
+        Err(Error::ResponseTooLarge { what, kind, .. }) => {
+            assert_eq!(kind, SizeLimit::Result);
+            assert!(what.contains("line"), "{what}");
+        }
+        other => panic!("expected ResponseTooLarge, got {other:?}"),
+    }
+    assert_bounded(&c);
+    assert_eq!(call_count(&fake), 1);
+    assert!(gone.wait().await, "the connection was dropped");
+    still_usable(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endless_json_body_stops_at_the_body_limit() {
+    let gone = Gone::default();
+    let g = gone.clone();
+    let fake = Fake::start(move |_, _| {
+        // No Content-Length: the body runs until the connection closes.
+        let head =
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[";
+        flood(&g, head.to_vec(), br#""env","#.repeat(1000))
+    })
+    .await;
+    let c = client(&fake.url);
+    match c.environments().await {
+        Err(Error::ResponseTooLarge {
+            limit: BODY_LIMIT,
+            kind: SizeLimit::Body,
+            what,
+        }) => assert!(what.contains("GET /list_environments"), "{what}"),
+        other => panic!("expected ResponseTooLarge, got {other:?}"),
+    }
+    let peak = c.peak_buffered_bytes();
+    assert!(peak <= BODY_LIMIT && peak > 0, "held {peak} bytes");
+    assert_eq!(fake.count("GET /list_environments"), 1, "not retried");
+    assert!(gone.wait().await, "the connection was dropped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_10_gb_content_length_is_refused_before_reading() {
+    let gone = Gone::default();
+    let g = gone.clone();
+    let fake = Fake::start(move |_, _| {
+        let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                     Content-Length: 10000000000\r\n\r\n[";
+        flood(&g, head.to_vec(), br#""env","#.repeat(1000))
+    })
+    .await;
+    let c = client(&fake.url);
+    match c.environment("env").splits().await {
+        Err(e @ Error::ResponseTooLarge { .. }) => {
+            let msg = e.to_string();
+            assert!(msg.contains("Content-Length: 9.3 GiB"), "{msg}");
+            assert!(msg.contains("ORS_CLIENT_MAX_BODY_BYTES"), "{msg}");
+        }
+        other => panic!("expected ResponseTooLarge, got {other:?}"),
+    }
+    assert_eq!(c.peak_buffered_bytes(), 0, "nothing of it was read");
+    assert_eq!(fake.count("GET /env/splits"), 1);
+    assert!(gone.wait().await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalives_and_progress_hold_a_call_only_until_call_timeout() {
+    let fake = episode(|| {
+        let mut head = SSE_HEAD.to_vec();
+        head.extend(event("task_id", "t1"));
+        let mut piece = sse::KEEPALIVE.to_vec();
+        piece.extend(sse::encode_progress(&json!({"pct": 1})));
+        FakeResponse::raw(move |conn| async move {
+            drip(conn, &head, &piece, Duration::from_millis(2)).await;
+        })
+    })
+    .await;
+    let c = builder(&fake.url)
+        .heartbeat_timeout(Duration::from_millis(500))
+        .call_timeout(Some(Duration::from_millis(1500)))
+        .build()
+        .unwrap();
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let progress = Arc::new(AtomicBool::new(false));
+    let p = Arc::clone(&progress);
+    match s
+        .call_with_progress("tool", json!({}), move |_| p.store(true, Ordering::SeqCst))
+        .await
+    {
+        Err(Error::Timeout(m)) => assert!(m.contains("within 1.5s"), "{m}"),
+        other => panic!("expected the call timeout, got {other:?}"),
+    }
+    assert!(
+        progress.load(Ordering::SeqCst),
+        "the stream was alive until then"
+    );
+    assert_eq!(call_count(&fake), 1, "alive streams are not reconnected");
+    assert_bounded(&c);
+    still_usable(&s).await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Slow and silent servers
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dripping_a_byte_per_second_without_line_breaks_times_out() {
+    let fake = Fake::episode(
+        |_| FakeResponse::json(200, "{}"),
+        |_| {
+            let mut head = SSE_HEAD.to_vec();
+            head.extend(event("task_id", "t1"));
+            head.extend_from_slice(b": ");
+            FakeResponse::raw(move |conn| async move {
+                drip(conn, &head, b"z", Duration::from_secs(1)).await;
+            })
+        },
+    )
+    .await;
+    let c = builder(&fake.url)
+        .heartbeat_timeout(Duration::from_millis(1500))
+        .reconnect_attempts(1)
+        .build()
+        .unwrap();
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    match s.call("tool", json!({})).await {
+        Err(Error::Timeout(m)) => {
+            assert!(m.contains("no complete line"), "{m}");
+            assert!(m.contains("gave up after 1 reconnects"), "{m}");
+        }
+        other => panic!("expected a heartbeat timeout, got {other:?}"),
+    }
+    let calls = fake.requests();
+    let calls: Vec<_> = calls
+        .iter()
+        .filter(|r| r.line == "POST /env/call")
+        .collect();
+    assert_eq!(calls.len(), 2, "one reconnect");
+    assert!(
+        calls[1].body.contains(r#""task_id":"t1""#),
+        "{}",
+        calls[1].body
+    );
+    assert_bounded(&c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_body_dripping_a_byte_per_second_times_out() {
+    let fake = Fake::start(|_, _| {
+        let head =
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n";
+        FakeResponse::raw(move |conn| async move {
+            drip(conn, head, b"[\"a\",", Duration::from_secs(1)).await;
+        })
+    })
+    .await;
+    let c = builder(&fake.url)
+        .request_timeout(Duration::from_millis(1500))
+        .max_retries(0)
+        .build()
+        .unwrap();
+    match c.environments().await {
+        Err(Error::Timeout(m)) => assert!(m.contains("took longer than"), "{m}"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_bounded(&c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_header_that_never_ends_fails_without_growing() {
+    let gone = Gone::default();
+    let g = gone.clone();
+    let fake = Fake::start(move |_, _| {
+        flood(
+            &g,
+            b"HTTP/1.1 200 OK\r\nX-Junk: ".to_vec(),
+            vec![b'a'; 4096],
+        )
+    })
+    .await;
+    let c = client(&fake.url);
+    match c.environments().await {
+        Err(Error::Protocol(m)) => assert!(m.contains("response head"), "{m}"),
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+    assert_eq!(fake.count("GET /list_environments"), 1, "not retried");
+    assert_eq!(c.peak_buffered_bytes(), 0);
+    assert!(gone.wait().await);
+
+    // The same header at a byte per second runs into the request timeout.
+    let fake = Fake::start(|_, _| {
+        FakeResponse::raw(|conn| async move {
+            drip(
+                conn,
+                b"HTTP/1.1 200 OK\r\n",
+                b"X-A: b\r\n",
+                Duration::from_secs(1),
+            )
+            .await;
+        })
+    })
+    .await;
+    let c = builder(&fake.url)
+        .request_timeout(Duration::from_millis(1500))
+        .max_retries(0)
+        .build()
+        .unwrap();
+    match c.environments().await {
+        Err(Error::Timeout(m)) => assert!(m.contains("no response"), "{m}"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_accepts_and_says_nothing_times_out() {
+    let silent = || {
+        FakeResponse::raw(|conn| async move {
+            let _held_open = conn;
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        })
+    };
+    let fake = Fake::episode(|_| FakeResponse::json(200, "{}"), move |_| silent()).await;
+    let c = builder(&fake.url)
+        .request_timeout(Duration::from_millis(800))
+        .max_retries(1)
+        .build()
+        .unwrap();
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    match s.call("tool", json!({})).await {
+        Err(Error::Timeout(m)) => {
+            assert!(m.contains("no response to POST /env/call"), "{m}");
+            assert!(m.contains("not retried"), "{m}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_eq!(call_count(&fake), 1, "the tool may have run: not repeated");
+
+    let quiet = Fake::start(move |_, _| silent()).await;
+    let c = builder(&quiet.url)
+        .request_timeout(Duration::from_millis(800))
+        .max_retries(1)
+        .build()
+        .unwrap();
+    assert!(matches!(c.environments().await, Err(Error::Timeout(_))));
+    assert_eq!(quiet.count("GET /list_environments"), 2, "a GET is retried");
+    assert_bounded(&c);
+}
+
+// ---------------------------------------------------------------------------------------
+// Broken protocol
+
+/// Run one call against a first answer of `bytes` (after the SSE head) and return its error.
+async fn call_error(bytes: Vec<u8>) -> (Error, Fake) {
+    let fake = episode(move || stream(bytes.clone())).await;
+    let c = client(&fake.url);
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let err = s
+        .call("tool", json!({}))
+        .await
+        .expect_err("the broken stream fails the call");
+    assert_bounded(&c);
+    still_usable(&s).await;
+    (err, fake)
+}
+
+fn protocol(e: &Error) -> &str {
+    match e {
+        Error::Protocol(m) => m,
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn end_data_that_is_not_a_result_is_a_protocol_error() {
+    let mut bytes = event("task_id", "t1");
+    bytes.extend(event("end", "<html>oops</html>"));
+    let (e, fake) = call_error(bytes).await;
+    assert!(protocol(&e).contains("not JSON"), "{e}");
+    assert!(protocol(&e).contains("<html>oops"), "{e}");
+    assert_eq!(call_count(&fake), 2, "one failed call, one good one");
+
+    let mut bytes = event("task_id", "t1");
+    bytes.extend(event("end", r#"{"answer": 42}"#));
+    let (e, _) = call_error(bytes).await;
+    assert!(protocol(&e).contains("not a RunToolOutput"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_after_end_are_a_protocol_error() {
+    let mut bytes = event("task_id", "t1");
+    bytes.extend(sse::encode_result(&RunToolOutput::error("x")));
+    bytes.extend(event("chunk", "more"));
+    let (e, _) = call_error(bytes).await;
+    assert!(protocol(&e).contains("after the call's last event"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_empty_task_id_is_a_protocol_error() {
+    let (e, fake) = call_error(sse::encode_result(&RunToolOutput::error("x"))).await;
+    assert!(protocol(&e).contains("before the task_id"), "{e}");
+    assert_eq!(call_count(&fake), 2, "not retried");
+
+    let mut bytes = event("task_id", "");
+    bytes.extend(sse::encode_result(&RunToolOutput::error("x")));
+    let (e, _) = call_error(bytes).await;
+    assert!(protocol(&e).contains("task_id event is empty"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_without_end_reconnect_a_bounded_number_of_times() {
+    let fake = Fake::episode(
+        |_| FakeResponse::json(200, "{}"),
+        |_| {
+            let mut bytes = event("task_id", "t1");
+            bytes.extend(event("chunk", r#"{"ok": true, "#));
+            stream(bytes)
+        },
+    )
+    .await;
+    let c = client(&fake.url);
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let e = s.call("tool", json!({})).await.unwrap_err();
+    let m = protocol(&e);
+    assert!(m.contains("without its end event"), "{m}");
+    assert!(m.contains("gave up after 2 reconnects"), "{m}");
+    let calls: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.line == "POST /env/call")
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert!(calls[1..]
+        .iter()
+        .all(|r| r.body.contains(r#""task_id":"t1""#)));
+    assert_bounded(&c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_200_that_is_not_an_event_stream_is_a_protocol_error() {
+    let fake = episode(|| FakeResponse {
+        content_type: "text/html",
+        ..FakeResponse::json(200, "<html><body>Welcome to nginx!</body></html>")
+    })
+    .await;
+    let c = client(&fake.url);
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let e = s.call("tool", json!({})).await.unwrap_err();
+    let m = protocol(&e);
+    assert!(m.contains("\"text/html\""), "{m}");
+    assert!(m.contains("Welcome to nginx"), "{m}");
+    assert_eq!(call_count(&fake), 1);
+    still_usable(&s).await;
+    assert_bounded(&c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_json_body_of_the_wrong_shape_is_a_protocol_error() {
+    let fake = Fake::start(|_, _| FakeResponse::json(200, r#"{"not": "a list"}"#)).await;
+    let c = client(&fake.url);
+    let e = c.environments().await.unwrap_err();
+    assert!(protocol(&e).contains("/list_environments"), "{e}");
+    assert_eq!(fake.count("GET /list_environments"), 1, "not retried");
+    assert_bounded(&c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_utf8_is_a_protocol_error() {
+    let mut bytes = event("task_id", "t1");
+    bytes.extend_from_slice(b"event: end\ndata: {\"ok\":false,\"error\":\"\xff\xfe\"}\n\n");
+    let (e, _) = call_error(bytes).await;
+    assert!(protocol(&e).contains("UTF-8"), "{e}");
+
+    let fake = Fake::start(|_, _| {
+        FakeResponse::raw(|mut conn| async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = conn
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n[\"\xff\xfe\"]")
+                .await;
+        })
+    })
+    .await;
+    let c = client(&fake.url);
+    let e = c.environments().await.unwrap_err();
+    assert!(protocol(&e).contains("/list_environments"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_shorter_than_its_content_length_is_a_protocol_error() {
+    let fake = Fake::start(|_, _| {
+        FakeResponse::raw(|mut conn| async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = conn
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n[\"a\",\"b\"")
+                .await;
+        })
+    })
+    .await;
+    let c = builder(&fake.url).max_retries(1).build().unwrap();
+    let e = c.environments().await.unwrap_err();
+    assert!(
+        protocol(&e).contains("ended after 8 of the 1000 bytes"),
+        "{e}"
+    );
+    assert_eq!(
+        fake.count("GET /list_environments"),
+        2,
+        "a cut connection may be retried"
+    );
+    assert_bounded(&c);
+}
+
+// ---------------------------------------------------------------------------------------
+// Redirects
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_are_followed_within_the_origin() {
+    let fake = Fake::start(|req, _| match req.line.as_str() {
+        "GET /env/splits" => FakeResponse::json(307, "").header("Location", "/moved/splits"),
+        "GET /moved/splits" => FakeResponse::json(200, r#"[{"name":"train","type":"train"}]"#),
+        "POST /env/num_tasks" => FakeResponse::json(308, "").header("Location", "../v2/num_tasks"),
+        "POST /v2/num_tasks" if req.body.contains("\"split\"") => {
+            FakeResponse::json(200, r#"{"num_tasks": 7}"#)
+        }
+        _ => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
+    })
+    .await;
+    let c = client(&fake.url);
+    let env = c.environment("env");
+    assert_eq!(env.splits().await.unwrap()[0].name, "train");
+    assert_eq!(
+        env.num_tasks("train").await.unwrap(),
+        7,
+        "a POST keeps its body"
+    );
+    assert_bounded(&c);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_redirected_with_308_is_followed() {
+    let fake = Fake::start(|req, _| match req.line.as_str() {
+        "POST /create_session" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        "POST /create" | "POST /delete" => FakeResponse::json(200, "{}"),
+        "POST /env/call" => FakeResponse::json(308, "").header("Location", "/real/call"),
+        "POST /real/call" if req.body.contains("\"tool\"") => good_result(),
+        _ => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
+    })
+    .await;
+    let c = client(&fake.url);
+    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    still_usable(&s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirect_loops_other_origins_and_method_changes_are_refused() {
+    let elsewhere = Fake::start(|_, _| FakeResponse::json(200, "[]")).await;
+    let away = format!("{}/list_environments", elsewhere.url);
+    let fake = Fake::start(move |req, _| match req.line.as_str() {
+        "GET /env/tools" => FakeResponse::json(307, "").header("Location", "/env/tools"),
+        "GET /list_environments" => FakeResponse::json(302, "").header("Location", away.clone()),
+        "POST /env/tasks" => FakeResponse::json(303, "").header("Location", "/tasks"),
+        _ => FakeResponse::json(404, r#"{"detail":"Not Found"}"#),
+    })
+    .await;
+    let c = client(&fake.url);
+
+    let e = c.environment("env").tools().await.unwrap_err();
+    assert!(protocol(&e).contains("more than 5 times"), "{e}");
+    assert_eq!(
+        fake.count("GET /env/tools"),
+        6,
+        "5 redirects followed, not retried"
+    );
+
+    let e = c.environments().await.unwrap_err();
+    assert!(protocol(&e).contains("another server"), "{e}");
+    assert_eq!(elsewhere.count("GET /list_environments"), 0);
+
+    let e = c.environment("env").tasks("train").await.unwrap_err();
+    assert!(protocol(&e).contains("303"), "{e}");
+    assert_eq!(fake.count("GET /tasks"), 0);
+    assert_bounded(&c);
+}
