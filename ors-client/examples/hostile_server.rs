@@ -17,13 +17,12 @@ use std::time::Duration;
 #[path = "../tests/it/fake.rs"]
 mod fake;
 
-use fake::{drip, event, write_forever, Fake, FakeResponse, SSE_HEAD};
+use fake::{call_start, drip, event, write_forever, Fake, FakeResponse};
 
 fn behaviour(name: &str) -> Option<fn() -> FakeResponse> {
     let f: fn() -> FakeResponse = match name {
         "chunk-flood" => || {
-            let mut head = SSE_HEAD.to_vec();
-            head.extend(event("task_id", "flood"));
+            let head = call_start("flood", b"");
             let chunk = event("chunk", &"x".repeat(4096));
             FakeResponse::raw(move |conn| async move {
                 let sent = write_forever(conn, &head, &chunk).await;
@@ -31,18 +30,14 @@ fn behaviour(name: &str) -> Option<fn() -> FakeResponse> {
             })
         },
         "line-flood" => || {
-            let mut head = SSE_HEAD.to_vec();
-            head.extend(event("task_id", "flood"));
-            head.extend_from_slice(b"event: end\ndata: ");
+            let head = call_start("flood", b"event: end\ndata: ");
             FakeResponse::raw(move |conn| async move {
                 let sent = write_forever(conn, &head, &[b'x'; 4096]).await;
                 eprintln!("line flood: the client went away after {sent} bytes");
             })
         },
         "drip" => || {
-            let mut head = SSE_HEAD.to_vec();
-            head.extend(event("task_id", "drip"));
-            head.extend_from_slice(b": ");
+            let head = call_start("drip", b": ");
             FakeResponse::raw(move |conn| async move {
                 drip(conn, &head, b"z", Duration::from_secs(1)).await;
                 eprintln!("drip: the client went away");

@@ -140,30 +140,30 @@ impl ClientBuilder {
                 user_agent: concat!("ors-rs/", env!("CARGO_PKG_VERSION")).to_owned(),
             },
         };
-        let present = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        if let Some(v) = present(MAX_RESULT_BYTES_ENV) {
-            match parse_bytes(&v) {
-                Ok(n) => b.cfg.max_result_bytes = n,
-                Err(e) => b
-                    .env_errors
-                    .push((MAX_RESULT_BYTES_ENV, format!("{v:?}: {e}"))),
-            }
+        if let Some(n) = b.env_value(&var, MAX_RESULT_BYTES_ENV, parse_bytes) {
+            b.cfg.max_result_bytes = n;
         }
-        if let Some(v) = present(MAX_BODY_BYTES_ENV) {
-            match parse_bytes(&v) {
-                Ok(n) => b.cfg.max_body_bytes = n,
-                Err(e) => b
-                    .env_errors
-                    .push((MAX_BODY_BYTES_ENV, format!("{v:?}: {e}"))),
-            }
+        if let Some(n) = b.env_value(&var, MAX_BODY_BYTES_ENV, parse_bytes) {
+            b.cfg.max_body_bytes = n;
         }
-        if let Some(v) = present(CALL_TIMEOUT_ENV) {
-            match parse_timeout(&v) {
-                Ok(d) => b.cfg.call_timeout = d,
-                Err(e) => b.env_errors.push((CALL_TIMEOUT_ENV, format!("{v:?}: {e}"))),
-            }
+        if let Some(d) = b.env_value(&var, CALL_TIMEOUT_ENV, parse_timeout) {
+            b.cfg.call_timeout = d;
         }
         b
+    }
+
+    /// The value of the variable `name` (through `var`) parsed by `parse`; a bad value is
+    /// remembered for `build` to report.
+    fn env_value<T>(
+        &mut self,
+        var: impl Fn(&str) -> Option<String>,
+        name: &'static str,
+        parse: fn(&str) -> std::result::Result<T, String>,
+    ) -> Option<T> {
+        let value = var(name).filter(|v| !v.trim().is_empty())?;
+        parse(&value)
+            .map_err(|e| self.env_errors.push((name, format!("{value:?}: {e}"))))
+            .ok()
     }
 
     /// Forget a bad value of `var`: a setter has replaced it.

@@ -377,23 +377,21 @@ fn request_failure(e: &hyper_util::client::legacy::Error, req: &Req) -> Failure 
     }
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
-        if let Some(h) = cause.downcast_ref::<hyper::Error>() {
-            if h.is_parse_too_large() {
-                return Failure::Fatal(Error::Protocol(format!(
-                    "the response head to {} {} is too large (a header that never ends?): {}",
-                    req.method,
-                    req.path,
-                    crate::error::chain(e)
-                )));
-            }
-            if h.is_parse() {
-                return Failure::Fatal(Error::Protocol(format!(
-                    "the response to {} {} is not HTTP/1.1: {}",
-                    req.method,
-                    req.path,
-                    crate::error::chain(e)
-                )));
-            }
+        if let Some(h) = cause
+            .downcast_ref::<hyper::Error>()
+            .filter(|h| h.is_parse())
+        {
+            let what = if h.is_parse_too_large() {
+                "has a response head that is too large (a header that never ends?)"
+            } else {
+                "got a response that is not HTTP/1.1"
+            };
+            return Failure::Fatal(Error::Protocol(format!(
+                "{} {} {what}: {}",
+                req.method,
+                req.path,
+                crate::error::chain(e)
+            )));
         }
         source = cause.source();
     }

@@ -111,6 +111,14 @@ pub fn event(name: &str, data: &str) -> Vec<u8> {
     format!("event: {name}\ndata: {data}\n\n").into_bytes()
 }
 
+/// The start of a call stream: [`SSE_HEAD`], the `task_id` event, then `more`.
+pub fn call_start(task_id: &str, more: &[u8]) -> Vec<u8> {
+    let mut out = SSE_HEAD.to_vec();
+    out.extend(event("task_id", task_id));
+    out.extend_from_slice(more);
+    out
+}
+
 type Handler = dyn Fn(&FakeRequest, usize) -> FakeResponse + Send + Sync;
 
 /// A scripted HTTP/1.1 server: the handler gets each request and how many requests with the

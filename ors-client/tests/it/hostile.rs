@@ -12,7 +12,9 @@ use ors_core::sse;
 use ors_core::{RunToolOutput, ToolOutput};
 use serde_json::json;
 
-use crate::fake::{drip, event, write_forever, Fake, FakeResponse, SSE_HEAD};
+use crate::fake::{
+    call_start, drip, event, write_forever, Fake, FakeRequest, FakeResponse, SSE_HEAD,
+};
 use crate::support::eventually;
 
 /// The result limit of these tests' clients.
@@ -118,6 +120,21 @@ fn call_count(fake: &Fake) -> usize {
     fake.count("POST /env/call")
 }
 
+/// The tool calls the fake received, in order.
+fn calls(fake: &Fake) -> Vec<FakeRequest> {
+    let mut all = fake.requests();
+    all.retain(|r| r.line == "POST /env/call");
+    all
+}
+
+/// A session of the fake's episode.
+async fn open(c: &Client) -> ors_client::Session {
+    c.environment("env")
+        .session_at("train", 0)
+        .await
+        .expect("the session opens")
+}
+
 // ---------------------------------------------------------------------------------------
 // Limits
 
@@ -126,13 +143,12 @@ async fn an_endless_chunk_flood_stops_at_the_result_limit() {
     let gone = Gone::default();
     let g = gone.clone();
     let fake = episode(move || {
-        let mut head = SSE_HEAD.to_vec();
-        head.extend(event("task_id", "t1"));
-        flood(&g, head, event("chunk", &"x".repeat(sse::CHUNK_SIZE)))
+        let chunk = event("chunk", &"x".repeat(sse::CHUNK_SIZE));
+        flood(&g, call_start("t1", b""), chunk)
     })
     .await;
     let c = client(&fake.url);
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let s = open(&c).await;
     match s.call("tool", json!({})).await {
         Err(
             e @ Error::ResponseTooLarge {
@@ -162,14 +178,15 @@ async fn a_line_without_end_stops_at_the_result_limit() {
     let gone = Gone::default();
     let g = gone.clone();
     let fake = episode(move || {
-        let mut head = SSE_HEAD.to_vec();
-        head.extend(event("task_id", "t1"));
-        head.extend_from_slice(b"event: end\ndata: ");
-        flood(&g, head, vec![b'y'; 8192])
+        flood(
+            &g,
+            call_start("t1", b"event: end\ndata: "),
+            vec![b'y'; 8192],
+        )
     })
     .await;
     let c = client(&fake.url);
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let s = open(&c).await;
     match s.call("tool", json!({})).await {
         Err(Error::ResponseTooLarge { what, kind, .. }) => {
             assert_eq!(kind, SizeLimit::Result);
@@ -236,8 +253,7 @@ async fn a_10_gb_content_length_is_refused_before_reading() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keepalives_and_progress_hold_a_call_only_until_call_timeout() {
     let fake = episode(|| {
-        let mut head = SSE_HEAD.to_vec();
-        head.extend(event("task_id", "t1"));
+        let head = call_start("t1", b"");
         let mut piece = sse::KEEPALIVE.to_vec();
         piece.extend(sse::encode_progress(&json!({"pct": 1})));
         FakeResponse::raw(move |conn| async move {
@@ -250,7 +266,7 @@ async fn keepalives_and_progress_hold_a_call_only_until_call_timeout() {
         .call_timeout(Some(Duration::from_millis(1500)))
         .build()
         .unwrap();
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let s = open(&c).await;
     let progress = Arc::new(AtomicBool::new(false));
     let p = Arc::clone(&progress);
     match s
@@ -277,9 +293,7 @@ async fn a_call_dripping_a_byte_per_second_without_line_breaks_times_out() {
     let fake = Fake::episode(
         |_| FakeResponse::json(200, "{}"),
         |_| {
-            let mut head = SSE_HEAD.to_vec();
-            head.extend(event("task_id", "t1"));
-            head.extend_from_slice(b": ");
+            let head = call_start("t1", b": ");
             FakeResponse::raw(move |conn| async move {
                 drip(conn, &head, b"z", Duration::from_secs(1)).await;
             })
@@ -291,19 +305,12 @@ async fn a_call_dripping_a_byte_per_second_without_line_breaks_times_out() {
         .reconnect_attempts(1)
         .build()
         .unwrap();
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
-    match s.call("tool", json!({})).await {
-        Err(Error::Timeout(m)) => {
-            assert!(m.contains("no complete line"), "{m}");
-            assert!(m.contains("gave up after 1 reconnects"), "{m}");
-        }
-        other => panic!("expected a heartbeat timeout, got {other:?}"),
-    }
-    let calls = fake.requests();
-    let calls: Vec<_> = calls
-        .iter()
-        .filter(|r| r.line == "POST /env/call")
-        .collect();
+    let s = open(&c).await;
+    let e = s.call("tool", json!({})).await.unwrap_err();
+    let m = timeout(&e);
+    assert!(m.contains("no complete line"), "{m}");
+    assert!(m.contains("gave up after 1 reconnects"), "{m}");
+    let calls = calls(&fake);
     assert_eq!(calls.len(), 2, "one reconnect");
     assert!(
         calls[1].body.contains(r#""task_id":"t1""#),
@@ -328,10 +335,8 @@ async fn a_json_body_dripping_a_byte_per_second_times_out() {
         .max_retries(0)
         .build()
         .unwrap();
-    match c.environments().await {
-        Err(Error::Timeout(m)) => assert!(m.contains("took longer than"), "{m}"),
-        other => panic!("expected a timeout, got {other:?}"),
-    }
+    let e = c.environments().await.unwrap_err();
+    assert!(timeout(&e).contains("took longer than"), "{e}");
     assert_bounded(&c);
 }
 
@@ -374,10 +379,8 @@ async fn a_header_that_never_ends_fails_without_growing() {
         .max_retries(0)
         .build()
         .unwrap();
-    match c.environments().await {
-        Err(Error::Timeout(m)) => assert!(m.contains("no response"), "{m}"),
-        other => panic!("expected a timeout, got {other:?}"),
-    }
+    let e = c.environments().await.unwrap_err();
+    assert!(timeout(&e).contains("no response"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -394,14 +397,11 @@ async fn a_server_that_accepts_and_says_nothing_times_out() {
         .max_retries(1)
         .build()
         .unwrap();
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
-    match s.call("tool", json!({})).await {
-        Err(Error::Timeout(m)) => {
-            assert!(m.contains("no response to POST /env/call"), "{m}");
-            assert!(m.contains("not retried"), "{m}");
-        }
-        other => panic!("expected a timeout, got {other:?}"),
-    }
+    let s = open(&c).await;
+    let e = s.call("tool", json!({})).await.unwrap_err();
+    let m = timeout(&e);
+    assert!(m.contains("no response to POST /env/call"), "{m}");
+    assert!(m.contains("not retried"), "{m}");
     assert_eq!(call_count(&fake), 1, "the tool may have run: not repeated");
 
     let quiet = Fake::start(move |_, _| silent()).await;
@@ -422,7 +422,7 @@ async fn a_server_that_accepts_and_says_nothing_times_out() {
 async fn call_error(bytes: Vec<u8>) -> (Error, Fake) {
     let fake = episode(move || stream(bytes.clone())).await;
     let c = client(&fake.url);
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let s = open(&c).await;
     let err = s
         .call("tool", json!({}))
         .await
@@ -436,6 +436,13 @@ fn protocol(e: &Error) -> &str {
     match e {
         Error::Protocol(m) => m,
         other => panic!("expected a protocol error, got {other:?}"),
+    }
+}
+
+fn timeout(e: &Error) -> &str {
+    match e {
+        Error::Timeout(m) => m,
+        other => panic!("expected a timeout, got {other:?}"),
     }
 }
 
@@ -487,16 +494,12 @@ async fn chunks_without_end_reconnect_a_bounded_number_of_times() {
     )
     .await;
     let c = client(&fake.url);
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let s = open(&c).await;
     let e = s.call("tool", json!({})).await.unwrap_err();
     let m = protocol(&e);
     assert!(m.contains("without its end event"), "{m}");
     assert!(m.contains("gave up after 2 reconnects"), "{m}");
-    let calls: Vec<_> = fake
-        .requests()
-        .into_iter()
-        .filter(|r| r.line == "POST /env/call")
-        .collect();
+    let calls = calls(&fake);
     assert_eq!(calls.len(), 3);
     assert!(calls[1..]
         .iter()
@@ -512,7 +515,7 @@ async fn a_200_that_is_not_an_event_stream_is_a_protocol_error() {
     })
     .await;
     let c = client(&fake.url);
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let s = open(&c).await;
     let e = s.call("tool", json!({})).await.unwrap_err();
     let m = protocol(&e);
     assert!(m.contains("\"text/html\""), "{m}");
@@ -615,7 +618,7 @@ async fn a_call_redirected_with_308_is_followed() {
     })
     .await;
     let c = client(&fake.url);
-    let s = c.environment("env").session_at("train", 0).await.unwrap();
+    let s = open(&c).await;
     still_usable(&s).await;
 }
 
