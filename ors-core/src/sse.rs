@@ -24,7 +24,7 @@ mod decode;
 
 pub use decode::{
     CallEvent, CallStreamDecoder, CallStreamError, DecodeLimits, SseDecoder, SseError, SseEvent,
-    DEFAULT_MAX_RESULT_BYTES,
+    DEFAULT_MAX_RESULT_BYTES, NON_FINITE_NOTE,
 };
 
 /// The bytes of a keep-alive comment.

@@ -124,6 +124,39 @@ impl Block {
     }
 }
 
+/// The text of a list of blocks, as a method: `output.text()` on a [`ToolOutput`] (its
+/// blocks), `prompt.text()` on [`Blocks`].
+///
+/// A trait rather than an inherent method because `ToolOutput::text(..)` is already the
+/// constructor of a one-block output; `ToolOutput::text("hi")` still builds one, and
+/// `out.text()` (with this trait in scope) reads the text back.
+///
+/// ```
+/// use ors_core::{Block, BlockText, ToolOutput};
+///
+/// let out = ToolOutput::text("Correct!").with_block(Block::image("iVBO", "image/png"));
+/// assert_eq!(out.text(), "Correct!");
+/// let prompt = vec![Block::text("What is 2+2?"), Block::text("Answer with a number.")];
+/// assert_eq!(prompt.text(), "What is 2+2?\nAnswer with a number.");
+/// ```
+pub trait BlockText {
+    /// The text of every text block, in order, joined by line breaks; image blocks are skipped.
+    fn text(&self) -> String;
+}
+
+impl BlockText for [Block] {
+    fn text(&self) -> String {
+        let texts: Vec<&str> = self.iter().filter_map(Block::as_text).collect();
+        texts.join("\n")
+    }
+}
+
+impl BlockText for ToolOutput {
+    fn text(&self) -> String {
+        self.blocks.text()
+    }
+}
+
 /// The result of executing a tool: content, reward, and whether the episode ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutput {
@@ -210,6 +243,23 @@ impl From<Block> for ToolOutput {
     fn from(block: Block) -> Self {
         ToolOutput::blocks(vec![block])
     }
+}
+
+/// The longest tool name the LLM providers accept (OpenAI, Anthropic and Gemini function names).
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// Whether `name` is a tool name every LLM provider accepts: 1 to [`MAX_TOOL_NAME_LEN`]
+/// characters, each an ASCII letter, digit, `_` or `-`.
+///
+/// ```
+/// assert!(ors_core::is_valid_tool_name("submit_answer"));
+/// assert!(!ors_core::is_valid_tool_name("look up"));
+/// ```
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// The specification of one tool: name, description, and JSON Schema of its input.

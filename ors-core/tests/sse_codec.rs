@@ -162,6 +162,43 @@ fn call_stream_joins_chunks_and_reports_every_kind() {
 }
 
 #[test]
+fn a_non_finite_number_in_a_result_is_named() {
+    // What Python's json.dumps writes for float("nan"), float("-inf"), and a float too large.
+    let cases = [
+        (
+            r#"{"ok":true,"output":{"blocks":[],"reward":NaN}}"#,
+            "`NaN`",
+        ),
+        (
+            r#"{"ok":true,"output":{"blocks":[],"reward":-Infinity}}"#,
+            "`Infinity`",
+        ),
+        (
+            r#"{"ok":true,"output":{"blocks":[],"reward":1e400}}"#,
+            "out of range",
+        ),
+    ];
+    for (json, named) in cases {
+        let mut d = CallStreamDecoder::new();
+        let got = d.push(format!("event: end\ndata: {json}\n\n").as_bytes());
+        match &got[..] {
+            [Err(CallStreamError::BadResult(msg))] => {
+                assert!(msg.contains(named), "{msg}");
+                assert!(msg.contains(sse::NON_FINITE_NOTE), "{msg}");
+            }
+            other => panic!("{json}: {other:?}"),
+        }
+    }
+    // Other bad JSON is not blamed on a number.
+    let mut d = CallStreamDecoder::new();
+    let got = d.push(b"event: end\ndata: {\"ok\": true, \"Nope\"}\n\n");
+    assert!(
+        matches!(&got[..], [Err(CallStreamError::BadResult(m))] if !m.contains(sse::NON_FINITE_NOTE)),
+        "{got:?}"
+    );
+}
+
+#[test]
 fn call_stream_reports_bad_json() {
     let mut d = CallStreamDecoder::new();
     let got = d.push(b"event: task_id\ndata: t\n\nevent: progress\ndata: nope\n\nevent: end\ndata: {\"ok\": tru\n\n");

@@ -464,7 +464,8 @@ pub enum CallEvent {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallStreamError {
-    /// The reassembled `end` data was not a valid result.
+    /// The reassembled `end` data was not a valid result. A non-finite number (`NaN`,
+    /// `Infinity`, or one too large for an `f64`) is named, with [`NON_FINITE_NOTE`].
     #[error("the result is not valid ORS JSON: {0}")]
     BadResult(String),
     /// A `progress` event did not carry JSON.
@@ -718,12 +719,51 @@ fn parse_result(head: &str, tail: &str) -> Result<CallEvent, CallStreamError> {
         .map_err(|err| {
             let why = if parse::<serde::de::IgnoredAny>(head, tail).is_ok() {
                 format!("the end data is JSON but not a RunToolOutput ({err})")
+            } else if let Some(number) = non_finite(head, tail, &err) {
+                format!("the end data is not JSON ({err}: {number}; {NON_FINITE_NOTE})")
             } else {
                 format!("the end data is not JSON ({err})")
             };
             let start = if head.is_empty() { tail } else { head };
             CallStreamError::BadResult(format!("{why}; data: {}", preview(start)))
         })
+}
+
+/// Added to a decoding error caused by a non-finite number, which JSON cannot carry (servers
+/// whose encoder writes `NaN` or `Infinity`, as Python's `json.dumps` does, send invalid JSON).
+pub const NON_FINITE_NOTE: &str =
+    "JSON has no NaN or Infinity: a non-finite number (a reward, say) cannot be sent";
+
+/// The non-finite number that made `head`+`tail` fail to parse with `err`, if one did: a
+/// `NaN` or `Infinity` literal where serde_json stopped, or a number too large for an `f64`.
+fn non_finite(head: &str, tail: &str, err: &serde_json::Error) -> Option<&'static str> {
+    if err.to_string().starts_with("number out of range") {
+        return Some("a number out of range");
+    }
+    // serde_json reports a 1-based line and a 1-based byte column; look from one byte before
+    // (the `-` of `-Infinity`) at the next few bytes.
+    let start = err.column().saturating_sub(2);
+    let (mut line, mut col) = (1usize, 0usize);
+    let mut window = Vec::with_capacity(12);
+    for b in head.bytes().chain(tail.bytes()) {
+        if line == err.line() && col >= start {
+            window.push(b);
+            if window.len() == 12 {
+                break;
+            }
+        }
+        if b == b'\n' {
+            line += 1;
+            col = 0;
+        } else {
+            col += 1;
+        }
+    }
+    let window = String::from_utf8_lossy(&window);
+    ["NaN", "Infinity"]
+        .into_iter()
+        .find(|lit| window.contains(lit))
+        .map(|lit| if lit == "NaN" { "`NaN`" } else { "`Infinity`" })
 }
 
 /// The length of the `data:` field name (and its optional space) when `line` is a data line.
