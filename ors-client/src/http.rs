@@ -245,7 +245,7 @@ impl Http {
                 .client
                 .request(request)
                 .await
-                .map_err(|e| request_failure(&e, req))?;
+                .map_err(|e| request_failure(&e, req, &self.cfg.url))?;
             let status = resp.status();
             let location = resp.headers().get(LOCATION).cloned();
             let Some(location) = location.filter(|_| status.is_redirection()) else {
@@ -370,10 +370,14 @@ impl std::fmt::Display for DisplayFailure<'_> {
 }
 
 /// How a request that got no response failed. A malformed or endless response head is not
-/// worth repeating; a connection that broke may be.
-fn request_failure(e: &hyper_util::client::legacy::Error, req: &Req) -> Failure {
+/// worth repeating; a connection that broke may be. A connection that could not be made names
+/// the server's URL (`url`), so a wrong `ORS_URL` is obvious.
+fn request_failure(e: &hyper_util::client::legacy::Error, req: &Req, url: &str) -> Failure {
     if e.is_connect() {
-        return Failure::Connect(Error::transport(e));
+        return Failure::Connect(Error::Transport(format!(
+            "cannot connect to {url}: {}",
+            crate::error::chain(e)
+        )));
     }
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {

@@ -60,8 +60,8 @@ pub use config::{
 pub use error::{Error, Result, SizeLimit};
 pub use ors_core::provider::Provider;
 pub use ors_core::{
-    Block, Blocks, ErrorCode, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType,
-    TextBlock, ToolOutput, ToolSpec,
+    Block, BlockText, Blocks, ErrorCode, ImageBlock, JsonObject, RunToolOutput, Secrets, Split,
+    SplitType, TextBlock, ToolOutput, ToolSpec,
 };
 pub use rollout::{
     evaluate, Action, Episode, EvalOptions, EvalProgress, EvalProgressFn, EvalReport, Observation,
