@@ -186,7 +186,12 @@ impl From<&TaskError> for SetupFailure {
 }
 
 /// Why a server could not be built, bound, or run.
-#[derive(Debug, thiserror::Error)]
+///
+/// Its `Debug` form is its message (as `anyhow`'s is), so `main` returning
+/// `Result<(), ServerError>` (or a boxed error holding one) prints a sentence, not a struct
+/// dump: `Error: could not listen on 0.0.0.0:8080: Address in use (os error 98); port 8080 is
+/// taken (another server running?): set ORS_PORT to another port, or 0 for any free one`.
+#[derive(thiserror::Error)]
 pub enum ServerError {
     /// `Server::environment` was never called.
     #[error("no environment registered: call Server::environment::<E>() at least once")]
@@ -206,7 +211,7 @@ pub enum ServerError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The address could not be bound.
-    #[error("could not listen on {addr}: {source}")]
+    #[error("could not listen on {addr}: {source}{}", bind_hint(addr, source))]
     Bind {
         /// The address.
         addr: String,
@@ -216,6 +221,27 @@ pub enum ServerError {
     /// Another I/O error (signal handlers).
     #[error("I/O error: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl std::fmt::Debug for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+/// What to do about a failed bind, for the two causes a newcomer meets.
+fn bind_hint(addr: &str, source: &std::io::Error) -> String {
+    let port = addr.rsplit(':').next().unwrap_or(addr);
+    match source.kind() {
+        std::io::ErrorKind::AddrInUse => format!(
+            "; port {port} is taken (another server running?): set ORS_PORT to another port, \
+             or 0 for any free one"
+        ),
+        std::io::ErrorKind::PermissionDenied => {
+            format!("; port {port} needs privileges: set ORS_PORT to a port above 1023")
+        }
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
