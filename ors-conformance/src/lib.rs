@@ -1,6 +1,13 @@
-//! The ORS conformance runner: every rule of the protocol as a clause with a stable id, checked
-//! over raw HTTP/1.1 against a server hosting the conformance fixture, with a report that ends
-//! in `N passed, M failed`.
+//! Protocol checking for ORS servers, in two forms:
+//!
+//! - the **conformance runner**: every rule of the protocol as a clause with a stable id,
+//!   checked over raw HTTP/1.1 against a server hosting the conformance fixture, with a report
+//!   that ends in `N passed, M failed`. It proves a *server* implements the protocol.
+//! - [`check`] (`ors check ENV`): whether one *environment*, on any server, is ready for
+//!   training, with no fixture: its discovery answers, episodes on sampled tasks, and its tools
+//!   fuzzed with inputs generated from their schemas. It talks to the server through
+//!   `ors-client`, as a trainer would; it lives here, beside the clauses, because both are the
+//!   protocol's checkers and share their report shape.
 //!
 //! Used by `ors conformance` (any server, no checkout needed) and `cargo xtask conformance`
 //! (which can also build and start this repository's fixture). The fixture's contract is the
@@ -20,6 +27,7 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod clauses;
 pub mod http;
 mod report;

@@ -1,0 +1,485 @@
+//! The fuzzed tool calls: inputs from [`super::fuzz`], run in episodes as the module doc of
+//! [`super`] describes, and their answers turned into six checks per tool.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use ors_client::{
+    Block, Environment, Error, RunToolOutput, Session, TaskRef, ToolOutput, ToolSpec,
+};
+use serde_json::Value;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::episodes::{within, FuzzTask};
+use super::fuzz::{self, Strategy};
+use super::report::shown_exactly;
+use super::rng::{hash_str, Rng};
+use super::{id_part, shell_quote, show_input, CheckItem, CheckOptions, Recorder, CONCURRENCY};
+
+/// A tool to call, with the validator of its input schema.
+pub(super) struct ToolUnderTest {
+    spec: ToolSpec,
+    /// `None` when the schema is unusable: validity is then unknown.
+    validator: Option<Arc<jsonschema::Validator>>,
+}
+
+impl ToolUnderTest {
+    pub(super) fn new(spec: ToolSpec) -> Self {
+        let validator = spec.input_schema.as_ref().and_then(|s| {
+            if super::discovery::schema_problem(&spec).is_some() {
+                return None;
+            }
+            jsonschema::validator_for(&Value::Object(s.clone()))
+                .ok()
+                .map(Arc::new)
+        });
+        Self { spec, validator }
+    }
+
+    /// Whether the schema accepts `input`: always for a tool without a schema, unknown for an
+    /// unusable schema.
+    fn accepts(&self, input: &Value) -> Option<bool> {
+        match (&self.spec.input_schema, &self.validator) {
+            (None, _) => Some(true),
+            (Some(_), Some(v)) => Some(v.is_valid(input)),
+            (Some(_), None) => None,
+        }
+    }
+
+    /// Whether inputs can be told valid or invalid (not with an unusable schema).
+    fn validity_known(&self) -> bool {
+        self.spec.input_schema.is_none() || self.validator.is_some()
+    }
+
+    /// Why the schema rejects `input` (the validator's first error).
+    fn rejection(&self, input: &Value) -> String {
+        self.validator
+            .as_ref()
+            .and_then(|v| v.iter_errors(input).next().map(|e| e.to_string()))
+            .unwrap_or_default()
+    }
+}
+
+/// One generated input of one tool.
+#[derive(Debug, Clone)]
+struct Probe {
+    input: Value,
+    strategy: Strategy,
+    /// What the schema says of it (`None`: unknown).
+    valid: Option<bool>,
+}
+
+/// What a call came back with.
+#[derive(Debug)]
+enum Answer {
+    Ok(ToolOutput),
+    Refused(String),
+    Crashed(String),
+    TimedOut,
+    Http(u16, String),
+    /// The result did not decode as ORS JSON.
+    Broken(String),
+    /// The result held NaN, Infinity or a number out of range.
+    NonFinite(String),
+    /// The connection broke, or the session died, mid-call.
+    Lost(String),
+    /// No episode could be opened for the call.
+    NoEpisode(String),
+}
+
+/// Generate the inputs of every tool, call them, and push six checks per tool (and
+/// `fuzz.episodes` if episodes for the calls could not be opened).
+pub(super) async fn fuzz(
+    rec: &mut Recorder<'_>,
+    env: &Environment,
+    task: Option<&FuzzTask>,
+    tools: &[ToolUnderTest],
+    opts: &CheckOptions,
+) {
+    let Some(task) = task else {
+        if !tools.is_empty() {
+            rec.push(CheckItem::problem(
+                "fuzz.episodes",
+                "no episode could be opened on any task (see the episode problems), so no tool \
+                 was called",
+            ));
+        }
+        return;
+    };
+    let probes: Vec<Vec<Probe>> = tools
+        .iter()
+        .map(|tool| {
+            let mut rng = Rng::new(opts.seed ^ hash_str(&tool.spec.name));
+            fuzz::inputs(tool.spec.input_schema.as_ref(), opts.fuzz, &mut rng)
+                .into_iter()
+                .map(|g| Probe {
+                    valid: tool.accepts(&g.input),
+                    input: g.input,
+                    strategy: g.strategy,
+                })
+                .collect()
+        })
+        .collect();
+    let answers = call_all(env, &task.task, tools, &probes, opts.timeout).await;
+    let mut no_episode: Vec<String> = Vec::new();
+    for (t, tool) in tools.iter().enumerate() {
+        let results: Vec<(&Probe, &Answer)> = probes[t]
+            .iter()
+            .zip(&answers[t])
+            .filter_map(|(p, a)| match a {
+                Some(Answer::NoEpisode(e)) => {
+                    no_episode.push(e.clone());
+                    None
+                }
+                Some(a) => Some((p, a)),
+                None => None,
+            })
+            .collect();
+        let ctx = Context {
+            env: &opts.env,
+            tool,
+            task,
+            opts,
+        };
+        for item in judge(&ctx, &results) {
+            rec.push(item);
+        }
+    }
+    if let Some(first) = no_episode.first() {
+        rec.push(CheckItem::problem(
+            "fuzz.episodes",
+            format!(
+                "opening an episode on {} for a tool call failed {} times (first: {first}); \
+                 those inputs were not tried",
+                task.label(),
+                no_episode.len()
+            ),
+        ));
+    }
+}
+
+/// Run every probe: each valid one in a fresh episode, the invalid ones of a tool in a shared
+/// one (see the module doc of [`super`]), at most [`CONCURRENCY`] episodes at once. The
+/// answers, by tool and probe.
+async fn call_all(
+    env: &Environment,
+    task: &TaskRef,
+    tools: &[ToolUnderTest],
+    probes: &[Vec<Probe>],
+    limit: Duration,
+) -> Vec<Vec<Option<Answer>>> {
+    let gate = Arc::new(Semaphore::new(CONCURRENCY));
+    let mut jobs = JoinSet::new();
+    for (t, tool) in tools.iter().enumerate() {
+        let mut shared: Vec<(usize, Value)> = Vec::new();
+        for (p, probe) in probes[t].iter().enumerate() {
+            if probe.valid == Some(false) {
+                shared.push((p, probe.input.clone()));
+            } else {
+                let lane = Lane {
+                    env: env.clone(),
+                    task: task.clone(),
+                    tool: tool.spec.name.clone(),
+                    inputs: vec![(p, probe.input.clone())],
+                    limit,
+                };
+                jobs.spawn(lane.run(t, Arc::clone(&gate)));
+            }
+        }
+        if !shared.is_empty() {
+            let lane = Lane {
+                env: env.clone(),
+                task: task.clone(),
+                tool: tool.spec.name.clone(),
+                inputs: shared,
+                limit,
+            };
+            jobs.spawn(lane.run(t, Arc::clone(&gate)));
+        }
+    }
+    let mut answers: Vec<Vec<Option<Answer>>> = probes
+        .iter()
+        .map(|ps| ps.iter().map(|_| None).collect())
+        .collect();
+    while let Some(done) = jobs.join_next().await {
+        // A lane that panicked leaves its answers unset; those probes are reported as untried.
+        let Ok((t, results)) = done else { continue };
+        for (p, answer) in results {
+            if let Some(slot) = answers.get_mut(t).and_then(|a| a.get_mut(p)) {
+                *slot = Some(answer);
+            }
+        }
+    }
+    answers
+}
+
+/// A sequence of calls of one tool, sharing an episode while each is refused.
+struct Lane {
+    env: Environment,
+    task: TaskRef,
+    tool: String,
+    inputs: Vec<(usize, Value)>,
+    limit: Duration,
+}
+
+impl Lane {
+    async fn run(self, tool_index: usize, gate: Arc<Semaphore>) -> (usize, Vec<(usize, Answer)>) {
+        // The semaphore is never closed, so acquiring cannot fail; run ungated if it did.
+        let _permit = gate.acquire_owned().await.ok();
+        let mut out = Vec::with_capacity(self.inputs.len());
+        let mut session: Option<Session> = None;
+        for (p, input) in self.inputs {
+            let open = match session.take() {
+                Some(s) => s,
+                None => {
+                    match within(self.limit, self.env.session(self.task.clone()).open()).await {
+                        Ok(s) => s,
+                        Err(e) => {
+                            out.push((p, Answer::NoEpisode(e)));
+                            continue;
+                        }
+                    }
+                }
+            };
+            let answer = call(&open, &self.tool, input, self.limit).await;
+            if matches!(answer, Answer::Refused(_)) {
+                session = Some(open);
+            } else {
+                // Best effort: a hung call is cancelled by the delete on servers that can.
+                let _ = within(self.limit, open.close()).await;
+            }
+            out.push((p, answer));
+        }
+        if let Some(s) = session {
+            let _ = within(self.limit, s.close()).await;
+        }
+        (tool_index, out)
+    }
+}
+
+/// One call, bounded by `limit`.
+async fn call(session: &Session, tool: &str, input: Value, limit: Duration) -> Answer {
+    match tokio::time::timeout(limit, session.call_raw(tool, input)).await {
+        Err(_) => Answer::TimedOut,
+        Ok(Ok(RunToolOutput::Success(out))) => Answer::Ok(out),
+        Ok(Ok(RunToolOutput::Error(message))) => Answer::Refused(message),
+        Ok(Err(e)) => match e {
+            Error::ToolCrashed { message } => Answer::Crashed(message),
+            Error::Timeout(_) => Answer::TimedOut,
+            Error::Protocol(m) if m.contains(ors_core::sse::NON_FINITE_NOTE) => {
+                Answer::NonFinite(m)
+            }
+            Error::Protocol(m) => Answer::Broken(m),
+            Error::Http { status, detail } => Answer::Http(status, detail),
+            other => Answer::Lost(other.to_string()),
+        },
+    }
+}
+
+/// What the problem lines of one tool need.
+struct Context<'a> {
+    env: &'a str,
+    tool: &'a ToolUnderTest,
+    task: &'a FuzzTask,
+    opts: &'a CheckOptions,
+}
+
+impl Context<'_> {
+    fn id(&self, check: &str) -> String {
+        format!("tool.{}.{check}", id_part(&self.tool.spec.name))
+    }
+
+    /// Where a probe ran (`more`: how many others did the same) and how to run it again.
+    fn at(&self, probe: &Probe, more: &str) -> String {
+        let validity = match probe.valid {
+            Some(true) => ", valid",
+            Some(false) => ", invalid",
+            None => "",
+        };
+        let again = format!("ors check {} {}", self.env, self.opts.reproduce_args());
+        let reproduce = if shown_exactly(&probe.input) {
+            format!(
+                "reproduce: ors call {} --split {} --index {} {} {} (or {again})",
+                shell_quote(self.env),
+                shell_quote(&self.task.split),
+                self.task.index,
+                shell_quote(&self.tool.spec.name),
+                shell_quote(&show_input(&probe.input)),
+            )
+        } else {
+            format!("reproduce: {again} (the --json report has the input whole)")
+        };
+        format!(
+            "input {} ({}{validity}) in an episode of {}{more}; {reproduce}",
+            show_input(&probe.input),
+            probe.strategy.describe(),
+            self.task.label(),
+        )
+    }
+
+    /// The check `check`: ok, or a problem about the first failing probe.
+    fn item(&self, check: &str, failing: &[(&Probe, String)], note: Option<String>) -> CheckItem {
+        let Some((probe, what)) = failing.first() else {
+            return match note {
+                Some(n) => CheckItem::ok_with(self.id(check), n),
+                None => CheckItem::ok(self.id(check)),
+            };
+        };
+        let more = match failing.len() - 1 {
+            0 => String::new(),
+            1 => " (and 1 more input)".to_owned(),
+            n => format!(" (and {n} more inputs)"),
+        };
+        let mut item =
+            CheckItem::problem(self.id(check), format!("{what}; {}", self.at(probe, &more)));
+        item.input = Some(probe.input.clone());
+        item
+    }
+}
+
+/// The six checks of one tool from its answers.
+fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
+    let name = &ctx.tool.spec.name;
+    let secs = ctx.opts.timeout.as_secs_f64();
+    let mut crash = Vec::new();
+    let mut invalid = Vec::new();
+    let mut messages = Vec::new();
+    let mut slow = Vec::new();
+    let mut wire = Vec::new();
+    let mut finite = Vec::new();
+    for (probe, answer) in results {
+        let invalid_input = probe.valid == Some(false);
+        match answer {
+            Answer::Ok(_) if invalid_input => invalid.push((
+                *probe,
+                format!(
+                    "'{name}' accepted an input its schema rejects ({}): it answered ok: true; \
+                     validate the input (or make the input_schema say what the tool accepts) \
+                     so the model learns what it got wrong",
+                    ctx.tool.rejection(&probe.input)
+                ),
+            )),
+            Answer::Ok(out) => {
+                if let Some(p) = image_problem(out) {
+                    wire.push((*probe, p));
+                }
+            }
+            Answer::Refused(m) if m.trim().is_empty() && invalid_input => invalid.push((
+                *probe,
+                "an invalid input was answered ok: false with an empty error; say which field \
+                 is wrong and why"
+                    .to_owned(),
+            )),
+            Answer::Refused(m) if m.trim().is_empty() => messages.push((
+                *probe,
+                format!(
+                    "'{name}' answered ok: false with an empty error; say what went wrong, so \
+                     the model can act on it"
+                ),
+            )),
+            Answer::Refused(_) | Answer::NoEpisode(_) => {}
+            Answer::Http(status, detail) if invalid_input && *status < 500 => invalid.push((
+                *probe,
+                format!(
+                    "an invalid input was answered HTTP {status} ({detail}) instead of an \
+                     ok: false result; a bad tool input is {{\"ok\": false, \"error\": ...}} in \
+                     the end event, which an agent can read and retry (PROTOCOL_NOTES row \
+                     tool-error-ok-false)"
+                ),
+            )),
+            Answer::Http(status, detail) => crash.push((
+                *probe,
+                format!(
+                    "the call of '{name}' failed with HTTP {status} ({detail}); a tool's failure \
+                     is an ok: false result, not an HTTP error"
+                ),
+            )),
+            Answer::Crashed(m) => crash.push((
+                *probe,
+                format!(
+                    "'{name}' crashed (SSE error event: {m:?}): the rollout gets no result to \
+                     learn from; catch the failure and return ok: false with a message"
+                ),
+            )),
+            Answer::Lost(m) => crash.push((
+                *probe,
+                format!(
+                    "the call of '{name}' never completed ({m}): did the server or the session \
+                     die? it must answer every call with a result"
+                ),
+            )),
+            Answer::TimedOut => slow.push((
+                *probe,
+                format!(
+                    "'{name}' gave no result within {secs} s: bound its work (a maximum in the \
+                     input schema, a time limit inside the tool, or the server's tool timeout, \
+                     ORS_TOOL_TIMEOUT_SECS on ors-server)"
+                ),
+            )),
+            Answer::Broken(m) => wire.push((
+                *probe,
+                format!(
+                    "the result breaks the ORS wire form ({m}); send {{\"ok\": true, \"output\": \
+                     {{\"blocks\": [...], \"metadata\", \"reward\", \"finished\"}}}} as the Data \
+                     Types page documents"
+                ),
+            )),
+            Answer::NonFinite(m) => finite.push((
+                *probe,
+                format!(
+                    "the result holds a non-finite number ({m}); a NaN or infinite reward \
+                     poisons a trainer's averages: return a finite reward (guard divisions by \
+                     zero) or none"
+                ),
+            )),
+        }
+    }
+    let tried = results
+        .iter()
+        .filter(|(_, a)| !matches!(a, Answer::NoEpisode(_)))
+        .count();
+    let invalid_tried = results
+        .iter()
+        .filter(|(p, a)| p.valid == Some(false) && !matches!(a, Answer::NoEpisode(_)))
+        .count();
+    let mut items = vec![ctx.item("no-crash", &crash, Some(super::count(tried, "input")))];
+    if ctx.tool.validity_known() {
+        let note = if invalid_tried == 0 {
+            "no input the schema rejects was generated".to_owned()
+        } else {
+            super::count(invalid_tried, "invalid input")
+        };
+        items.push(ctx.item("rejects-invalid", &invalid, Some(note)));
+    }
+    items.push(ctx.item("error-messages", &messages, None));
+    items.push(ctx.item("in-time", &slow, None));
+    items.push(ctx.item("wire-form", &wire, None));
+    items.push(ctx.item("finite-reward", &finite, None));
+    items
+}
+
+/// An image block whose data is not base64 or whose type is not an image type.
+fn image_problem(out: &ToolOutput) -> Option<String> {
+    for block in &out.blocks {
+        let Block::Image(img) = block else { continue };
+        if !img.mime_type.starts_with("image/") {
+            return Some(format!(
+                "an image block has mimeType {:?}; it must be an image type such as image/png",
+                img.mime_type
+            ));
+        }
+        if base64::engine::general_purpose::STANDARD
+            .decode(img.data.as_bytes())
+            .is_err()
+        {
+            return Some(format!(
+                "an image block's data is not base64 (it starts {:?}); the wire form carries \
+                 image bytes base64-encoded",
+                img.data.chars().take(16).collect::<String>()
+            ));
+        }
+    }
+    None
+}

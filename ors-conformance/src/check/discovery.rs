@@ -1,0 +1,371 @@
+//! Discovery checks: the environment is listed, its tools and splits parse and are usable, and
+//! the task endpoints agree with each other.
+
+use ors_client::{Environment, Error, ToolSpec};
+use serde_json::Value;
+
+use super::{id_part, sample_indices, CheckItem, Recorder};
+
+/// What the split checks learnt about one split, for the episode checks.
+pub(super) struct SplitInfo {
+    /// The split's name.
+    pub name: String,
+    /// How many tasks it has (from `tasks`, else `num_tasks`); `None` when neither answered.
+    pub count: Option<u64>,
+}
+
+/// `discovery.listed`: `/list_environments` names the environment.
+pub(super) fn listed(rec: &mut Recorder<'_>, envs: Result<Vec<String>, Error>, env: &str) {
+    let id = "discovery.listed";
+    rec.push(match envs {
+        Ok(envs) if envs.iter().any(|e| e.eq_ignore_ascii_case(env)) => CheckItem::ok(id),
+        Ok(envs) => CheckItem::problem(
+            id,
+            format!(
+                "GET /list_environments does not list '{env}' (it lists {}); check the name, or \
+                 register the environment on the server",
+                if envs.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    envs.join(", ")
+                }
+            ),
+        ),
+        Err(e) => CheckItem::problem(
+            id,
+            format!("GET /list_environments failed: {e}; it must answer a JSON list of names"),
+        ),
+    });
+}
+
+/// `discovery.tools`, then the spec checks of each shared tool; returns the tools.
+pub(super) async fn tools(rec: &mut Recorder<'_>, env: &Environment) -> Vec<ToolSpec> {
+    let id = "discovery.tools";
+    let tools = match env.tools().await {
+        Ok(t) => t,
+        Err(e) => {
+            rec.push(CheckItem::problem(
+                id,
+                format!(
+                    "GET /{}/tools failed: {e}; it must answer {{\"tools\": [{{\"name\", \
+                     \"description\", \"input_schema\"}}, ...]}}",
+                    env.name()
+                ),
+            ));
+            return Vec::new();
+        }
+    };
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    let twice: Vec<&str> = names
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| w[0])
+        .collect();
+    rec.push(if tools.is_empty() {
+        CheckItem::problem(
+            id,
+            "the environment lists no tools: an agent acts only through tools; add at least one",
+        )
+    } else if !twice.is_empty() {
+        CheckItem::problem(
+            id,
+            format!(
+                "several tools are named {}: a call by name cannot tell them apart; rename them",
+                twice.join(", ")
+            ),
+        )
+    } else {
+        CheckItem::ok_with(id, super::count(tools.len(), "tool"))
+    });
+    for spec in &tools {
+        tool_spec(rec, spec, "tool");
+    }
+    tools
+}
+
+/// `tool.<name>.name`, `.description` and `.input-schema` for one tool spec.
+pub(super) fn tool_spec(rec: &mut Recorder<'_>, spec: &ToolSpec, what: &str) {
+    let base = format!("tool.{}", id_part(&spec.name));
+    let name = &spec.name;
+    rec.push(if ors_core::is_valid_tool_name(name) {
+        CheckItem::ok(format!("{base}.name"))
+    } else {
+        let suggestion: String = name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(ors_core::MAX_TOOL_NAME_LEN)
+            .collect();
+        CheckItem::problem(
+            format!("{base}.name"),
+            format!(
+                "the {what} name {name:?} breaks the rule OpenAI, Anthropic and Gemini enforce \
+                 (1 to {} characters, each a letter, digit, _ or -), so models cannot call it; \
+                 rename it, e.g. {suggestion:?}",
+                ors_core::MAX_TOOL_NAME_LEN
+            ),
+        )
+    });
+    rec.push(if spec.description.trim().is_empty() {
+        CheckItem::problem(
+            format!("{base}.description"),
+            format!(
+                "the {what} '{name}' has an empty description: the model reads it to decide \
+                 when and how to call the tool; write one (a doc comment on the #[tool] method, \
+                 a docstring in Python)"
+            ),
+        )
+    } else {
+        CheckItem::ok(format!("{base}.description"))
+    });
+    rec.push(match schema_problem(spec) {
+        None if spec.input_schema.is_none() => {
+            CheckItem::ok_with(format!("{base}.input-schema"), "no input")
+        }
+        None => CheckItem::ok(format!("{base}.input-schema")),
+        Some(p) => CheckItem::problem(
+            format!("{base}.input-schema"),
+            format!("the input_schema of the {what} '{name}' {p}"),
+        ),
+    });
+}
+
+/// What is wrong with a tool's input schema, if anything.
+pub(super) fn schema_problem(spec: &ToolSpec) -> Option<String> {
+    let schema = spec.input_schema.as_ref()?;
+    let value = Value::Object(schema.clone());
+    if let Err(e) = jsonschema::validator_for(&value) {
+        let at = e.instance_path.to_string();
+        let at = if at.is_empty() { "/".to_owned() } else { at };
+        return Some(format!(
+            "is not a valid JSON Schema: {e} (at {at}); providers reject such a tool \
+             definition: fix the schema (or set input_schema to null for no input)"
+        ));
+    }
+    match schema.get("type") {
+        Some(Value::String(t)) if t == "object" => None,
+        other => Some(format!(
+            "has type {}, not \"object\": a tool input is a JSON object of named fields \
+             (providers require `\"type\": \"object\"` at the root); wrap the value in a field",
+            other.map_or_else(|| "(none)".to_owned(), Value::to_string)
+        )),
+    }
+}
+
+/// `discovery.splits` and the checks of each split; returns what the episodes need.
+pub(super) async fn splits(
+    rec: &mut Recorder<'_>,
+    env: &Environment,
+    tasks: Option<usize>,
+) -> Vec<SplitInfo> {
+    let id = "discovery.splits";
+    let splits = match env.splits().await {
+        Ok(s) => s,
+        Err(e) => {
+            rec.push(CheckItem::problem(
+                id,
+                format!(
+                    "GET /{}/splits failed: {e}; it must answer [{{\"name\": ..., \"type\": \
+                     \"train\" | \"validation\" | \"test\"}}, ...]",
+                    env.name()
+                ),
+            ));
+            return Vec::new();
+        }
+    };
+    rec.push(if splits.is_empty() {
+        CheckItem::problem(
+            id,
+            "the environment has no splits, so no task can be served; add at least one",
+        )
+    } else {
+        let names: Vec<String> = splits
+            .iter()
+            .map(|s| format!("{} ({})", s.name, s.split_type))
+            .collect();
+        CheckItem::ok_with(id, names.join(", "))
+    });
+    let mut out = Vec::with_capacity(splits.len());
+    for split in &splits {
+        out.push(one_split(rec, env, &split.name, tasks).await);
+    }
+    out
+}
+
+/// `split.<name>.tasks`, `.num-tasks`, `.task` and `.task-range`.
+async fn one_split(
+    rec: &mut Recorder<'_>,
+    env: &Environment,
+    split: &str,
+    sample: Option<usize>,
+) -> SplitInfo {
+    let base = format!("split.{}", id_part(split));
+    let listed = match env.tasks(split).await {
+        Ok(tasks) if tasks.is_empty() => {
+            rec.push(CheckItem::problem(
+                format!("{base}.tasks"),
+                format!(
+                    "split '{split}' has no tasks, so no episode can start on it; add tasks \
+                     or drop the split"
+                ),
+            ));
+            Some(tasks)
+        }
+        Ok(tasks) => {
+            rec.push(CheckItem::ok_with(
+                format!("{base}.tasks"),
+                super::count(tasks.len(), "task"),
+            ));
+            Some(tasks)
+        }
+        // Listing a huge split may be refused by design; the index routes then serve it.
+        Err(Error::Http {
+            status: 400,
+            detail,
+        }) if detail.contains("not supported") => {
+            rec.push(CheckItem::ok_with(
+                format!("{base}.tasks"),
+                "listing not supported; checked through num_tasks and task",
+            ));
+            None
+        }
+        Err(e) => {
+            rec.push(CheckItem::problem(
+                format!("{base}.tasks"),
+                format!("POST /{}/tasks for split '{split}' failed: {e}", env.name()),
+            ));
+            None
+        }
+    };
+    let counted = match env.num_tasks(split).await {
+        Ok(n) => {
+            rec.push(match &listed {
+                Some(tasks) if tasks.len() as u64 != n => CheckItem::problem(
+                    format!("{base}.num-tasks"),
+                    format!(
+                        "num_tasks of split '{split}' says {n} but tasks lists {}; a trainer \
+                         that samples by index would ask for tasks that do not exist or never \
+                         see some; count the same list tasks serves",
+                        tasks.len()
+                    ),
+                ),
+                _ => CheckItem::ok(format!("{base}.num-tasks")),
+            });
+            Some(n)
+        }
+        Err(e) => {
+            rec.push(CheckItem::problem(
+                format!("{base}.num-tasks"),
+                format!(
+                    "POST /{}/num_tasks for split '{split}' failed: {e}",
+                    env.name()
+                ),
+            ));
+            None
+        }
+    };
+    let count = listed.as_ref().map(|t| t.len() as u64).or(counted);
+    let Some(count) = count.filter(|c| *c > 0) else {
+        return SplitInfo {
+            name: split.to_owned(),
+            count,
+        };
+    };
+    rec.push(task_agrees(env, split, &base, listed.as_deref(), count, sample).await);
+    if let Some(tasks) = &listed {
+        rec.push(range_agrees(env, split, &base, tasks).await);
+    }
+    SplitInfo {
+        name: split.to_owned(),
+        count: Some(count),
+    }
+}
+
+/// `split.<name>.task`: `task(i)` answers, and equals `tasks[i]`, for the sampled indices.
+async fn task_agrees(
+    env: &Environment,
+    split: &str,
+    base: &str,
+    listed: Option<&[Value]>,
+    count: u64,
+    sample: Option<usize>,
+) -> CheckItem {
+    let id = format!("{base}.task");
+    for i in sample_indices(count, sample) {
+        let got = match env.task(split, i as i64).await {
+            Ok(t) => t,
+            Err(e) => {
+                return CheckItem::problem(
+                    id,
+                    format!(
+                        "POST /{}/task for task {i} of split '{split}' failed: {e}",
+                        env.name()
+                    ),
+                )
+            }
+        };
+        if let Some(want) = listed.and_then(|t| t.get(i as usize)) {
+            if got != *want {
+                return CheckItem::problem(
+                    id,
+                    format!(
+                        "task {i} of split '{split}' differs between task ({}) and tasks ({}); \
+                         an episode created by index would not run the task listed; serve one \
+                         list from both",
+                        show(&got),
+                        show(want)
+                    ),
+                );
+            }
+        }
+    }
+    CheckItem::ok(id)
+}
+
+/// `split.<name>.task-range`: the first and last few tasks by `task_range` equal `tasks`.
+async fn range_agrees(env: &Environment, split: &str, base: &str, tasks: &[Value]) -> CheckItem {
+    let id = format!("{base}.task-range");
+    let n = tasks.len() as i64;
+    for (start, stop) in [(0, n.min(3)), ((n - 2).max(0), n)] {
+        match env.task_range(split, Some(start), Some(stop)).await {
+            Ok(got) if got == tasks[start as usize..stop as usize] => {}
+            Ok(got) => {
+                return CheckItem::problem(
+                    id,
+                    format!(
+                        "task_range {start}..{stop} of split '{split}' gives {} tasks that differ \
+                         from tasks[{start}..{stop}] (first: {}); serve one list from both",
+                        got.len(),
+                        got.first().map_or_else(|| "none".to_owned(), show)
+                    ),
+                )
+            }
+            Err(e) => {
+                return CheckItem::problem(
+                    id,
+                    format!(
+                        "POST /{}/task_range {start}..{stop} of split '{split}' failed: {e}",
+                        env.name()
+                    ),
+                )
+            }
+        }
+    }
+    CheckItem::ok(id)
+}
+
+/// A task, short enough for a problem line.
+fn show(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() <= 120 {
+        s
+    } else {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    }
+}
