@@ -1,13 +1,15 @@
-//! `ors`: list, inspect and play Open Reward Standard environments from the command line.
+//! `ors`: list, inspect, play and check Open Reward Standard environments from the command
+//! line.
 
+mod call;
+mod check;
 mod play;
 mod render;
 
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use ors_client::{Client, Environment, Error, Provider, RunToolOutput, Session, TaskRef};
-use serde_json::{json, Value};
+use ors_client::{Client, ClientBuilder, Environment, Error, Provider};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -17,7 +19,7 @@ use serde_json::{json, Value};
 )]
 struct Cli {
     /// Server URL.
-    #[arg(long, global = true, env = "ORS_URL", default_value = ors_client::DEFAULT_URL)]
+    #[arg(long, global = true, env = ors_client::URL_ENV, default_value = ors_client::DEFAULT_URL)]
     url: String,
     /// API key sent as X-API-Key.
     #[arg(long, global = true, env = "ORS_API_KEY", hide_env_values = true)]
@@ -55,6 +57,7 @@ enum Command {
         /// Environment name.
         env: String,
         /// Split name.
+        #[arg(long)]
         split: String,
         /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
         #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = parse_range)]
@@ -62,14 +65,16 @@ enum Command {
         #[command(flatten)]
         out: JsonOut,
     },
-    /// Run one episode: make the given calls in order, print each result, delete the session.
+    /// Run one episode: make the given calls in order, print each result (and progress),
+    /// delete the session.
     Call {
         /// Environment name.
         env: String,
         #[command(flatten)]
         task: TaskArgs,
-        /// TOOL INPUT pairs, e.g. `submit '{"answer": "72"}'`.
-        #[arg(required = true, num_args = 2.., value_names = ["TOOL", "INPUT"])]
+        /// Tools to call, each followed by its JSON input unless it takes none, e.g.
+        /// `submit '{"answer": "18"}'` or `counter counter`.
+        #[arg(required = true, num_args = 1.., value_name = "TOOL [INPUT]")]
         calls: Vec<String>,
         #[command(flatten)]
         out: JsonOut,
@@ -85,6 +90,9 @@ enum Command {
         #[arg(long)]
         index: i64,
     },
+    /// Check that an environment, on any ORS server, is ready for training: discovery,
+    /// episodes on sampled tasks, and its tools fuzzed from their input schemas.
+    Check(check::CheckArgs),
     /// Check a server hosting the conformance fixture against the protocol, clause by clause.
     Conformance(ors_conformance::ConformanceArgs),
 }
@@ -154,11 +162,16 @@ async fn main() -> ExitCode {
             }
         };
     }
+    if let Command::Check(args) = cli.command {
+        return check::run(args, client_builder(cli.api_key.as_deref(), &url)).await;
+    }
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
             let msg = match &e {
-                Error::Transport(_) => format!("cannot reach {url}: {e}"),
+                // The client's connection errors name the URL; others get it added.
+                Error::Transport(m) if m.contains(url.trim_end_matches('/')) => m.clone(),
+                Error::Transport(m) => format!("{url}: {m}"),
                 Error::Http { status: 401, .. } => {
                     format!("{e} (pass --api-key or set ORS_API_KEY)")
                 }
@@ -170,13 +183,17 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<ExitCode, Error> {
-    let mut builder = Client::builder(&cli.url);
-    builder = match &cli.api_key {
+/// A client builder for `url` with the key of `--api-key` / `ORS_API_KEY`, if any.
+fn client_builder(api_key: Option<&str>, url: &str) -> ClientBuilder {
+    let builder = Client::builder(url);
+    match api_key {
         Some(k) if !k.is_empty() => builder.api_key(k),
         _ => builder.no_api_key(),
-    };
-    let client = builder.build()?;
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, Error> {
+    let client = client_builder(cli.api_key.as_deref(), &cli.url).build()?;
     match cli.command {
         Command::Envs {
             out: JsonOut { json },
@@ -231,16 +248,21 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             calls,
             out: JsonOut { json },
         } => {
-            return call(&client.environment(env), task, &calls, json).await;
+            let task = match (task.task, task.split, task.index) {
+                (Some(t), _, _) => call::TaskChoice::Json(t),
+                (None, Some(split), Some(index)) => call::TaskChoice::At(split, index),
+                _ => {
+                    return Err(Error::InvalidArgument(
+                        "give --task JSON or both --split and --index".into(),
+                    ))
+                }
+            };
+            return call::call(&client.environment(env), task, &calls, json).await;
         }
         Command::Play { env, split, index } => {
-            let session = client.environment(env).session_at(&split, index).await?;
-            let played = play::play(&session).await;
-            let closed = session.close().await;
-            played?;
-            closed?;
+            play::run(&client.environment(env), &split, index).await?;
         }
-        Command::Conformance(_) => unreachable!("handled in main"),
+        Command::Check(_) | Command::Conformance(_) => unreachable!("handled in main"),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -270,117 +292,9 @@ async fn tasks(
     if json {
         println!("{}", render::pretty(&tasks));
     } else {
-        let rows: Vec<Vec<String>> = tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| vec![(first + i).to_string(), render::task_line(t)])
-            .collect();
-        print!("{}", render::table(&["INDEX", "TASK"], &rows, 100));
+        print!("{}", render::tasks_table(first, &tasks));
     }
     Ok(())
-}
-
-async fn call(
-    env: &Environment,
-    task: TaskArgs,
-    calls: &[String],
-    json: bool,
-) -> Result<ExitCode, Error> {
-    if calls.len() % 2 != 0 {
-        return Err(Error::InvalidArgument(format!(
-            "calls come in TOOL INPUT pairs; {:?} has no INPUT (use '{{}}' for none)",
-            calls[calls.len() - 1]
-        )));
-    }
-    let mut inputs = Vec::with_capacity(calls.len() / 2);
-    for pair in calls.chunks(2) {
-        let input: Value = serde_json::from_str(&pair[1]).map_err(|e| {
-            Error::InvalidArgument(format!("input of {} is not JSON: {e}", pair[0]))
-        })?;
-        inputs.push((pair[0].as_str(), input));
-    }
-    let task_ref = match (task.task, task.split, task.index) {
-        (Some(t), _, _) => {
-            let v: Value = serde_json::from_str(&t)
-                .map_err(|e| Error::InvalidArgument(format!("--task is not JSON: {e}")))?;
-            TaskRef::spec(&v)?
-        }
-        (None, Some(split), Some(index)) => TaskRef::at(split, index),
-        _ => {
-            return Err(Error::InvalidArgument(
-                "give --task JSON or both --split and --index".into(),
-            ))
-        }
-    };
-    let session = env.session(task_ref).open().await?;
-    let result = episode(&session, &inputs, json).await;
-    let closed = session.close().await;
-    let failed = result?;
-    closed?;
-    if failed > 0 {
-        eprintln!("ors: error: {failed} of {} tool calls failed", inputs.len());
-        return Ok(ExitCode::FAILURE);
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Make the calls and print them; returns how many failed (tool error or crash).
-async fn episode(session: &Session, inputs: &[(&str, Value)], json: bool) -> Result<usize, Error> {
-    let prompt = session.prompt().await?;
-    if !json {
-        println!("session {}", session.sid());
-        print!("{}", render::blocks(&prompt));
-    }
-    let mut total = 0.0;
-    let mut failed = 0;
-    let mut results = Vec::new();
-    for (name, input) in inputs {
-        if !json {
-            println!("\n> {name} {}", render::compact(input));
-        }
-        let outcome = match session.call_raw(name, input.clone()).await {
-            Ok(r) => r,
-            Err(Error::ToolCrashed { message }) => {
-                failed += 1;
-                if json {
-                    results.push(json!({"tool": name, "input": input, "crashed": message}));
-                } else {
-                    println!("tool crashed: {message}");
-                }
-                continue;
-            }
-            Err(e) => return Err(e),
-        };
-        match &outcome {
-            RunToolOutput::Success(out) => {
-                total += out.reward.unwrap_or(0.0);
-                if !json {
-                    print!("{}", render::output(out));
-                }
-            }
-            RunToolOutput::Error(message) => {
-                failed += 1;
-                if !json {
-                    println!("tool error: {message}");
-                }
-            }
-        }
-        if json {
-            results.push(json!({"tool": name, "input": input, "result": outcome}));
-        }
-    }
-    if json {
-        let doc = json!({
-            "sid": session.sid(),
-            "prompt": prompt,
-            "calls": results,
-            "return": total,
-        });
-        println!("{}", render::pretty(&doc));
-    } else {
-        println!("\nreturn {total}");
-    }
-    Ok(failed)
 }
 
 #[cfg(test)]

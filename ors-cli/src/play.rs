@@ -2,7 +2,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use ors_client::{Error, Session};
+use ors_client::{Environment, Error, Session, TaskRef};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -10,7 +10,7 @@ use crate::render;
 
 const HELP: &str = "\
 Type a tool call as `NAME {JSON input}` (the input may be left out when the tool takes none),
-e.g. `submit {\"answer\": \"72\"}`. Other commands: `tools`, `prompt`, `help`, `quit`.";
+e.g. `submit {\"answer\": \"18\"}`. Other commands: `tools`, `prompt`, `help`, `quit`.";
 
 /// What one line of input asks for.
 #[derive(Debug, PartialEq)]
@@ -39,15 +39,29 @@ fn parse(line: &str) -> Line {
         (name, true) => Line::Call(name.to_owned(), Value::Object(Default::default())),
         (name, false) => match serde_json::from_str::<Value>(rest) {
             Ok(v @ Value::Object(_)) => Line::Call(name.to_owned(), v),
-            Ok(_) => Line::Bad("the input must be a JSON object, like {\"answer\": \"72\"}".into()),
+            Ok(_) => Line::Bad("the input must be a JSON object, like {\"answer\": \"18\"}".into()),
             Err(e) => Line::Bad(format!("the input is not JSON: {e}")),
         },
     }
 }
 
-/// Play `session` interactively; returns the episode's return. Tool errors and crashes are
+/// Open an episode on task `index` of `split` (progress events printed as they come), play
+/// it, and delete it.
+pub async fn run(env: &Environment, split: &str, index: i64) -> Result<(), Error> {
+    let session = env
+        .session(TaskRef::at(split, index))
+        .on_progress(|p| println!("{}", render::progress(p.value)))
+        .open()
+        .await?;
+    let played = play(&session).await;
+    let closed = session.close().await;
+    played?;
+    closed
+}
+
+/// Play `session` interactively; returns the episode's total reward. Tool errors and crashes are
 /// shown and the game goes on; a dead session or a broken connection ends it with an error.
-pub async fn play(session: &Session) -> Result<f64, Error> {
+async fn play(session: &Session) -> Result<f64, Error> {
     let interactive = std::io::stdin().is_terminal();
     let prompt = session.prompt().await?;
     let tools = session.tools().await?;
@@ -70,7 +84,7 @@ pub async fn play(session: &Session) -> Result<f64, Error> {
             .await
             .map_err(|e| Error::InvalidArgument(format!("cannot read stdin: {e}")))?;
         let Some(line) = line else {
-            println!("end of input; return {total}");
+            println!("end of input; total reward {total}");
             return Ok(total);
         };
         match parse(&line) {
@@ -79,7 +93,7 @@ pub async fn play(session: &Session) -> Result<f64, Error> {
             Line::Tools => print!("{}", render::tools_table(&session.tools().await?)),
             Line::Prompt => print!("{}", render::blocks(&session.prompt().await?)),
             Line::Quit => {
-                println!("quit; return {total}");
+                println!("quit; total reward {total}");
                 return Ok(total);
             }
             Line::Bad(msg) => println!("{msg}"),
@@ -87,9 +101,9 @@ pub async fn play(session: &Session) -> Result<f64, Error> {
                 Ok(out) => {
                     total += out.reward.unwrap_or(0.0);
                     print!("{}", render::output(&out));
-                    println!("return {total}");
+                    println!("total reward {total}");
                     if out.finished {
-                        println!("episode finished; return {total}");
+                        println!("episode finished; total reward {total}");
                         return Ok(total);
                     }
                 }

@@ -71,6 +71,7 @@ pub fn params(spec: &ToolSpec) -> String {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    let root = Value::Object(schema.clone());
     props
         .iter()
         .map(|(name, s)| {
@@ -79,17 +80,61 @@ pub fn params(spec: &ToolSpec) -> String {
             } else {
                 "?"
             };
-            format!("{name}{opt}: {}", type_name(s))
+            let s = resolve(&root, s);
+            let default = match s.get("default") {
+                Some(d) => format!(" = {}", compact(d)),
+                None => String::new(),
+            };
+            format!("{name}{opt}: {}{default}", type_name(&root, &s))
         })
         .collect::<Vec<_>>()
         .join(", ")
 }
 
-/// The type of a property schema in a word or two.
-fn type_name(s: &Value) -> String {
+/// A property schema with a local `$ref` (`#/$defs/Mode`, the form pydantic and schemars give
+/// enums and nested types) followed, keeping the property's own `default`.
+fn resolve<'a>(root: &'a Value, s: &'a Value) -> std::borrow::Cow<'a, Value> {
+    let target = s
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| root.pointer(pointer))
+        .or_else(|| match s.get("allOf").and_then(Value::as_array) {
+            Some(all) if all.len() == 1 => Some(resolve_ref(root, &all[0])),
+            _ => None,
+        });
+    match (target, s.get("default")) {
+        (Some(t), Some(d)) => {
+            let mut merged = t.clone();
+            if let Value::Object(m) = &mut merged {
+                m.insert("default".into(), d.clone());
+            }
+            std::borrow::Cow::Owned(merged)
+        }
+        (Some(t), None) => std::borrow::Cow::Borrowed(t),
+        (None, _) => std::borrow::Cow::Borrowed(s),
+    }
+}
+
+fn resolve_ref<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
+    s.get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|pointer| root.pointer(pointer))
+        .unwrap_or(s)
+}
+
+/// The type of a property schema in a word or two; an enum as its values (`"a"|"b"`).
+fn type_name(root: &Value, s: &Value) -> String {
+    if let Some(Value::Array(values)) = s.get("enum") {
+        return values.iter().map(compact).collect::<Vec<_>>().join("|");
+    }
+    if let Some(c) = s.get("const") {
+        return compact(c);
+    }
     match s.get("type") {
         Some(Value::String(t)) if t == "array" => match s.get("items") {
-            Some(items) => format!("{}[]", type_name(items)),
+            Some(items) => format!("{}[]", type_name(root, resolve_ref(root, items))),
             None => "array".into(),
         },
         Some(Value::String(t)) => t.clone(),
@@ -98,10 +143,20 @@ fn type_name(s: &Value) -> String {
             .filter_map(Value::as_str)
             .collect::<Vec<_>>()
             .join("|"),
-        _ if s.get("enum").is_some() => "enum".into(),
         _ if s.get("$ref").is_some() => "object".into(),
-        _ if s.get("anyOf").is_some() || s.get("oneOf").is_some() => "union".into(),
-        _ => "any".into(),
+        _ => match s
+            .get("anyOf")
+            .or_else(|| s.get("oneOf"))
+            .and_then(Value::as_array)
+        {
+            // `Option<T>` / `T | None`: anyOf [T, null].
+            Some(members) => members
+                .iter()
+                .map(|m| type_name(root, resolve_ref(root, m)))
+                .collect::<Vec<_>>()
+                .join("|"),
+            None => "any".into(),
+        },
     }
 }
 
@@ -156,22 +211,72 @@ pub fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// A task on one line, short fields first, so ids and questions stay visible when a long
-/// field (a worked solution) is cut off at the edge of the table.
-pub fn task_line(v: &Value) -> String {
-    let Value::Object(map) = v else {
-        return compact(v);
-    };
-    let mut fields: Vec<(String, String)> = map
+/// Keys shown first in the tasks table, in this order, when a task has them.
+const ID_KEYS: [&str; 4] = ["id", "task_id", "index", "name"];
+
+/// The tasks as a table: `INDEX` and one column per key of the tasks, in an order fixed by the
+/// keys alone (id-like keys, then keys of numbers and booleans, then of strings, then of lists
+/// and objects; alphabetical within each), so every row and every run lines up the same way.
+/// Strings are shown unquoted; tasks that are not objects get one `TASK` column.
+pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
+    let index = |i: usize| (first + i).to_string();
+    if !tasks.iter().all(Value::is_object) || tasks.is_empty() {
+        let rows: Vec<Vec<String>> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| vec![index(i), compact(t)])
+            .collect();
+        return table(&["INDEX", "TASK"], &rows, 100);
+    }
+    let mut keys: Vec<&String> = tasks
         .iter()
-        .map(|(k, v)| (compact(&Value::String(k.clone())), compact(v)))
+        .filter_map(Value::as_object)
+        .flat_map(|m| m.keys())
         .collect();
-    fields.sort_by_key(|(_, v)| v.len());
-    let inner: Vec<String> = fields
-        .into_iter()
-        .map(|(k, v)| format!("{k}:{v}"))
+    keys.sort_by_key(|k| (key_rank(k, tasks), k.to_string()));
+    keys.dedup();
+    let headers: Vec<String> = std::iter::once("INDEX".to_owned())
+        .chain(keys.iter().map(|k| k.to_uppercase()))
         .collect();
-    format!("{{{}}}", inner.join(","))
+    let last = keys.len().saturating_sub(1);
+    let rows: Vec<Vec<String>> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut row = vec![index(i)];
+            for (c, k) in keys.iter().enumerate() {
+                let cell = match t.get(k.as_str()) {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(v) => compact(v),
+                    None => "-".to_owned(),
+                };
+                row.push(truncate(&one_line(&cell), if c == last { 70 } else { 40 }));
+            }
+            row
+        })
+        .collect();
+    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
+    table(&headers, &rows, 100)
+}
+
+/// The group of a key in the tasks table: ids, scalars, strings, then structures.
+fn key_rank(key: &str, tasks: &[Value]) -> usize {
+    if let Some(i) = ID_KEYS.iter().position(|k| *k == key) {
+        return i;
+    }
+    let values = || tasks.iter().filter_map(|t| t.get(key));
+    if values().all(|v| v.is_number() || v.is_boolean() || v.is_null()) {
+        ID_KEYS.len()
+    } else if values().all(|v| v.is_string() || v.is_null()) {
+        ID_KEYS.len() + 1
+    } else {
+        ID_KEYS.len() + 2
+    }
+}
+
+/// A progress event as printed by `call` and `play`.
+pub fn progress(value: &Value) -> String {
+    format!("progress {}", compact(value))
 }
 
 /// Pretty JSON text.
@@ -205,12 +310,43 @@ mod tests {
     }
 
     #[test]
-    fn tasks_show_short_fields_first() {
-        let t = json!({"answer": "long worked solution", "id": 3, "question": "q?"});
+    fn params_show_enum_values_and_defaults() {
+        // The shape pydantic gives an enum field with a default, and an optional field.
+        let s = spec(Some(json!({
+            "type": "object",
+            "$defs": {"Mode": {"enum": ["fast", "slow"], "type": "string"}},
+            "properties": {
+                "mode": {"$ref": "#/$defs/Mode", "default": "fast"},
+                "limit": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": null},
+                "level": {"enum": [1, 2, 3]}
+            },
+            "required": ["level"]
+        })));
         assert_eq!(
-            task_line(&t),
-            r#"{"id":3,"question":"q?","answer":"long worked solution"}"#
+            params(&s),
+            r#"level: 1|2|3, limit?: integer|null = null, mode?: "fast"|"slow" = "fast""#
         );
+    }
+
+    #[test]
+    fn task_columns_have_one_order_for_every_row() {
+        let tasks = vec![
+            json!({"question": "What is 1+1?", "answer": "2", "id": "0", "level": 1}),
+            json!({"answer": "a long worked solution", "question": "q?", "id": "1", "level": 2}),
+        ];
+        let t = tasks_table(5, &tasks);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["INDEX", "ID", "LEVEL", "ANSWER", "QUESTION"]
+        );
+        assert!(lines[1].starts_with("5      0   1      2"), "{t}");
+        assert!(
+            lines[2].starts_with("6      1   2      a long worked solution  q?"),
+            "{t}"
+        );
+        // Tasks that are not objects get one column.
+        assert_eq!(tasks_table(0, &[json!(7)]), "INDEX  TASK\n0      7\n");
     }
 
     #[test]

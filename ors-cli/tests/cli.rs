@@ -149,6 +149,7 @@ async fn discovery_commands_print_tables_and_json() {
         &[
             "tasks",
             "conformance",
+            "--split",
             "test",
             "--range",
             "1:3",
@@ -158,14 +159,18 @@ async fn discovery_commands_print_tables_and_json() {
         "",
     )
     .await);
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 3, "{out}");
-    assert!(
-        lines[1].starts_with("1 ") && lines[1].contains("\"id\":101"),
-        "{out}"
-    );
-    assert!(
-        lines[2].starts_with("2 ") && lines[2].contains("\"id\":102"),
+    // One column per task field, in the same order on every row.
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            vec!["INDEX", "ID", "ANSWER", "QUESTION"],
+            vec!["1", "101", "202", "What", "is", "101+101?"],
+            vec!["2", "102", "204", "What", "is", "102+102?"],
+        ],
         "{out}"
     );
 
@@ -173,6 +178,7 @@ async fn discovery_commands_print_tables_and_json() {
         &[
             "tasks",
             "conformance",
+            "--split",
             "test",
             "--range",
             "-1:",
@@ -185,7 +191,15 @@ async fn discovery_commands_print_tables_and_json() {
     assert!(out.lines().nth(1).unwrap().starts_with("4 "), "{out}");
 
     let out = ok(&ors(
-        &["tasks", "conformance", "hard", "--json", "--url", &url],
+        &[
+            "tasks",
+            "conformance",
+            "--split",
+            "hard",
+            "--json",
+            "--url",
+            &url,
+        ],
         "",
     )
     .await);
@@ -216,7 +230,7 @@ async fn call_runs_one_episode() {
     .await);
     assert!(out.contains(task["question"].as_str().unwrap()), "{out}");
     assert!(out.contains("reward 1  finished true"), "{out}");
-    assert!(out.trim_end().ends_with("return 1"), "{out}");
+    assert!(out.trim_end().ends_with("total reward 1"), "{out}");
 
     let out = ok(&ors(
         &[
@@ -239,7 +253,7 @@ async fn call_runs_one_episode() {
     assert_eq!(v["prompt"][0]["text"], "q?");
     assert_eq!(v["calls"][0]["result"]["output"]["blocks"][0]["text"], "hi");
     assert_eq!(v["calls"][1]["result"]["output"]["reward"], 1.0);
-    assert_eq!(v["return"], 1.0);
+    assert_eq!(v["total_reward"], 1.0);
     srv.shutdown().await;
 }
 
@@ -302,7 +316,7 @@ async fn failures_exit_non_zero_with_one_line() {
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
     assert!(
-        e.starts_with(&format!("ors: error: cannot reach {url}")),
+        e.starts_with(&format!("ors: error: cannot connect to {url}: ")),
         "{e}"
     );
 }
@@ -333,17 +347,17 @@ async fn play_reads_calls_from_a_pipe() {
     );
     assert!(out.contains("Type a tool call"), "help: {out}");
     assert!(
-        out.contains("hello there\nreward 0  finished false\nreturn 0"),
+        out.contains("hello there\nreward 0  finished false\ntotal reward 0"),
         "{out}"
     );
     assert!(out.contains("the input is not JSON"), "{out}");
     assert!(out.contains("The answer is 4"), "{out}");
     assert!(
-        out.contains("Correct!\nreward 1  finished true\nreturn 1"),
+        out.contains("Correct!\nreward 1  finished true\ntotal reward 1"),
         "{out}"
     );
     assert!(
-        out.trim_end().ends_with("episode finished; return 1"),
+        out.trim_end().ends_with("episode finished; total reward 1"),
         "{out}"
     );
     assert!(
@@ -366,7 +380,10 @@ async fn play_reads_calls_from_a_pipe() {
     )
     .await);
     assert!(out.contains("tool error: m"), "{out}");
-    assert!(out.trim_end().ends_with("end of input; return 0"), "{out}");
+    assert!(
+        out.trim_end().ends_with("end of input; total reward 0"),
+        "{out}"
+    );
     srv.shutdown().await;
 }
 
@@ -459,4 +476,262 @@ fn conformance_list_survives_a_closed_pipe() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+/// A task of [`Ticker`].
+#[ors_server::prelude::wire]
+struct Tick {
+    n: u32,
+}
+
+#[ors_server::prelude::wire]
+#[derive(Default)]
+#[serde(rename_all = "lowercase")]
+enum Speed {
+    #[default]
+    Fast,
+    Slow,
+}
+
+fn three() -> u32 {
+    3
+}
+
+#[ors_server::prelude::wire]
+struct Count {
+    /// How far to count.
+    #[serde(default = "three")]
+    to: u32,
+    /// How fast.
+    #[serde(default)]
+    speed: Speed,
+}
+
+/// An environment whose tool reports progress, with an enum parameter and defaults.
+struct Ticker;
+
+#[ors_server::prelude::environment]
+impl ors_server::prelude::Environment for Ticker {
+    type Task = Tick;
+
+    fn splits() -> Vec<ors_server::prelude::Split> {
+        vec![ors_server::prelude::Split::train("train")]
+    }
+
+    async fn tasks(_split: &str) -> Result<Vec<Tick>, ors_server::prelude::EnvError> {
+        Ok(vec![Tick { n: 0 }])
+    }
+
+    async fn new(
+        _task: Tick,
+        _secrets: ors_server::prelude::Secrets,
+    ) -> Result<Self, ors_server::prelude::EnvError> {
+        Ok(Ticker)
+    }
+
+    async fn prompt(&self) -> Result<ors_server::prelude::Blocks, ors_server::prelude::EnvError> {
+        Ok(vec![ors_server::prelude::Block::text("Count.")])
+    }
+
+    /// Count to `to`, reporting each step as progress.
+    #[tool]
+    fn count(&self, ctx: &ors_server::prelude::ToolContext, input: Count) -> String {
+        for i in 1..=input.to {
+            ctx.progress(serde_json::json!({"step": i}));
+        }
+        format!("counted to {}", input.to)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_and_play_show_progress_and_tools_show_enums_and_defaults() {
+    let srv = Server::new()
+        .host("127.0.0.1")
+        .port(0)
+        .environment::<Ticker>()
+        .bind()
+        .await
+        .unwrap();
+    let url = srv.url().to_string();
+
+    let out = ok(&ors(&["tools", "ticker", "--url", &url], "").await);
+    assert!(
+        out.contains(r#"speed?: "fast"|"slow" = "fast", to?: integer = 3"#),
+        "{out}"
+    );
+
+    // No input after the tool: it gets `{}`, so the defaults apply.
+    let out = ok(&ors(
+        &[
+            "call", "ticker", "--split", "train", "--index", "0", "count", "--url", &url,
+        ],
+        "",
+    )
+    .await);
+    assert!(
+        out.contains(
+            "> count {}\nprogress {\"step\":1}\nprogress {\"step\":2}\nprogress {\"step\":3}\ncounted to 3"
+        ),
+        "{out}"
+    );
+    let out = ok(&ors(
+        &[
+            "call",
+            "ticker",
+            "--split",
+            "train",
+            "--index",
+            "0",
+            "count",
+            r#"{"to": 2}"#,
+            "--json",
+            "--url",
+            &url,
+        ],
+        "",
+    )
+    .await);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["calls"][0]["progress"],
+        serde_json::json!([{"step": 1}, {"step": 2}])
+    );
+
+    let out = ok(&ors(
+        &[
+            "play", "ticker", "--split", "train", "--index", "0", "--url", &url,
+        ],
+        "count {\"to\": 1}\n",
+    )
+    .await);
+    assert!(out.contains("progress {\"step\":1}\ncounted to 1"), "{out}");
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_without_input_sends_an_empty_object() {
+    let srv = server().await;
+    let url = srv.url().to_string();
+    let out = ok(&ors(
+        &[
+            "call",
+            "conformance",
+            "--split",
+            "train",
+            "--index",
+            "0",
+            "counter",
+            "counter",
+            "echo",
+            r#"{"text": "hi"}"#,
+            "counter",
+            "--url",
+            &url,
+        ],
+        "",
+    )
+    .await);
+    assert!(
+        out.contains("> counter {}\n1\n")
+            && out.contains("> counter {}\n2\n")
+            && out.contains("> echo {\"text\":\"hi\"}\nhi\n")
+            && out.contains("> counter {}\n3\n"),
+        "{out}"
+    );
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_prints_a_line_per_check_and_exits_by_what_it_found() {
+    let srv = server().await;
+    let url = srv.url().to_string();
+
+    let out = ors(&["check", "gsm8k", "--url", &url, "--seed", "3"], "").await;
+    let text = ok(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let (last, checks) = lines.split_last().unwrap();
+    assert_eq!(
+        *last,
+        format!("{} passed, 0 failed", checks.len()),
+        "{text}"
+    );
+    assert!(checks.iter().all(|l| l.starts_with("ok ")), "{text}");
+    assert!(
+        checks
+            .iter()
+            .any(|l| l.starts_with("ok episode.test.49 (ready in ")),
+        "{text}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("ors-cli-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("report.json");
+    let out = ors(
+        &[
+            "check",
+            "conformance",
+            "--url",
+            &url,
+            "--timeout",
+            "5",
+            "--fuzz",
+            "12",
+            "--tasks",
+            "1",
+            "--seed",
+            "3",
+            "--json",
+            report.to_str().unwrap(),
+        ],
+        "",
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let problems: Vec<&str> = text.lines().filter(|l| l.starts_with("problem ")).collect();
+    assert!(
+        problems
+            .iter()
+            .any(|l| l.starts_with("problem tool.panic.no-crash: 'panic' crashed")),
+        "{text}"
+    );
+    assert!(
+        problems.iter().all(|l| l.contains("--seed 3 --fuzz 12")),
+        "every problem says how to reproduce it: {text}"
+    );
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .ends_with(&format!(" passed, {} failed", problems.len())),
+        "{text}"
+    );
+    // --tasks 1: one episode per split.
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("ok episode."))
+            .count(),
+        3,
+        "{text}"
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(doc["seed"], 3);
+    assert_eq!(doc["failed"], problems.len());
+    let panic = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "tool.panic.no-crash")
+        .unwrap();
+    assert_eq!(panic["input"], serde_json::json!({}));
+    std::fs::remove_dir_all(&dir).ok();
+    srv.shutdown().await;
+
+    // The server is gone: exit 2 and one line naming the URL.
+    let out = ors(&["check", "gsm8k", "--url", &url], "").await;
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stdout(&out), "");
+    let e = stderr(&out);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.starts_with("ors: error: ") && e.contains(&url), "{e}");
 }

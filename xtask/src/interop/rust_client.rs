@@ -101,10 +101,10 @@ fn run(mut cmd: Command, stdin: Option<&str>) -> Result<Output, String> {
 }
 
 /// What one `ors` run printed.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+pub(super) struct Run {
+    pub(super) code: Option<i32>,
+    pub(super) stdout: String,
+    pub(super) stderr: String,
 }
 
 impl Run {
@@ -185,14 +185,14 @@ fn task_json(id: i64) -> Value {
 }
 
 /// The `ors` binary pointed at one server.
-struct Ors<'a> {
-    exe: &'a Path,
-    url: &'a str,
+pub(super) struct Ors<'a> {
+    pub(super) exe: &'a Path,
+    pub(super) url: &'a str,
 }
 
 impl Ors<'_> {
     /// `ors --url URL ARGS...` with `stdin`, with no API key or URL from the environment.
-    fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<Run, String> {
+    pub(super) fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<Run, String> {
         self.run_at(self.url, args, stdin)
     }
 
@@ -343,7 +343,15 @@ fn splits(ors: &Ors<'_>) -> Result<(), String> {
 }
 
 fn tasks_range_json(ors: &Ors<'_>) -> Result<(), String> {
-    let args = ["tasks", "conformance", "train", "--range", "0:3", "--json"];
+    let args = [
+        "tasks",
+        "conformance",
+        "--split",
+        "train",
+        "--range",
+        "0:3",
+        "--json",
+    ];
     let tasks = ors.run(&args, None)?.json()?;
     eq(
         "tasks",
@@ -354,10 +362,12 @@ fn tasks_range_json(ors: &Ors<'_>) -> Result<(), String> {
 
 fn tasks_range_negative(ors: &Ors<'_>) -> Result<(), String> {
     // The table shows real indices, resolved from the negative start.
-    let args = ["tasks", "conformance", "train", "--range", "-2:"];
+    let args = ["tasks", "conformance", "--split", "train", "--range", "-2:"];
     ors.run(&args, None)?.says(&[
         "INDEX",
-        "TASK",
+        "ID",
+        "ANSWER",
+        "QUESTION",
         "23",
         "What is 23+23?",
         "24",
@@ -373,7 +383,7 @@ fn call_table(ors: &Ors<'_>) -> Result<(), String> {
         "hi",
         "> submit",
         "Correct!",
-        "return 1",
+        "total reward 1",
     ])
 }
 
@@ -397,7 +407,7 @@ fn call_json(ors: &Ors<'_>) -> Result<(), String> {
     )?;
     eq("submit reward", out["reward"].as_f64(), Some(1.0))?;
     eq("submit finished", &out["finished"], &json!(true))?;
-    eq("return", doc["return"].as_f64(), Some(1.0))?;
+    eq("total reward", doc["total_reward"].as_f64(), Some(1.0))?;
     let sid = doc["sid"].as_str().unwrap_or("");
     eq("sid present", !sid.is_empty(), true)
 }
@@ -415,7 +425,7 @@ fn play_piped(ors: &Ors<'_>) -> Result<(), String> {
         "tool error: boom",
         "The answer is 6",
         "Correct!",
-        "episode finished; return 1",
+        "episode finished; total reward 1",
     ])?;
     // The episode ended at `submit`, so the last line was never played.
     eq(
@@ -426,7 +436,7 @@ fn play_piped(ors: &Ors<'_>) -> Result<(), String> {
 }
 
 fn error_unknown_split(ors: &Ors<'_>) -> Result<(), String> {
-    let r = ors.run(&["tasks", "conformance", "nosuch"], None)?;
+    let r = ors.run(&["tasks", "conformance", "--split", "nosuch"], None)?;
     r.fails_with("400")?;
     eq("stdout", r.stdout.as_str(), "")
 }
@@ -450,7 +460,7 @@ fn error_tool_failed(ors: &Ors<'_>) -> Result<(), String> {
 fn error_unreachable(ors: &Ors<'_>) -> Result<(), String> {
     let url = format!("http://127.0.0.1:{}", closed_port()?);
     ors.run_at(&url, &["envs"], None)?
-        .fails_with("cannot reach")
+        .fails_with(&format!("cannot connect to {url}"))
 }
 
 /// A loopback port nothing listens on (bound, then released).
