@@ -1,6 +1,8 @@
 //! Interop with the Python reference SDK (ors-sdk 0.1.0), run by `cargo xtask test`:
 //! the reference client against our `conformance` and `gsm8k` servers, our client library and
-//! `ors` CLI against the reference server (`interop/rust_client.rs`), the conformance runner
+//! `ors` CLI against the reference server (`interop/rust_client.rs`), `ors check` against the
+//! reference fixture and the broken environments of `interop/python/broken_env.py`
+//! (`interop/check.rs`), the conformance runner
 //! against the reference server hosting the same fixture (it must fail exactly the clauses in
 //! `interop/reference-expected-failures.txt`), and the runner against our server (no failure).
 
@@ -12,8 +14,10 @@ use crate::conformance::{self, ExpectedFailures, Report, RunOptions};
 use crate::procs::{cargo_build, ServerProcess};
 use crate::python::{ensure_venv, workspace_root};
 
+mod check;
 mod library;
 mod rust_client;
+pub use check::ors_check_against_reference;
 pub use rust_client::rust_client_against_reference;
 
 /// Keep-alive interval our servers get here, so the long-call checks take seconds, not tens.
@@ -42,6 +46,10 @@ pub fn run_all() -> Result<(), String> {
     step(
         "rust client and ors CLI vs the reference server",
         rust_client_against_reference,
+    )?;
+    step(
+        "ors check vs the reference fixture and broken reference environments",
+        ors_check_against_reference,
     )?;
     step(
         "conformance runner vs the reference server",
@@ -116,14 +124,21 @@ fn with_envs(cmd: &mut Command, envs: &[(&str, &str)]) {
 /// Start the Python reference server hosting the conformance fixture
 /// (`interop/python/conformance_env.py`) on a free loopback port.
 pub fn reference_server() -> Result<ServerProcess, String> {
+    python_server("conformance_env.py", "reference")
+}
+
+/// Start one of the reference-SDK servers of `interop/python/` on a free loopback port, its
+/// log in `target/xtask-logs/{log}.log`.
+pub fn python_server(script: &str, log: &str) -> Result<ServerProcess, String> {
     let python = ensure_venv()?;
-    let script = interop_dir().join("python").join("conformance_env.py");
+    let dir = interop_dir().join("python");
     let mut cmd = Command::new(python);
-    cmd.arg(&script)
-        .args(["--host", "127.0.0.1", "--port", "0"]);
+    cmd.arg(dir.join(script))
+        .args(["--host", "127.0.0.1", "--port", "0"])
+        .current_dir(&dir);
     // The reference logs every request; keep that out of the way.
     cmd.env("ORS_LOG_LEVEL", "WARNING");
-    cmd.stderr(conformance::log_file("reference")?);
+    cmd.stderr(conformance::log_file(log)?);
     ServerProcess::start(cmd, START_TIMEOUT)
 }
 
