@@ -169,7 +169,7 @@ pub fn tools_table(tools: &[ToolSpec]) -> String {
             vec![t.name.clone(), params(t), first]
         })
         .collect();
-    table(&["NAME", "PARAMETERS", "DESCRIPTION"], &rows, 70)
+    table(&["NAME", "PARAMETERS", "DESCRIPTION"], &rows, 100)
 }
 
 /// Blocks as text: text as is, images as a one-line placeholder.
@@ -211,11 +211,24 @@ pub fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// Keys shown first in the tasks table, in this order, when a task has them.
-const ID_KEYS: [&str; 4] = ["id", "task_id", "index", "name"];
+/// Keys shown first in the tasks table, in this order, when a task has them: ids, then what
+/// the task asks.
+const LEAD_KEYS: [&str; 11] = [
+    "id",
+    "task_id",
+    "index",
+    "name",
+    "question",
+    "prompt",
+    "problem",
+    "instruction",
+    "input",
+    "task",
+    "text",
+];
 
 /// The tasks as a table: `INDEX` and one column per key of the tasks, in an order fixed by the
-/// keys alone (id-like keys, then keys of numbers and booleans, then of strings, then of lists
+/// keys alone ([`LEAD_KEYS`], then keys of numbers and booleans, then of strings, then of lists
 /// and objects; alphabetical within each), so every row and every run lines up the same way.
 /// Strings are shown unquoted; tasks that are not objects get one `TASK` column.
 pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
@@ -250,7 +263,7 @@ pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
                     Some(v) => compact(v),
                     None => "-".to_owned(),
                 };
-                row.push(truncate(&one_line(&cell), if c == last { 70 } else { 40 }));
+                row.push(truncate(&one_line(&cell), if c == last { 70 } else { 50 }));
             }
             row
         })
@@ -259,18 +272,18 @@ pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
     table(&headers, &rows, 100)
 }
 
-/// The group of a key in the tasks table: ids, scalars, strings, then structures.
+/// The group of a key in the tasks table: lead keys, scalars, strings, then structures.
 fn key_rank(key: &str, tasks: &[Value]) -> usize {
-    if let Some(i) = ID_KEYS.iter().position(|k| *k == key) {
+    if let Some(i) = LEAD_KEYS.iter().position(|k| *k == key) {
         return i;
     }
     let values = || tasks.iter().filter_map(|t| t.get(key));
     if values().all(|v| v.is_number() || v.is_boolean() || v.is_null()) {
-        ID_KEYS.len()
+        LEAD_KEYS.len()
     } else if values().all(|v| v.is_string() || v.is_null()) {
-        ID_KEYS.len() + 1
+        LEAD_KEYS.len() + 1
     } else {
-        ID_KEYS.len() + 2
+        LEAD_KEYS.len() + 2
     }
 }
 
@@ -338,12 +351,12 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0].split_whitespace().collect::<Vec<_>>(),
-            ["INDEX", "ID", "LEVEL", "ANSWER", "QUESTION"]
+            ["INDEX", "ID", "QUESTION", "LEVEL", "ANSWER"]
         );
-        assert!(lines[1].starts_with("5      0   1      2"), "{t}");
-        assert!(
-            lines[2].starts_with("6      1   2      a long worked solution  q?"),
-            "{t}"
+        assert_eq!(lines[1], "5      0   What is 1+1?  1      2");
+        assert_eq!(
+            lines[2],
+            "6      1   q?            2      a long worked solution"
         );
         // Tasks that are not objects get one column.
         assert_eq!(tasks_table(0, &[json!(7)]), "INDEX  TASK\n0      7\n");

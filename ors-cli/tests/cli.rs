@@ -167,9 +167,9 @@ async fn discovery_commands_print_tables_and_json() {
     assert_eq!(
         rows,
         [
-            vec!["INDEX", "ID", "ANSWER", "QUESTION"],
-            vec!["1", "101", "202", "What", "is", "101+101?"],
-            vec!["2", "102", "204", "What", "is", "102+102?"],
+            vec!["INDEX", "ID", "QUESTION", "ANSWER"],
+            vec!["1", "101", "What", "is", "101+101?", "202"],
+            vec!["2", "102", "What", "is", "102+102?", "204"],
         ],
         "{out}"
     );

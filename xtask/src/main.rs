@@ -1,11 +1,12 @@
 //! Project automation for ors-rs: `cargo xtask test`, `cargo xtask conformance`,
-//! `cargo xtask bench`. Run `cargo xtask --help`.
+//! `cargo xtask bench`, `cargo xtask readme`. Run `cargo xtask --help`.
 
 mod bench;
 mod conformance;
 mod interop;
 mod procs;
 mod python;
+mod readme;
 mod test;
 
 use std::process::ExitCode;
@@ -22,12 +23,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Every check CI runs: fmt, clippy, tests, interop with the Python reference, conformance.
+    /// Every check CI runs: fmt, clippy, tests, interop with the Python reference, conformance,
+    /// the README's examples, a quick bench.
     Test(test::TestArgs),
     /// Check an ORS server against the protocol, clause by clause.
     Conformance(conformance::XtaskConformanceArgs),
     /// Measure speed and memory against the Python reference and a bare hyper server.
     Bench(bench::BenchArgs),
+    /// Run the README's console examples against a gsm8k server and compare their output.
+    Readme,
 }
 
 fn main() -> ExitCode {
@@ -36,6 +40,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Readme => readme::run().map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

@@ -1,10 +1,11 @@
-//! Servers started for checks and benchmarks: spawned, awaited until they print their ready
-//! line, and killed when dropped so no run leaves a process behind.
+//! Processes of checks and benchmarks: servers spawned, awaited until they print their ready
+//! line, and killed when dropped so no run leaves a process behind; commands run to their end
+//! with their output captured and a time limit.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A running server process; killed on drop.
 pub struct ServerProcess {
@@ -91,4 +92,58 @@ pub fn cargo_build(args: &[&str], release: bool) -> Result<std::path::PathBuf, S
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|_| crate::python::workspace_root().join("target"));
     Ok(target.join(if release { "release" } else { "debug" }))
+}
+
+/// Run `cmd` with `stdin` (or none), collecting its output; killed after `timeout`, so a hang
+/// fails the step instead of CI.
+pub fn run_captured(
+    mut cmd: Command,
+    stdin: Option<&str>,
+    timeout: Duration,
+) -> Result<Output, String> {
+    let what = format!("{cmd:?}");
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not run {what}: {e}"))?;
+    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A few short lines fit in the pipe buffer; dropping the pipe is the end of input.
+        pipe.write_all(text.as_bytes())
+            .map_err(|e| format!("writing the stdin of {what}: {e}"))?;
+    }
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{what} did not finish within {timeout:?}"));
+            }
+            Err(e) => return Err(format!("waiting for {what}: {e}")),
+        }
+    };
+    Ok(Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
 }

@@ -43,12 +43,16 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     ])?;
     cargo(&["test", "--workspace"])?;
     crate::interop::run_all()?;
+    eprintln!("xtask: readme: the README's console examples against a gsm8k server");
+    crate::readme::run()?;
     // Only proves the benchmark runs and every response checks out; its figures are not
     // asserted (shared, noisy machines), and an error in any workload fails the run.
     let bench = crate::bench::run(crate::bench::BenchArgs::quick())?;
     if bench != ExitCode::SUCCESS {
         return Err("cargo xtask bench --quick reported errors".to_owned());
     }
-    eprintln!("xtask: test: fmt, clippy, cargo test, interop, conformance and bench all passed");
+    eprintln!(
+        "xtask: test: fmt, clippy, cargo test, interop, conformance, README and bench all passed"
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -2,15 +2,14 @@
 //! conformance fixture: [`super::library`] checks the library call by call (in process), then every `ors` subcommand runs as a user would run it and its output and exit
 //! code are checked.
 
-use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::reference_server;
-use crate::procs::cargo_build;
+use crate::procs::{cargo_build, run_captured};
 
 /// Limit on one run of the example or the CLI, so a hang fails the step instead of CI.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
@@ -49,55 +48,6 @@ fn library_checks(url: &str) -> Result<(), String> {
              failed and at least {MIN_EXAMPLE_CHECKS} passed)"
         ))
     }
-}
-
-/// Run `cmd` with `stdin` (or none), collecting its output; killed after [`RUN_TIMEOUT`].
-fn run(mut cmd: Command, stdin: Option<&str>) -> Result<Output, String> {
-    let what = format!("{cmd:?}");
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("could not run {what}: {e}"))?;
-    if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A few short lines fit in the pipe buffer; dropping the pipe is the end of input.
-        pipe.write_all(text.as_bytes())
-            .map_err(|e| format!("writing the stdin of {what}: {e}"))?;
-    }
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let deadline = Instant::now() + RUN_TIMEOUT;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("{what} did not finish within {RUN_TIMEOUT:?}"));
-            }
-            Err(e) => return Err(format!("waiting for {what}: {e}")),
-        }
-    };
-    Ok(Output {
-        status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-    })
 }
 
 /// What one `ors` run printed.
@@ -202,7 +152,7 @@ impl Ors<'_> {
             .args(args)
             .env_remove("ORS_API_KEY")
             .env_remove("ORS_URL");
-        let out = run(cmd, stdin)?;
+        let out = run_captured(cmd, stdin, RUN_TIMEOUT)?;
         Ok(Run {
             code: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -366,12 +316,14 @@ fn tasks_range_negative(ors: &Ors<'_>) -> Result<(), String> {
     ors.run(&args, None)?.says(&[
         "INDEX",
         "ID",
-        "ANSWER",
         "QUESTION",
+        "ANSWER",
         "23",
         "What is 23+23?",
+        "46",
         "24",
         "What is 24+24?",
+        "48",
     ])
 }
 
