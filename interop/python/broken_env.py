@@ -14,15 +14,13 @@ Usage: python broken_env.py [--host 127.0.0.1] [--port N]   (port 0 picks a free
 Prints `ors-reference listening on http://HOST:PORT` once the port accepts connections.
 """
 
-import argparse
 import asyncio
 import json
-import threading
 
 from pydantic import BaseModel, Field
 
-from conformance_env import announce_when_ready, free_port
-from ors import Environment, Server, Split, TextBlock, ToolOutput, tool
+from conformance_env import serve
+from ors import Environment, Split, TextBlock, ToolOutput, tool
 from ors.types import RunToolSuccess
 
 TASKS = {
@@ -170,15 +168,5 @@ class BadSplits(Environment):
         return ToolOutput(blocks=[TextBlock(text="noop")])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
-    args = parser.parse_args()
-    port = args.port or free_port(args.host)
-    threading.Thread(target=announce_when_ready, args=(args.host, port), daemon=True).start()
-    Server([Broken, BadSplits]).run(host=args.host, port=port)
-
-
 if __name__ == "__main__":
-    main()
+    serve([Broken, BadSplits], __doc__.splitlines()[0])

@@ -213,14 +213,19 @@ def announce_when_ready(host: str, port: int) -> None:
     print("ors-reference: server did not come up", file=sys.stderr, flush=True)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def serve(environments: list, description: str) -> None:
+    """Serve `environments` on --host/--port (0 picks a free port), announcing the URL."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
     args = parser.parse_args()
     port = args.port or free_port(args.host)
     threading.Thread(target=announce_when_ready, args=(args.host, port), daemon=True).start()
-    Server([Conformance, Aux]).run(host=args.host, port=port)
+    Server(environments).run(host=args.host, port=port)
+
+
+def main() -> None:
+    serve([Conformance, Aux], __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

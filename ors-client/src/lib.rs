@@ -1,5 +1,5 @@
-//! A typed async client for Open Reward Standard (ORS) servers, parallel rollouts, and (as the
-//! `ors` binary) a command-line tool.
+//! A typed async client for Open Reward Standard (ORS) servers, and parallel rollouts. (The
+//! `ors` command-line tool, built on it, is the `ors-cli` crate.)
 //!
 //! One [`Client`] holds a pool of keep-alive HTTP connections and is cheap to clone and share
 //! across tasks. From it, an [`Environment`] lists tools, splits and tasks, and opens
@@ -9,22 +9,20 @@
 //! twice. All failures are one [`Error`] enum.
 //!
 //! ```no_run
-//! use ors_client::{Client, Provider};
+//! use ors_client::{BlockText, Client, Provider};
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), ors_client::Error> {
-//! let client = Client::new("http://127.0.0.1:8080")?; // API key from ORS_API_KEY, if set
+//! let client = Client::from_env()?; // ORS_URL (default http://127.0.0.1:8080), ORS_API_KEY
 //! let env = client.environment("gsm8k");
 //! println!("{} test tasks", env.num_tasks("test").await?);
 //! let openai_tools = env.tools_for(Provider::OpenAi).await?;
 //! # let _ = openai_tools;
 //!
 //! let session = env.session_at("test", 0).await?;
-//! for block in session.prompt().await? {
-//!     println!("{}", block.as_text().unwrap_or("<image>"));
-//! }
-//! let out = session.call("submit", json!({ "answer": "72" })).await?;
-//! println!("reward {:?}, finished {}", out.reward, out.finished);
+//! println!("{}", session.prompt().await?.text());
+//! let out = session.call("submit", json!({ "answer": "18" })).await?;
+//! println!("{}: reward {:?}, finished {}", out.text(), out.reward, out.finished);
 //! session.close().await?;
 //! # Ok(())
 //! # }

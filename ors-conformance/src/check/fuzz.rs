@@ -183,11 +183,7 @@ impl<'a> Gen<'a> {
         match strategy {
             Strategy::Typical | Strategy::Minimal => {}
             Strategy::EmptyStrings => {
-                let strings: Vec<&String> = props
-                    .iter()
-                    .filter(|(_, s)| self.kind(s).is_stringy())
-                    .map(|(k, _)| *k)
-                    .collect();
+                let strings = self.string_keys(&props);
                 if strings.is_empty() {
                     return None;
                 }
@@ -196,11 +192,7 @@ impl<'a> Gen<'a> {
                 }
             }
             Strategy::HugeString => {
-                let strings: Vec<&String> = props
-                    .iter()
-                    .filter(|(_, s)| self.kind(s).is_stringy())
-                    .map(|(k, _)| *k)
-                    .collect();
+                let strings = self.string_keys(&props);
                 let key = (*self.rng.pick(&strings)?).clone();
                 let c = char::from(b'a' + self.rng.below(26) as u8);
                 map.insert(key, Value::String(c.to_string().repeat(HUGE_STRING_LEN)));
@@ -254,6 +246,15 @@ impl<'a> Gen<'a> {
             }
         }
         Some(obj)
+    }
+
+    /// The properties that take a string (or an enum of strings).
+    fn string_keys(&self, props: &[(&'a String, &'a Value)]) -> Vec<&'a String> {
+        props
+            .iter()
+            .filter(|(_, s)| self.kind(s).is_stringy())
+            .map(|(k, _)| *k)
+            .collect()
     }
 
     /// Follow local `$ref`s (`#/$defs/X`, `#/definitions/X`) and one-element `allOf`s.
