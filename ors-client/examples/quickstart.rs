@@ -9,11 +9,7 @@ async fn main() -> Result<(), Error> {
     let session = env.session_at("test", 0).await?; // pings in the background
     println!("{}", session.prompt().await?.text());
     let out = session.call("submit", json!({"answer": "18"})).await?;
-    let reward = out.reward.unwrap_or(0.0);
-    println!(
-        "{} (reward {reward}; tools offered: {})",
-        out.text(),
-        tools.len()
-    );
+    let (text, reward) = (out.text(), out.reward.unwrap_or(0.0));
+    println!("{text} (reward {reward}; tools offered: {})", tools.len());
     session.close().await
 }
