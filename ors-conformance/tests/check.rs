@@ -1,6 +1,8 @@
 //! `ors check` (the library) against real servers: our examples pass (the conformance
 //! fixture's deliberately bad tools are named), and an environment broken in every way a
-//! Rust environment can be is caught, each problem naming its tool, split or task.
+//! Rust environment can be is caught, each problem naming its tool, split or task. (A
+//! non-finite reward cannot be: ors-server sends it as `null`, so the Python environment of
+//! `interop/python/broken_env.py` shows that one.)
 
 use std::time::Duration;
 
@@ -241,23 +243,27 @@ impl Environment for Sloppy {
         Err(String::new())
     }
 
-    #[tool]
-    fn undocumented(&self) -> String {
-        "?".into()
-    }
-
     /// Rate the note.
     #[tool]
     fn rate(&self, input: Rate) -> String {
         format!("{} stars", input.stars)
     }
 
+    // Tools computed from the task escape the compile-time checks of #[tool] (names, doc
+    // comments), so their mistakes show only at run time.
     fn task_tools(&self) -> Vec<ToolSpec> {
-        vec![ToolSpec {
-            name: "look up".into(),
-            description: "Look the note up.".into(),
-            input_schema: None,
-        }]
+        vec![
+            ToolSpec {
+                name: "look up".into(),
+                description: "Look the note up.".into(),
+                input_schema: None,
+            },
+            ToolSpec {
+                name: "related".into(),
+                description: String::new(),
+                input_schema: None,
+            },
+        ]
     }
 
     async fn call_task_tool(
@@ -266,7 +272,7 @@ impl Environment for Sloppy {
         name: &str,
         _input: serde_json::Value,
     ) -> Option<RunToolOutput> {
-        (name == "look up").then(|| ToolOutput::text(&self.note.text).into())
+        matches!(name, "look up" | "related").then(|| ToolOutput::text(&self.note.text).into())
     }
 }
 
@@ -279,7 +285,7 @@ async fn every_mistake_of_a_sloppy_environment_is_named() {
     }
     let found = problem_ids(&report);
     let expected = [
-        "tool.undocumented.description",
+        "tool.related.description",
         "tool.rate.input-schema",
         "split.test.tasks",
         "episode.train.2",
@@ -297,8 +303,11 @@ async fn every_mistake_of_a_sloppy_environment_is_named() {
     got.sort_unstable();
     assert_eq!(got, want, "{}", lines(&report));
 
-    let p = problem(&report, "tool.undocumented.description");
-    assert!(p.contains("'undocumented' has an empty description"), "{p}");
+    let p = problem(&report, "tool.related.description");
+    assert!(
+        p.contains("task-specific tool 'related' has an empty description"),
+        "{p}"
+    );
     let p = problem(&report, "tool.rate.input-schema");
     assert!(
         p.contains("not a valid JSON Schema") && p.contains("/properties/stars/minimum"),
