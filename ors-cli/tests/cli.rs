@@ -478,68 +478,70 @@ fn conformance_list_survives_a_closed_pipe() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }
 
-/// A task of [`Ticker`].
-#[ors_server::prelude::wire]
-struct Tick {
-    n: u32,
-}
-
-#[ors_server::prelude::wire]
-#[derive(Default)]
-#[serde(rename_all = "lowercase")]
-enum Speed {
-    #[default]
-    Fast,
-    Slow,
-}
-
-fn three() -> u32 {
-    3
-}
-
-#[ors_server::prelude::wire]
-struct Count {
-    /// How far to count.
-    #[serde(default = "three")]
-    to: u32,
-    /// How fast.
-    #[serde(default)]
-    speed: Speed,
-}
-
 /// An environment whose tool reports progress, with an enum parameter and defaults.
-struct Ticker;
+mod ticker {
+    use ors_server::prelude::*;
 
-#[ors_server::prelude::environment]
-impl ors_server::prelude::Environment for Ticker {
-    type Task = Tick;
-
-    fn splits() -> Vec<ors_server::prelude::Split> {
-        vec![ors_server::prelude::Split::train("train")]
+    /// A task of [`Ticker`].
+    #[wire]
+    pub struct Tick {
+        n: u32,
     }
 
-    async fn tasks(_split: &str) -> Result<Vec<Tick>, ors_server::prelude::EnvError> {
-        Ok(vec![Tick { n: 0 }])
+    #[wire]
+    #[derive(Default)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Speed {
+        #[default]
+        Fast,
+        Slow,
     }
 
-    async fn new(
-        _task: Tick,
-        _secrets: ors_server::prelude::Secrets,
-    ) -> Result<Self, ors_server::prelude::EnvError> {
-        Ok(Ticker)
+    fn three() -> u32 {
+        3
     }
 
-    async fn prompt(&self) -> Result<ors_server::prelude::Blocks, ors_server::prelude::EnvError> {
-        Ok(vec![ors_server::prelude::Block::text("Count.")])
+    #[wire]
+    pub struct Count {
+        /// How far to count.
+        #[serde(default = "three")]
+        to: u32,
+        /// How fast.
+        #[serde(default)]
+        speed: Speed,
     }
 
-    /// Count to `to`, reporting each step as progress.
-    #[tool]
-    fn count(&self, ctx: &ors_server::prelude::ToolContext, input: Count) -> String {
-        for i in 1..=input.to {
-            ctx.progress(serde_json::json!({"step": i}));
+    pub struct Ticker;
+
+    #[environment]
+    impl Environment for Ticker {
+        type Task = Tick;
+
+        fn splits() -> Vec<Split> {
+            vec![Split::train("train")]
         }
-        format!("counted to {}", input.to)
+
+        async fn tasks(_split: &str) -> Result<Vec<Tick>, EnvError> {
+            Ok(vec![Tick { n: 0 }])
+        }
+
+        async fn new(_task: Tick, _secrets: Secrets) -> Result<Self, EnvError> {
+            Ok(Ticker)
+        }
+
+        async fn prompt(&self) -> Result<Blocks, EnvError> {
+            Ok(vec![Block::text("Count.")])
+        }
+
+        /// Count to `to`, reporting each step as progress.
+        #[tool]
+        fn count(&self, ctx: &ToolContext, input: Count) -> String {
+            let _ = input.speed;
+            for i in 1..=input.to {
+                ctx.progress(serde_json::json!({"step": i}));
+            }
+            format!("counted to {}", input.to)
+        }
     }
 }
 
@@ -548,7 +550,7 @@ async fn call_and_play_show_progress_and_tools_show_enums_and_defaults() {
     let srv = Server::new()
         .host("127.0.0.1")
         .port(0)
-        .environment::<Ticker>()
+        .environment::<ticker::Ticker>()
         .bind()
         .await
         .unwrap();
