@@ -180,9 +180,10 @@ fn a_non_finite_number_in_a_result_is_named() {
     ];
     for (json, named) in cases {
         let mut d = CallStreamDecoder::new();
-        let got = d.push(format!("event: end\ndata: {json}\n\n").as_bytes());
+        let got =
+            d.push(format!("event: task_id\ndata: t\n\nevent: end\ndata: {json}\n\n").as_bytes());
         match &got[..] {
-            [Err(CallStreamError::BadResult(msg))] => {
+            [Ok(CallEvent::TaskId(_)), Err(CallStreamError::BadResult(msg))] => {
                 assert!(msg.contains(named), "{msg}");
                 assert!(msg.contains(sse::NON_FINITE_NOTE), "{msg}");
             }
@@ -191,9 +192,9 @@ fn a_non_finite_number_in_a_result_is_named() {
     }
     // Other bad JSON is not blamed on a number.
     let mut d = CallStreamDecoder::new();
-    let got = d.push(b"event: end\ndata: {\"ok\": true, \"Nope\"}\n\n");
+    let got = d.push(b"event: task_id\ndata: t\n\nevent: end\ndata: {\"ok\": true, \"Nope\"}\n\n");
     assert!(
-        matches!(&got[..], [Err(CallStreamError::BadResult(m))] if !m.contains(sse::NON_FINITE_NOTE)),
+        matches!(&got[..], [Ok(_), Err(CallStreamError::BadResult(m))] if !m.contains(sse::NON_FINITE_NOTE)),
         "{got:?}"
     );
 }

@@ -272,7 +272,9 @@ async fn call(session: &Session, tool: &str, input: Value, limit: Duration) -> A
                 Answer::NonFinite(m)
             }
             Error::Protocol(m) => Answer::Broken(m),
-            Error::Http { status, detail } => Answer::Http(status, detail),
+            // Past the client's result limit (256 MiB by default): no trainer can take it.
+            e @ Error::ResponseTooLarge { .. } => Answer::Broken(e.to_string()),
+            Error::Http { status, detail, .. } => Answer::Http(status, detail),
             other => Answer::Lost(other.to_string()),
         },
     }

@@ -228,6 +228,7 @@ async fn one_split(
         Err(Error::Http {
             status: 400,
             detail,
+            ..
         }) if detail.contains("not supported") => {
             rec.push(CheckItem::ok_with(
                 format!("{base}.tasks"),

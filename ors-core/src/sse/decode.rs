@@ -717,10 +717,12 @@ fn parse_result(head: &str, tail: &str) -> Result<CallEvent, CallStreamError> {
     parse::<RunToolOutput>(head, tail)
         .map(CallEvent::Result)
         .map_err(|err| {
-            let why = if parse::<serde::de::IgnoredAny>(head, tail).is_ok() {
+            // A number too large for an f64 is valid JSON to a parser that skips it, so the
+            // non-finite case is told apart first.
+            let why = if let Some(number) = non_finite(head, tail, &err) {
+                format!("the end data holds {number} ({err}; {NON_FINITE_NOTE})")
+            } else if parse::<serde::de::IgnoredAny>(head, tail).is_ok() {
                 format!("the end data is JSON but not a RunToolOutput ({err})")
-            } else if let Some(number) = non_finite(head, tail, &err) {
-                format!("the end data is not JSON ({err}: {number}; {NON_FINITE_NOTE})")
             } else {
                 format!("the end data is not JSON ({err})")
             };
