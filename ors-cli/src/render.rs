@@ -303,11 +303,7 @@ mod tests {
     use serde_json::json;
 
     fn spec(schema: Option<Value>) -> ToolSpec {
-        ToolSpec {
-            name: "t".into(),
-            description: "d".into(),
-            input_schema: schema.and_then(|v| v.as_object().cloned()),
-        }
+        ToolSpec::new("t", "d", schema.and_then(|v| v.as_object().cloned()))
     }
 
     #[test]

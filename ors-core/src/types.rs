@@ -263,6 +263,10 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 }
 
 /// The specification of one tool: name, description, and JSON Schema of its input.
+///
+/// `output_schema` and `detail_url` are additions (PROTOCOL_NOTES row `additions`): sent only
+/// when set, so the spec of a tool without them is exactly the documented form, and ignored by
+/// clients that do not know them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// Tool identifier, used when calling it.
@@ -272,6 +276,56 @@ pub struct ToolSpec {
     /// JSON Schema of the input object, or `null` when the tool takes no input.
     #[serde(default)]
     pub input_schema: Option<JsonObject>,
+    /// JSON Schema of the value a typed tool returns in `metadata.structured` (see [`Json`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonObject>,
+    /// A URL with more about the tool (Bedrock's `detail_url`), for clients that fetch it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail_url: Option<String>,
+}
+
+impl ToolSpec {
+    /// A spec with a name, a description and an input schema (`None`: no input), and neither
+    /// an output schema nor a detail URL.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Option<JsonObject>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            output_schema: None,
+            detail_url: None,
+        }
+    }
+}
+
+/// A typed tool result: returned from a `#[tool]` method (`T: Serialize + JsonSchema`), it is
+/// sent as one text block holding the value's JSON and, for programs, as the value itself in
+/// `metadata.structured`; the tool's spec gets the type's schema as `output_schema`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Json<T>(pub T);
+
+/// The metadata key under which a [`Json`] result carries its value.
+pub const STRUCTURED_KEY: &str = "structured";
+
+impl<T: Serialize> Json<T> {
+    /// The wire output: the value's JSON as a text block and in `metadata.structured`; a
+    /// value that cannot be JSON (a map with non-string keys) is an `ok: false` result.
+    pub fn into_output(self) -> RunToolOutput {
+        let value = match serde_json::to_value(&self.0) {
+            Ok(v) => v,
+            Err(e) => {
+                return RunToolOutput::Error(format!("the tool's result cannot be JSON: {e}"))
+            }
+        };
+        let text = value.to_string();
+        let mut metadata = JsonObject::new();
+        metadata.insert(STRUCTURED_KEY.to_owned(), value);
+        RunToolOutput::Success(ToolOutput::text(text).with_metadata(metadata))
+    }
 }
 
 /// Response body of `GET /{env}/tools` and `GET /{env}/task_tools`.
@@ -329,13 +383,14 @@ impl From<ToolOutput> for RunToolOutput {
 }
 
 /// What a `#[tool]` method may return: a [`ToolOutput`], anything `Into<ToolOutput>` (a
-/// `String` is one text block), or a `Result` whose `Err` becomes `ok: false`.
+/// `String` is one text block), a typed [`Json`] value, or a `Result` of one of those whose
+/// `Err` becomes `ok: false`.
 ///
 /// It lives beside [`ToolOutput`] rather than in the runtime because the two blanket impls
 /// below are coherent only in the crate that defines `ToolOutput`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned from a #[tool] method",
-    note = "return `ToolOutput`, a `String`, `Blocks`, or `Result<T, E>` with `T: Into<ToolOutput>` and `E: Display`"
+    note = "return `ToolOutput`, a `String`, `Blocks`, `Json<T>`, or `Result<T, E>` of one of those with `E: Display`"
 )]
 pub trait IntoToolResult {
     /// The wire result.
@@ -356,6 +411,23 @@ impl<T: Into<ToolOutput>, Er: std::fmt::Display> IntoToolResult for Result<T, Er
     fn into_tool_result(self) -> RunToolOutput {
         match self {
             Ok(v) => RunToolOutput::Success(v.into()),
+            Err(e) => RunToolOutput::Error(e.to_string()),
+        }
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize> IntoToolResult for Json<T> {
+    fn into_tool_result(self) -> RunToolOutput {
+        self.into_output()
+    }
+}
+
+#[diagnostic::do_not_recommend]
+impl<T: Serialize, Er: std::fmt::Display> IntoToolResult for Result<Json<T>, Er> {
+    fn into_tool_result(self) -> RunToolOutput {
+        match self {
+            Ok(v) => v.into_output(),
             Err(e) => RunToolOutput::Error(e.to_string()),
         }
     }

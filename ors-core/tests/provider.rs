@@ -29,11 +29,11 @@ fn pydantic_schema() -> Value {
 }
 
 fn spec(name: &str, description: &str, schema: Option<Value>) -> ToolSpec {
-    ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        input_schema: schema.map(|s| s.as_object().expect("an object schema").clone()),
-    }
+    ToolSpec::new(
+        name,
+        description,
+        schema.map(|s| s.as_object().expect("an object schema").clone()),
+    )
 }
 
 fn submit() -> ToolSpec {

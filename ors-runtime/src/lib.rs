@@ -7,14 +7,17 @@
 //! `ors-core`, which this crate builds on; this crate is everything an *environment* needs and a
 //! *client* does not, so `ors-client` never compiles it. `ors-server` re-exports it (an author
 //! writes `use ors_server::prelude::*;`), and the code `ors-macros` generates names it through
-//! `::ors_server::__private`. No I/O happens here: the server drives these futures.
+//! `::ors_server::__private`. The network is the server's; the I/O here is what environments
+//! need: task files read on demand, and programs run for tools.
 //!
 //! Inside, one concern a module: [`env`](mod@env) holds the trait and what the macro adds to it
 //! ([`EnvironmentMeta`], [`WireTask`]), the [`ToolContext`], the [`ToolTable`] and
-//! [`Toolset`], the [`DynEnvironment`] / [`DynSession`] layer and the [`EnvHandle`] that puts
-//! one environment type behind it; [`schema`] makes tool input schemas. `__private` (hidden)
-//! is what the generated code calls: the traits that give a tool's parameters their role by
-//! type, and the checks it runs at compile time.
+//! [`Toolset`], tools defined at run time ([`DynamicTool`]), the [`DynEnvironment`] /
+//! [`DynSession`] layer and the [`EnvHandle`] that puts one environment type behind it;
+//! [`schema`] makes tool input schemas and validates inputs against them; [`tasks`] reads task
+//! sets of any size from JSONL and Parquet files; [`process`] runs programs for tools.
+//! `__private` (hidden) is what the generated code calls: the traits that give a tool's
+//! parameters their role by type, and the checks it runs at compile time.
 //!
 //! ```
 //! use ors_runtime::schema::input_schema;
@@ -32,15 +35,18 @@
 #![warn(missing_docs)]
 
 pub mod env;
+#[cfg(unix)]
+pub mod process;
 pub mod schema;
+pub mod tasks;
 
 #[doc(hidden)]
 #[path = "private/mod.rs"]
 pub mod __private;
 
 pub use env::{
-    DynEnvironment, DynSession, EnvError, EnvHandle, Environment, EnvironmentMeta, TaskError,
-    ToolContext, ToolTable, ToolTableError, Toolset, WireTask,
+    DynEnvironment, DynSession, DynamicTool, DynamicTools, EnvError, EnvHandle, Environment,
+    EnvironmentMeta, TaskError, ToolContext, ToolTable, ToolTableError, Toolset, WireTask,
 };
-pub use ors_core::IntoToolResult;
-pub use schema::{input_schema, SchemaError};
+pub use ors_core::{IntoToolResult, Json};
+pub use schema::{input_schema, InputValidator, SchemaError};

@@ -68,3 +68,177 @@ pub fn input_schema<T: JsonSchema>() -> Result<JsonObject, SchemaError> {
         .or_insert_with(|| Value::Object(JsonObject::new()));
     Ok(obj)
 }
+
+/// The JSON Schema of a tool's typed result (`Json<T>`), in the same dialect and shape as
+/// input schemas, but of any type: a list or a number is a fine result.
+pub fn output_schema<T: JsonSchema>() -> JsonObject {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    match settings.into_generator().into_root_schema_for::<T>().to_value() {
+        Value::Object(mut obj) => {
+            obj.remove("$schema");
+            obj
+        }
+        // `true`: any value.
+        _ => JsonObject::new(),
+    }
+}
+
+/// Why a hand-written schema cannot describe a tool's input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadSchema {
+    /// The text is not JSON.
+    #[error("the schema is not JSON: {0}")]
+    NotJson(String),
+    /// The schema is not an object with `"type": "object"` (a tool input is a JSON object).
+    #[error("the schema must be a JSON object with \"type\": \"object\" (a tool input is an object), not {0}")]
+    NotObject(String),
+    /// A JSON Schema validator refused it (an unknown type, a bad regex, a broken `$ref`...).
+    #[error("the schema is not a valid JSON Schema: {0}")]
+    Invalid(String),
+}
+
+/// A tool's input schema compiled for validating calls: every input is checked against it
+/// before the tool runs, and a mismatch is an `ok: false` result naming the field.
+///
+/// ```
+/// use ors_runtime::schema::InputValidator;
+/// use serde_json::json;
+///
+/// let v = InputValidator::new(&json!({
+///     "type": "object",
+///     "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 10}},
+///     "required": ["n"],
+/// })).unwrap();
+/// assert!(v.check("pick", &json!({"n": 3})).is_ok());
+/// let err = v.check("pick", &json!({"n": 11})).unwrap_err();
+/// assert_eq!(err, "invalid input for tool 'pick': field 'n': 11 is greater than the maximum of 10");
+/// ```
+pub struct InputValidator {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for InputValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("InputValidator")
+    }
+}
+
+/// At most this many problems are listed in one error, so a badly wrong input does not make
+/// an error longer than the input.
+const MAX_LISTED_PROBLEMS: usize = 4;
+
+impl InputValidator {
+    /// Compile a schema (JSON Schema 2020-12 unless it says otherwise with `$schema`). It must
+    /// be an object schema: a tool input is a JSON object.
+    pub fn new(schema: &Value) -> Result<Self, BadSchema> {
+        match schema.get("type") {
+            Some(Value::String(t)) if t == "object" => {}
+            Some(other) => return Err(BadSchema::NotObject(format!("type {other}"))),
+            None if schema.is_object() => {
+                return Err(BadSchema::NotObject("a schema without \"type\"".to_owned()))
+            }
+            None => return Err(BadSchema::NotObject(ors_core::types::json_kind(schema).to_owned())),
+        }
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(schema)
+            .map_err(|e| BadSchema::Invalid(e.to_string()))?;
+        Ok(Self { validator })
+    }
+
+    /// Parse and compile a schema given as JSON text.
+    pub fn from_text(text: &str) -> Result<(Self, JsonObject), BadSchema> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| BadSchema::NotJson(e.to_string()))?;
+        let validator = Self::new(&value)?;
+        match value {
+            Value::Object(obj) => Ok((validator, obj)),
+            // `new` accepted it, so it is an object.
+            other => Err(BadSchema::NotObject(ors_core::types::json_kind(&other).to_owned())),
+        }
+    }
+
+    /// Check one input; the error is the message of an `ok: false` result, naming the tool
+    /// and each offending field (`a.b[0]`), or the missing one.
+    pub fn check(&self, tool: &str, input: &Value) -> Result<(), String> {
+        let mut problems = Vec::new();
+        let mut more = 0usize;
+        for err in self.validator.iter_errors(input) {
+            if problems.len() == MAX_LISTED_PROBLEMS {
+                more += 1;
+                continue;
+            }
+            let path = field_path(err.instance_path.as_str());
+            problems.push(if path.is_empty() {
+                err.to_string()
+            } else {
+                format!("field '{path}': {err}")
+            });
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let mut msg = format!("invalid input for tool '{tool}': {}", problems.join("; "));
+        if more > 0 {
+            msg.push_str(&format!(" (and {more} more)"));
+        }
+        Err(msg)
+    }
+}
+
+/// A JSON pointer (`/items/0/name`) as the dotted path the tools' other errors use
+/// (`items[0].name`).
+fn field_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for seg in pointer.split('/').skip(1) {
+        let seg = seg.replace("~1", "/").replace("~0", "~");
+        if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+            out.push('[');
+            out.push_str(&seg);
+            out.push(']');
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&seg);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pointers_become_dotted_paths() {
+        assert_eq!(field_path(""), "");
+        assert_eq!(field_path("/a"), "a");
+        assert_eq!(field_path("/items/0/name"), "items[0].name");
+        assert_eq!(field_path("/a~1b/c~0d"), "a/b.c~d");
+    }
+
+    #[test]
+    fn non_object_schemas_are_refused() {
+        assert!(matches!(
+            InputValidator::new(&json!({"type": "string"})),
+            Err(BadSchema::NotObject(_))
+        ));
+        assert!(matches!(
+            InputValidator::new(&json!([1])),
+            Err(BadSchema::NotObject(_))
+        ));
+        assert!(matches!(
+            InputValidator::new(&json!({"type": "object", "properties": {"a": {"type": "strng"}}})),
+            Err(BadSchema::Invalid(_))
+        ));
+        assert!(matches!(
+            InputValidator::from_text("{nope"),
+            Err(BadSchema::NotJson(_))
+        ));
+    }
+}

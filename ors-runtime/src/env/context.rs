@@ -17,6 +17,7 @@ pub struct ToolContext {
     call_id: Arc<str>,
     cancel: CancellationToken,
     progress: Option<ProgressSink>,
+    reasoning: Option<Arc<str>>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -25,6 +26,7 @@ impl fmt::Debug for ToolContext {
             .field("session_id", &self.session_id)
             .field("call_id", &self.call_id)
             .field("cancelled", &self.cancel.is_cancelled())
+            .field("reasoning", &self.reasoning)
             .finish()
     }
 }
@@ -42,7 +44,22 @@ impl ToolContext {
             call_id: call_id.into(),
             cancel,
             progress,
+            reasoning: None,
         }
+    }
+
+    /// This context carrying the model's `reasoning` for the call (what an environment with
+    /// `#[environment(reasoning)]` takes out of the input before the tool's own fields are
+    /// read).
+    pub fn with_reasoning(mut self, reasoning: impl Into<Arc<str>>) -> Self {
+        self.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// Why the model says it made this call: the optional `reasoning` input every tool of an
+    /// `#[environment(reasoning)]` environment accepts; `None` when it sent none.
+    pub fn reasoning(&self) -> Option<&str> {
+        self.reasoning.as_deref()
     }
 
     /// A context outside any server (tests, direct dispatch): never cancelled, progress dropped.

@@ -24,6 +24,19 @@ pub enum TaskError {
         /// Tasks in the split.
         len: usize,
     },
+    /// More tasks asked for at once than one reply carries, from a split served by index.
+    #[error("Too many tasks: {requested} tasks of split '{split}' asked for at once, more than \
+             the limit of {limit} per request; page through the split with /task_range \
+             (for example {{\"split\": \"{split}\", \"start\": 0, \"stop\": {limit}}}) \
+             and /num_tasks")]
+    TooMany {
+        /// The split.
+        split: String,
+        /// How many tasks the request covers.
+        requested: usize,
+        /// The most one reply carries ([`crate::env::MAX_TASKS_PER_REQUEST`]).
+        limit: usize,
+    },
     /// A task could not be turned into JSON or back.
     #[error("task JSON: {0}")]
     Json(#[from] serde_json::Error),

@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
 
+use super::table::{add_reasoning, Prepared};
 use super::{ToolContext, ToolTable};
+use crate::tasks::DataError;
 
 /// An error from an environment's own code (task loading, setup, prompt).
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +32,9 @@ pub enum EnvError {
     /// A JSON error.
     #[error("JSON error: {0}")]
     Json(#[from] serde_json::Error),
+    /// A task file could not be read (see [`crate::tasks`]).
+    #[error(transparent)]
+    Data(#[from] DataError),
 }
 
 impl EnvError {
@@ -102,9 +107,60 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
     /// validation splits.
     fn splits() -> Vec<Split>;
 
-    /// The tasks of a split. Called once per split and cached for the life of the server, so
-    /// serving `num_tasks`, `task(i)` and `task_range` never reloads or clones the split.
-    fn tasks(split: &str) -> impl Future<Output = Result<Vec<Self::Task>, EnvError>> + Send;
+    /// The tasks of a split, all at once: the simple way, for splits that fit in memory.
+    /// Called once per split and cached for the life of the server, so serving `num_tasks`,
+    /// `task(i)` and `task_range` never reloads or clones the split.
+    ///
+    /// A split too big to load (millions of rows in a file) is served by index instead:
+    /// implement [`Environment::num_tasks`] and [`Environment::task`] (see [`crate::tasks`]
+    /// for ready-made JSONL and Parquet sources). `#[environment]` requires one of the two.
+    fn tasks(split: &str) -> impl Future<Output = Result<Vec<Self::Task>, EnvError>> + Send {
+        async move {
+            Err(EnvError::Unsupported(format!(
+                "split '{split}' lists no tasks: the environment implements neither `tasks` nor \
+                 `num_tasks`"
+            )))
+        }
+    }
+
+    /// How many tasks a split has, for a split served by index without being loaded. `None`
+    /// (the default) serves the split from [`Environment::tasks`]. Called once per split; the
+    /// count is kept for the life of the server.
+    fn num_tasks(split: &str) -> impl Future<Output = Result<Option<usize>, EnvError>> + Send {
+        let _ = split;
+        async { Ok(None) }
+    }
+
+    /// Task `index` of a split that [`Environment::num_tasks`] counts (`index` is below the
+    /// count: the caller checks). Read it on demand, for `task`, `create` and `task_range`.
+    fn task(
+        split: &str,
+        index: usize,
+    ) -> impl Future<Output = Result<Self::Task, EnvError>> + Send {
+        async move {
+            Err(EnvError::Unsupported(format!(
+                "task {index} of split '{split}': `num_tasks` counts this split, so the \
+                 environment must implement `task` too"
+            )))
+        }
+    }
+
+    /// Tasks `start..stop` of a split that [`Environment::num_tasks`] counts (`start <= stop
+    /// <= count`). The default reads them one by one with [`Environment::task`]; a source that
+    /// reads a range faster (a file read sequentially) overrides it.
+    fn task_range(
+        split: &str,
+        start: usize,
+        stop: usize,
+    ) -> impl Future<Output = Result<Vec<Self::Task>, EnvError>> + Send {
+        async move {
+            let mut tasks = Vec::with_capacity(stop.saturating_sub(start));
+            for index in start..stop {
+                tasks.push(Self::task(split, index).await?);
+            }
+            Ok(tasks)
+        }
+    }
 
     /// Set up an episode for a task: this is the `create` of the protocol.
     fn new(
@@ -144,6 +200,9 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
 pub const ENVIRONMENT_METHODS: &[&str] = &[
     "splits",
     "tasks",
+    "num_tasks",
+    "task",
+    "task_range",
     "new",
     "prompt",
     "teardown",
@@ -152,21 +211,32 @@ pub const ENVIRONMENT_METHODS: &[&str] = &[
 ];
 
 /// Call a tool on an environment directly, without a server: the table's entries first, then
-/// the environment's computed task tools; an unknown name is `ok: false`.
+/// the environment's computed task tools; an unknown name is `ok: false`. A blocking tool runs
+/// on the calling thread.
 pub async fn call_tool<E: Environment>(
     env: &mut E,
     ctx: ToolContext,
     name: &str,
     input: Value,
 ) -> RunToolOutput {
-    let table = E::tool_table();
-    if table.get(name).is_some() {
-        return table.dispatch(env, name, ctx, input).await;
+    match E::tool_table().prepare(name, ctx, input) {
+        Prepared::Entry(entry, ctx, input) => entry.run_inline(env, ctx, input).await,
+        Prepared::NotInTable(ctx, input) => call_task_tool(env, ctx, name, input).await,
+        Prepared::Refused(out) => out,
     }
-    if let Some(out) = env.call_task_tool(ctx.clone(), name, input.clone()).await {
-        return out;
+}
+
+/// A tool the table does not have: one the episode computes from its task, else unknown.
+pub(crate) async fn call_task_tool<E: Environment>(
+    env: &mut E,
+    ctx: ToolContext,
+    name: &str,
+    input: Value,
+) -> RunToolOutput {
+    match env.call_task_tool(ctx, name, input).await {
+        Some(out) => out,
+        None => E::tool_table().unknown(name),
     }
-    table.dispatch(env, name, ctx, input).await
 }
 
 /// The shared tools of an environment type (what `GET /{env}/tools` lists).
@@ -176,8 +246,16 @@ pub fn shared_tools<E: Environment>() -> Vec<ToolSpec> {
 
 /// Every tool of an episode: shared, task-specific, then those computed from its task.
 pub fn episode_tools<E: Environment>(env: &E) -> Vec<ToolSpec> {
-    let mut specs: Vec<ToolSpec> = E::tool_table().all_specs().cloned().collect();
-    specs.extend(env.task_tools());
+    let table = E::tool_table();
+    let mut specs: Vec<ToolSpec> = table.all_specs().cloned().collect();
+    let computed = env.task_tools().into_iter().map(|mut spec| {
+        if table.takes_reasoning() {
+            // A computed tool with its own `reasoning` field keeps its schema as it is.
+            let _ = add_reasoning(&mut spec);
+        }
+        spec
+    });
+    specs.extend(computed);
     specs
 }
 

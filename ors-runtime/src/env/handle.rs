@@ -1,23 +1,59 @@
-//! [`EnvHandle`]: hosts one environment type behind [`DynEnvironment`], caching each split's
-//! tasks.
+//! [`EnvHandle`]: hosts one environment type behind [`DynEnvironment`]: each split either
+//! loaded once and cached (`tasks`) or served by index (`num_tasks` + `task`), and each episode
+//! in a slot that a blocking tool can take to its thread and hand back.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
-use ors_core::types::{Blocks, Secrets, Split, ToolSpec};
+use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
 
+use super::environment::call_task_tool;
+use super::table::{Prepared, ToolRun};
 use super::{
-    call_tool, episode_tools, DynEnvironment, DynSession, EnvError, Environment, TaskError,
-    ToolContext, ToolFuture, ToolTableError, WireTask,
+    episode_tools, DynEnvironment, DynSession, EnvError, Environment, TaskError, ToolContext,
+    ToolFuture, ToolTableError, WireTask,
 };
 
-/// Each split's tasks, loaded at most once (the cell) and shared without cloning (the `Arc`).
-type SplitCache<T> = Mutex<HashMap<String, Arc<OnceLock<Arc<[T]>>>>>;
+/// The most tasks one `/tasks` or `/task_range` reply carries from a split served by index
+/// (`num_tasks` + `task`); asking for more is a 400 that says to page with `/task_range`.
+/// Splits loaded whole by `tasks` are in memory anyway and are listed whatever their size.
+pub const MAX_TASKS_PER_REQUEST: usize = 10_000;
 
-/// Hosts an environment type `E` behind [`DynEnvironment`], caching each split's tasks.
+/// How a split is served, decided the first time it is asked for.
+enum SplitTasks<T> {
+    /// Loaded by `tasks`, shared without cloning.
+    Loaded(Arc<[T]>),
+    /// Counted by `num_tasks`; tasks are read by index on demand.
+    Indexed(usize),
+}
+
+impl<T> Clone for SplitTasks<T> {
+    fn clone(&self) -> Self {
+        match self {
+            SplitTasks::Loaded(t) => SplitTasks::Loaded(Arc::clone(t)),
+            SplitTasks::Indexed(n) => SplitTasks::Indexed(*n),
+        }
+    }
+}
+
+impl<T> SplitTasks<T> {
+    fn len(&self) -> usize {
+        match self {
+            SplitTasks::Loaded(t) => t.len(),
+            SplitTasks::Indexed(n) => *n,
+        }
+    }
+}
+
+/// Each split's tasks, set up at most once (the cell).
+type SplitCache<T> = Mutex<HashMap<String, Arc<OnceLock<SplitTasks<T>>>>>;
+
+/// Hosts an environment type `E` behind [`DynEnvironment`].
 pub struct EnvHandle<E: Environment> {
     splits: Vec<Split>,
     cache: SplitCache<E::Task>,
@@ -48,8 +84,8 @@ impl<E: Environment> EnvHandle<E> {
         }
     }
 
-    /// The tasks of a split, loaded once.
-    pub async fn split_tasks(&self, split: &str) -> Result<Arc<[E::Task]>, TaskError> {
+    /// How a split is served: counted by `num_tasks`, else loaded by `tasks`; once per split.
+    async fn split(&self, split: &str) -> Result<SplitTasks<E::Task>, TaskError> {
         self.check_split(split)?;
         let cell = {
             let mut map = self.cache.lock().unwrap_or_else(|p| p.into_inner());
@@ -63,37 +99,166 @@ impl<E: Environment> EnvHandle<E> {
         if let Some(tasks) = cell.get() {
             return Ok(tasks.clone());
         }
-        let tasks: Arc<[E::Task]> = E::tasks(split).await?.into();
+        let tasks = match E::num_tasks(split).await? {
+            Some(n) => SplitTasks::Indexed(n),
+            None => SplitTasks::Loaded(E::tasks(split).await?.into()),
+        };
         Ok(cell.get_or_init(|| tasks).clone())
     }
 
-    async fn task_at(&self, split: &str, index: i64) -> Result<Arc<[E::Task]>, TaskError> {
-        let tasks = self.split_tasks(split).await?;
-        if index < 0 || index as u64 >= tasks.len() as u64 {
-            return Err(TaskError::InvalidIndex {
-                split: split.to_owned(),
-                index,
-                len: tasks.len(),
-            });
+    /// Tasks `start..stop` (already within bounds) as JSON.
+    async fn range_json(
+        &self,
+        split: &str,
+        tasks: &SplitTasks<E::Task>,
+        start: usize,
+        stop: usize,
+    ) -> Result<Vec<Value>, TaskError> {
+        match tasks {
+            SplitTasks::Loaded(all) => all[start..stop]
+                .iter()
+                .map(|t| t.to_wire().map_err(TaskError::from))
+                .collect(),
+            SplitTasks::Indexed(_) => {
+                if stop - start > MAX_TASKS_PER_REQUEST {
+                    return Err(TaskError::TooMany {
+                        split: split.to_owned(),
+                        requested: stop - start,
+                        limit: MAX_TASKS_PER_REQUEST,
+                    });
+                }
+                let read = E::task_range(split, start, stop).await?;
+                if read.len() != stop - start {
+                    return Err(TaskError::Env(EnvError::msg(format!(
+                        "task_range of split '{split}' returned {} tasks for {start}..{stop}",
+                        read.len()
+                    ))));
+                }
+                read.iter()
+                    .map(|t| t.to_wire().map_err(TaskError::from))
+                    .collect()
+            }
         }
-        Ok(tasks)
     }
 }
 
-struct Episode<E: Environment>(E);
+/// Where an episode is: here, or on a blocking tool's thread, which sends it back when the
+/// tool returns (also after the call timed out and was answered).
+enum Slot<E> {
+    Here(Box<E>),
+    Away(oneshot::Receiver<Box<E>>),
+    /// The thread ended without sending the episode back (the runtime shut down under it).
+    Lost,
+}
+
+struct Episode<E: Environment> {
+    slot: Slot<E>,
+}
+
+const AWAY: &str = "a blocking tool of this session that timed out is still running; the \
+                    session is usable again when it returns";
+const LOST: &str = "this session's episode was lost when a blocking tool's thread ended \
+                    without returning it; delete the session";
+
+impl<E: Environment> Episode<E> {
+    /// The episode, waiting for a blocking tool's thread to hand it back first.
+    async fn env(&mut self) -> Option<&mut E> {
+        if let Slot::Away(rx) = &mut self.slot {
+            self.slot = match rx.await {
+                Ok(env) => Slot::Here(env),
+                Err(_) => Slot::Lost,
+            };
+        }
+        match &mut self.slot {
+            Slot::Here(env) => Some(env),
+            _ => None,
+        }
+    }
+
+    fn here(&self) -> Option<&E> {
+        match &self.slot {
+            Slot::Here(env) => Some(env),
+            _ => None,
+        }
+    }
+
+    async fn call(&mut self, ctx: ToolContext, name: &str, input: Value) -> RunToolOutput {
+        if self.env().await.is_none() {
+            return RunToolOutput::Error(LOST.to_owned());
+        }
+        let table = E::tool_table();
+        let (run, ctx, input) = match table.prepare(name, ctx, input) {
+            Prepared::Entry(entry, ctx, input) => (entry.run.clone(), ctx, input),
+            Prepared::NotInTable(ctx, input) => {
+                return match self.env().await {
+                    Some(env) => call_task_tool(env, ctx, name, input).await,
+                    None => RunToolOutput::Error(LOST.to_owned()),
+                }
+            }
+            Prepared::Refused(out) => return out,
+        };
+        match run {
+            ToolRun::Async(f) => match self.env().await {
+                Some(env) => f(env, ctx, input).await,
+                None => RunToolOutput::Error(LOST.to_owned()),
+            },
+            ToolRun::Blocking(f) => self.call_blocking(f, ctx, input).await,
+        }
+    }
+
+    /// Move the episode to a blocking-pool thread for the call. If this future is dropped (the
+    /// call timed out, the session was deleted), the thread still finishes and sends the
+    /// episode back, and the next use of the slot waits for it.
+    async fn call_blocking(
+        &mut self,
+        f: super::table::BlockingFn<E>,
+        ctx: ToolContext,
+        input: Value,
+    ) -> RunToolOutput {
+        let (tx, rx) = oneshot::channel();
+        let Slot::Here(mut env) = std::mem::replace(&mut self.slot, Slot::Away(rx)) else {
+            return RunToolOutput::Error(LOST.to_owned());
+        };
+        let thread = tokio::task::spawn_blocking(move || {
+            let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut env, ctx, input)));
+            let _ = tx.send(env);
+            out
+        });
+        let out = thread.await;
+        // Back from the thread, which sent the episode before it returned.
+        let _ = self.env().await;
+        match out {
+            Ok(Ok(out)) => out,
+            // The server catches this and answers with an SSE `error` event, as for any tool.
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(e) => RunToolOutput::Error(format!("the blocking tool's thread failed: {e}")),
+        }
+    }
+}
 
 impl<E: Environment> DynSession for Episode<E> {
     fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>> {
-        Box::pin(self.0.prompt())
+        match self.here() {
+            Some(env) => Box::pin(env.prompt()),
+            None => Box::pin(async { Err(EnvError::msg(AWAY)) }),
+        }
     }
     fn tools(&self) -> Vec<ToolSpec> {
-        episode_tools(&self.0)
+        match self.here() {
+            Some(env) => episode_tools(env),
+            // Away on a blocking tool's thread: the table's tools, without computed ones.
+            None => E::tool_table().all_specs().cloned().collect(),
+        }
     }
     fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: Value) -> ToolFuture<'a> {
-        Box::pin(call_tool(&mut self.0, ctx, name, input))
+        Box::pin(Episode::call(self, ctx, name, input))
     }
     fn teardown(&mut self) -> BoxFuture<'_, ()> {
-        Box::pin(self.0.teardown())
+        Box::pin(async move {
+            if let Some(env) = self.env().await {
+                env.teardown().await;
+            }
+        })
     }
 }
 
@@ -102,7 +267,17 @@ async fn construct<E: Environment>(
     secrets: Secrets,
 ) -> Result<Box<dyn DynSession>, TaskError> {
     let env = E::new(task, secrets).await?;
-    Ok(Box::new(Episode(env)))
+    Ok(Box::new(Episode {
+        slot: Slot::Here(Box::new(env)),
+    }))
+}
+
+fn invalid_index(split: &str, index: i64, len: usize) -> TaskError {
+    TaskError::InvalidIndex {
+        split: split.to_owned(),
+        index,
+        len,
+    }
 }
 
 impl<E: Environment> DynEnvironment for EnvHandle<E> {
@@ -121,22 +296,28 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
     fn tasks(&self, split: &str) -> BoxFuture<'_, Result<Vec<Value>, TaskError>> {
         let split = split.to_owned();
         Box::pin(async move {
-            let tasks = self.split_tasks(&split).await?;
-            tasks
-                .iter()
-                .map(|t| t.to_wire().map_err(TaskError::from))
-                .collect()
+            let tasks = self.split(&split).await?;
+            let len = tasks.len();
+            self.range_json(&split, &tasks, 0, len).await
         })
     }
     fn num_tasks(&self, split: &str) -> BoxFuture<'_, Result<usize, TaskError>> {
         let split = split.to_owned();
-        Box::pin(async move { Ok(self.split_tasks(&split).await?.len()) })
+        Box::pin(async move { Ok(self.split(&split).await?.len()) })
     }
     fn task(&self, split: &str, index: i64) -> BoxFuture<'_, Result<Value, TaskError>> {
         let split = split.to_owned();
         Box::pin(async move {
-            let tasks = self.task_at(&split, index).await?;
-            Ok(tasks[index as usize].to_wire()?)
+            let tasks = self.split(&split).await?;
+            let len = tasks.len();
+            let i = usize::try_from(index)
+                .ok()
+                .filter(|&i| i < len)
+                .ok_or_else(|| invalid_index(&split, index, len))?;
+            match tasks {
+                SplitTasks::Loaded(all) => Ok(all[i].to_wire()?),
+                SplitTasks::Indexed(_) => Ok(E::task(&split, i).await?.to_wire()?),
+            }
         })
     }
     fn task_range(
@@ -147,12 +328,10 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
     ) -> BoxFuture<'_, Result<Vec<Value>, TaskError>> {
         let split = split.to_owned();
         Box::pin(async move {
-            let tasks = self.split_tasks(&split).await?;
+            let tasks = self.split(&split).await?;
             let range = ors_core::types::slice_bounds(start, stop, tasks.len());
-            tasks[range]
-                .iter()
-                .map(|t| t.to_wire().map_err(TaskError::from))
-                .collect()
+            self.range_json(&split, &tasks, range.start, range.end)
+                .await
         })
     }
     fn create(

@@ -6,23 +6,28 @@
 //! - the [`ToolTable`] the macros build once per type, and [`Toolset`] (`table`);
 //! - the object-safe [`DynEnvironment`] / [`DynSession`] layer that lets one server host many
 //!   environment types without being generic over them (`dynamic`);
-//! - [`EnvHandle`], which puts one environment type behind that layer and caches its tasks
-//!   (`handle`).
-//!
-//! Nothing here does I/O; the server drives these futures.
+//! - [`DynamicTool`] / [`DynamicTools`]: tools defined at run time by a spec and a handler
+//!   (`dynamic_tools`);
+//! - [`EnvHandle`], which puts one environment type behind that layer, serves its splits
+//!   (cached, or by index) and runs blocking tools on their own threads (`handle`).
 
 mod context;
 mod dynamic;
+mod dynamic_tools;
 mod environment;
 mod handle;
 mod table;
 
 pub use context::{ProgressSink, ToolContext};
 pub use dynamic::{DynEnvironment, DynSession, TaskError};
+pub use dynamic_tools::{valid_tool_name, DynamicHandler, DynamicTool, DynamicTools};
 pub use environment::{
     call_tool, episode_tools, shared_tools, EnvError, Environment, EnvironmentMeta, WireTask,
 };
-pub use handle::EnvHandle;
+pub use handle::{EnvHandle, MAX_TASKS_PER_REQUEST};
 
 pub(crate) use environment::ENVIRONMENT_METHODS;
-pub use table::{ToolEntry, ToolFn, ToolFuture, ToolTable, ToolTableError, Toolset};
+pub use table::{
+    BlockingFn, Prepared, ToolEntry, ToolFn, ToolFuture, ToolRun, ToolTable, ToolTableError,
+    Toolset, REASONING_FIELD,
+};

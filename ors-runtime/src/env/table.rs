@@ -1,16 +1,19 @@
 //! The tool table: every tool of one environment or toolset type, built once by the macros and
-//! shared by every session, with O(1) dispatch by name.
+//! shared by every session, with O(1) dispatch by name. Before a tool runs, the table takes the
+//! optional `reasoning` out of its input and validates the input against the tool's schema
+//! when the tool asks for it ([`ToolTable::prepare`]).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
-use ors_core::types::{RunToolOutput, ToolSpec};
+use ors_core::types::{JsonObject, RunToolOutput, ToolSpec};
 
 use super::ToolContext;
+use crate::schema::InputValidator;
 
 /// A boxed tool future borrowing the environment.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = RunToolOutput> + Send + 'a>>;
@@ -20,6 +23,29 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = RunToolOutput> + Send + 'a
 pub type ToolFn<E> =
     Arc<dyn for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync>;
 
+/// The adapter of a `#[tool(blocking)]` tool: synchronous, run on tokio's blocking pool.
+pub type BlockingFn<E> = Arc<dyn Fn(&mut E, ToolContext, Value) -> RunToolOutput + Send + Sync>;
+
+/// How a tool runs.
+pub enum ToolRun<E> {
+    /// A future on the session's task (the usual tool).
+    Async(ToolFn<E>),
+    /// A synchronous function on a thread of tokio's blocking pool, with the episode moved
+    /// there for the call, so it never stalls the server's worker threads. When the call times
+    /// out the answer goes at once; the thread finishes in the background, and the session's
+    /// next call waits for it to hand the episode back.
+    Blocking(BlockingFn<E>),
+}
+
+impl<E> Clone for ToolRun<E> {
+    fn clone(&self) -> Self {
+        match self {
+            ToolRun::Async(f) => ToolRun::Async(Arc::clone(f)),
+            ToolRun::Blocking(f) => ToolRun::Blocking(Arc::clone(f)),
+        }
+    }
+}
+
 /// One tool of a table.
 pub struct ToolEntry<E> {
     /// The spec shown to agents.
@@ -27,7 +53,9 @@ pub struct ToolEntry<E> {
     /// Listed by `/tools` (true) or only by `/task_tools` (false).
     pub shared: bool,
     /// The adapter.
-    pub call: ToolFn<E>,
+    pub run: ToolRun<E>,
+    /// When set, every input is checked against the tool's schema before the tool runs.
+    pub validator: Option<Arc<InputValidator>>,
 }
 
 impl<E> Clone for ToolEntry<E> {
@@ -35,7 +63,8 @@ impl<E> Clone for ToolEntry<E> {
         Self {
             spec: self.spec.clone(),
             shared: self.shared,
-            call: Arc::clone(&self.call),
+            run: self.run.clone(),
+            validator: self.validator.clone(),
         }
     }
 }
@@ -49,19 +78,65 @@ impl<E: 'static> ToolEntry<E> {
         Self {
             spec,
             shared,
-            call: Arc::new(call),
+            run: ToolRun::Async(Arc::new(call)),
+            validator: None,
         }
+    }
+
+    /// An entry running the synchronous `call` on tokio's blocking pool.
+    pub fn blocking<F>(spec: ToolSpec, shared: bool, call: F) -> Self
+    where
+        F: Fn(&mut E, ToolContext, Value) -> RunToolOutput + Send + Sync + 'static,
+    {
+        Self {
+            spec,
+            shared,
+            run: ToolRun::Blocking(Arc::new(call)),
+            validator: None,
+        }
+    }
+
+    /// This entry with its inputs validated by `validator` before it runs.
+    pub fn validated(mut self, validator: Arc<InputValidator>) -> Self {
+        self.validator = Some(validator);
+        self
     }
 
     /// This entry as a tool of `O`, reaching the `E` stored inside an `O` through `project`
     /// (how an environment includes a toolset kept in one of its fields).
     pub fn project<O: 'static>(&self, project: fn(&mut O) -> &mut E) -> ToolEntry<O> {
-        let inner = Arc::clone(&self.call);
-        ToolEntry::new(
-            self.spec.clone(),
-            self.shared,
-            move |outer: &mut O, ctx, input| inner(project(outer), ctx, input),
-        )
+        let run = match &self.run {
+            ToolRun::Async(f) => {
+                let inner = Arc::clone(f);
+                let f: ToolFn<O> =
+                    Arc::new(move |outer: &mut O, ctx, input| inner(project(outer), ctx, input));
+                ToolRun::Async(f)
+            }
+            ToolRun::Blocking(f) => {
+                let inner = Arc::clone(f);
+                let f: BlockingFn<O> =
+                    Arc::new(move |outer: &mut O, ctx, input| inner(project(outer), ctx, input));
+                ToolRun::Blocking(f)
+            }
+        };
+        ToolEntry {
+            spec: self.spec.clone(),
+            shared: self.shared,
+            run,
+            validator: self.validator.clone(),
+        }
+    }
+
+    /// Run this entry on `env` in place: a blocking tool runs on the calling thread (what a
+    /// direct [`crate::env::call_tool`] without a server does).
+    pub fn run_inline<'a>(&self, env: &'a mut E, ctx: ToolContext, input: Value) -> ToolFuture<'a> {
+        match &self.run {
+            ToolRun::Async(f) => f(env, ctx, input),
+            ToolRun::Blocking(f) => {
+                let out = f(env, ctx, input);
+                Box::pin(async move { out })
+            }
+        }
     }
 }
 
@@ -81,6 +156,19 @@ pub enum ToolTableError {
     },
 }
 
+/// The name of the input field `#[environment(reasoning)]` adds to every tool.
+pub const REASONING_FIELD: &str = "reasoning";
+
+/// What [`ToolTable::prepare`] made of a call.
+pub enum Prepared<'t, E> {
+    /// A tool of the table, with the input to give it.
+    Entry(&'t ToolEntry<E>, ToolContext, Value),
+    /// No tool of the table has this name (the episode may compute it from its task).
+    NotInTable(ToolContext, Value),
+    /// Refused before any tool ran: the answer.
+    Refused(RunToolOutput),
+}
+
 /// The tools of one environment (or toolset) type, built once and shared by every session:
 /// specs in declaration order and O(1) dispatch by name.
 pub struct ToolTable<E> {
@@ -88,18 +176,36 @@ pub struct ToolTable<E> {
     by_name: HashMap<String, usize>,
     shared_specs: Vec<ToolSpec>,
     errors: Vec<ToolTableError>,
+    reasoning: bool,
 }
 
 impl<E: 'static> ToolTable<E> {
     /// Build a table from entries; duplicate names are recorded as errors, first one wins.
     pub fn new(entries: Vec<ToolEntry<E>>) -> Self {
+        Self::build(entries, false)
+    }
+
+    /// Build a table whose every tool accepts an optional `reasoning` string: added to each
+    /// input schema (an error if a tool already has such a field), taken out of each input
+    /// before the tool reads it, and handed to the tool in [`ToolContext::reasoning`].
+    pub fn with_reasoning(entries: Vec<ToolEntry<E>>) -> Self {
+        Self::build(entries, true)
+    }
+
+    fn build(entries: Vec<ToolEntry<E>>, reasoning: bool) -> Self {
         let mut table = Self {
             entries: Vec::with_capacity(entries.len()),
             by_name: HashMap::with_capacity(entries.len()),
             shared_specs: Vec::new(),
             errors: Vec::new(),
+            reasoning,
         };
-        for e in entries {
+        for mut e in entries {
+            if reasoning {
+                if let Err(err) = add_reasoning(&mut e.spec) {
+                    table.errors.push(err);
+                }
+            }
             table.push(e);
         }
         table
@@ -130,6 +236,11 @@ impl<E: 'static> ToolTable<E> {
         &self.errors
     }
 
+    /// Whether every tool takes the optional `reasoning` input.
+    pub fn takes_reasoning(&self) -> bool {
+        self.reasoning
+    }
+
     /// Specs of the shared tools (what `/tools` lists).
     pub fn shared_specs(&self) -> &[ToolSpec] {
         &self.shared_specs
@@ -151,7 +262,44 @@ impl<E: 'static> ToolTable<E> {
         self.by_name.get(name).map(|&i| &self.entries[i])
     }
 
-    /// Call a tool by name; an unknown name is an `ok: false` result naming it.
+    /// Everything that happens to a call before its tool runs: take out the `reasoning`
+    /// (when the table has it), find the tool, and validate the input when the tool asks.
+    pub fn prepare(&self, name: &str, ctx: ToolContext, input: Value) -> Prepared<'_, E> {
+        let (ctx, input) = if self.reasoning {
+            match take_reasoning(name, ctx, input) {
+                Ok(pair) => pair,
+                Err(out) => return Prepared::Refused(out),
+            }
+        } else {
+            (ctx, input)
+        };
+        let Some(entry) = self.get(name) else {
+            return Prepared::NotInTable(ctx, input);
+        };
+        if let Some(validator) = &entry.validator {
+            let checked = if input.is_null() {
+                validator.check(name, &Value::Object(JsonObject::new()))
+            } else {
+                validator.check(name, &input)
+            };
+            if let Err(msg) = checked {
+                return Prepared::Refused(RunToolOutput::Error(msg));
+            }
+        }
+        Prepared::Entry(entry, ctx, input)
+    }
+
+    /// The `ok: false` answer for a tool no one has.
+    pub fn unknown(&self, name: &str) -> RunToolOutput {
+        let known: Vec<&str> = self.entries.iter().map(|e| e.spec.name.as_str()).collect();
+        RunToolOutput::Error(format!(
+            "unknown tool '{name}'; available tools: {}",
+            known.join(", ")
+        ))
+    }
+
+    /// Call a tool by name in place (a blocking tool runs on this thread); an unknown name is
+    /// an `ok: false` result naming it.
     pub fn dispatch<'a>(
         &self,
         env: &'a mut E,
@@ -159,17 +307,68 @@ impl<E: 'static> ToolTable<E> {
         ctx: ToolContext,
         input: Value,
     ) -> ToolFuture<'a> {
-        match self.get(name) {
-            Some(entry) => (entry.call)(env, ctx, input),
-            None => {
-                let known: Vec<&str> = self.entries.iter().map(|e| e.spec.name.as_str()).collect();
-                let msg = format!(
-                    "unknown tool '{name}'; available tools: {}",
-                    known.join(", ")
-                );
-                Box::pin(async move { RunToolOutput::Error(msg) })
+        match self.prepare(name, ctx, input) {
+            Prepared::Entry(entry, ctx, input) => entry.run_inline(env, ctx, input),
+            Prepared::NotInTable(..) => {
+                let out = self.unknown(name);
+                Box::pin(async move { out })
             }
+            Prepared::Refused(out) => Box::pin(async move { out }),
         }
+    }
+}
+
+/// The schema of the `reasoning` field (Bedrock's automatic reasoning parameter).
+fn reasoning_schema() -> Value {
+    json!({"type": "string", "description": "The reasoning for the tool call."})
+}
+
+/// Add the optional `reasoning` field to a tool's input schema.
+pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
+    let schema = spec.input_schema.get_or_insert_with(|| {
+        let mut obj = JsonObject::new();
+        obj.insert("type".to_owned(), json!("object"));
+        obj
+    });
+    let props = schema
+        .entry("properties")
+        .or_insert_with(|| Value::Object(JsonObject::new()));
+    match props {
+        Value::Object(props) if props.contains_key(REASONING_FIELD) => {
+            Err(ToolTableError::Schema {
+                tool: spec.name.clone(),
+                reason: "its input has a field 'reasoning', which #[environment(reasoning)] adds \
+                         to every tool; rename the field (#[serde(rename = \"...\")])"
+                    .to_owned(),
+            })
+        }
+        Value::Object(props) => {
+            props.insert(REASONING_FIELD.to_owned(), reasoning_schema());
+            Ok(())
+        }
+        _ => Err(ToolTableError::Schema {
+            tool: spec.name.clone(),
+            reason: "its schema's `properties` is not an object".to_owned(),
+        }),
+    }
+}
+
+/// Take the `reasoning` string out of an input into the context.
+pub(crate) fn take_reasoning(
+    tool: &str,
+    ctx: ToolContext,
+    mut input: Value,
+) -> Result<(ToolContext, Value), RunToolOutput> {
+    let Some(obj) = input.as_object_mut() else {
+        return Ok((ctx, input));
+    };
+    match obj.remove(REASONING_FIELD) {
+        None | Some(Value::Null) => Ok((ctx, input)),
+        Some(Value::String(s)) => Ok((ctx.with_reasoning(s), input)),
+        Some(other) => Err(RunToolOutput::Error(format!(
+            "invalid input for tool '{tool}': field 'reasoning': expected a string, got {}",
+            ors_core::types::json_kind(&other)
+        ))),
     }
 }
 

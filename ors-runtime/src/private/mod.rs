@@ -1,19 +1,23 @@
 //! Items the macros' generated code names by absolute path. Not a public API.
 
 mod checks;
+mod decl;
 mod params;
 
 pub use crate::env::{
-    EnvironmentMeta, ToolContext, ToolEntry, ToolFuture, ToolTable, ToolTableError, Toolset,
+    DynamicTool, EnvironmentMeta, ToolContext, ToolEntry, ToolFuture, ToolTable, ToolTableError,
+    Toolset,
 };
 pub use crate::schema::input_schema;
 pub use checks::{
     implements_environment, is_environment_method, toolset_collision, CollisionMessage,
     ImplementsEnvironment,
 };
+pub use decl::{JsonOutputSchema, NoOutputSchema, OutputProbe, ToolDecl};
 pub use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
 pub use params::{
-    arg_ops, no_input, second_input, tool_spec, ArgKind, ArgOps, ContextRef, SchemaFn, ToolArg,
+    arg_ops, no_input, raw_arg_ops, second_input, ArgKind, ArgOps, ContextRef, RawToolArg,
+    SchemaFn, ToolArg,
 };
 pub use serde;
 pub use serde_json;
@@ -27,10 +31,12 @@ pub use std::vec::Vec;
 
 pub use schemars;
 
-/// Collects a table's tools in declaration order, then the tools of its toolset fields.
+/// Collects a table's tools in declaration order, then the tools of its toolset fields and
+/// its dynamic tools.
 pub struct TableBuilder<E> {
     entries: Vec<ToolEntry<E>>,
     errors: Vec<ToolTableError>,
+    reasoning: bool,
 }
 
 impl<E: 'static> Default for TableBuilder<E> {
@@ -45,18 +51,39 @@ impl<E: 'static> TableBuilder<E> {
         Self {
             entries: Vec::new(),
             errors: Vec::new(),
+            reasoning: false,
+        }
+    }
+
+    fn add(&mut self, decl: ToolDecl<'_>, make: impl FnOnce(ToolSpec, bool) -> ToolEntry<E>) {
+        let shared = decl.is_shared();
+        match decl.build() {
+            Ok((spec, validator)) => {
+                let entry = make(spec, shared);
+                self.entries.push(match validator {
+                    Some(v) => entry.validated(v),
+                    None => entry,
+                });
+            }
+            Err(e) => self.errors.push(e),
         }
     }
 
     /// Add a tool; a spec that could not be built is recorded as an error instead.
-    pub fn tool<F>(mut self, spec: Result<ToolSpec, ToolTableError>, shared: bool, call: F) -> Self
+    pub fn tool<F>(mut self, decl: ToolDecl<'_>, call: F) -> Self
     where
         F: for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync + 'static,
     {
-        match spec {
-            Ok(spec) => self.entries.push(ToolEntry::new(spec, shared, call)),
-            Err(e) => self.errors.push(e),
-        }
+        self.add(decl, |spec, shared| ToolEntry::new(spec, shared, call));
+        self
+    }
+
+    /// Add a `#[tool(blocking)]` tool.
+    pub fn blocking_tool<F>(mut self, decl: ToolDecl<'_>, call: F) -> Self
+    where
+        F: Fn(&mut E, ToolContext, Value) -> RunToolOutput + Send + Sync + 'static,
+    {
+        self.add(decl, |spec, shared| ToolEntry::blocking(spec, shared, call));
         self
     }
 
@@ -69,11 +96,26 @@ impl<E: 'static> TableBuilder<E> {
         self
     }
 
+    /// Add tools defined at run time (`#[environment(dynamic_tools = ...)]`), shared.
+    pub fn dynamic_tools(mut self, tools: Vec<DynamicTool>) -> Self {
+        self.entries.extend(tools.iter().map(|t| t.entry(true)));
+        self
+    }
+
+    /// `#[environment(reasoning)]`: every tool takes an optional `reasoning` string.
+    pub fn reasoning(mut self) -> Self {
+        self.reasoning = true;
+        self
+    }
+
     /// The finished table (duplicate names become errors there).
     pub fn build(self) -> ToolTable<E> {
-        self.errors
-            .into_iter()
-            .fold(ToolTable::new(self.entries), ToolTable::with_error)
+        let table = if self.reasoning {
+            ToolTable::with_reasoning(self.entries)
+        } else {
+            ToolTable::new(self.entries)
+        };
+        self.errors.into_iter().fold(table, ToolTable::with_error)
     }
 }
 

@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use ors_core::types::{JsonObject, RunToolOutput, ToolSpec};
+use ors_core::types::{JsonObject, RunToolOutput};
 
-use crate::env::{ToolContext, ToolTableError};
+use crate::env::ToolContext;
 use crate::schema::input_schema;
 
 /// A type a `#[tool]` method can take as its input: deserialized from the call's JSON and
@@ -111,6 +111,63 @@ fn take_input<T: ToolInput>(
     parse_input(tool, input.take().unwrap_or(Value::Null))
 }
 
+/// A type a `#[tool(schema = "...")]` method can take by value after `self`: the
+/// [`ToolContext`], or the raw input as [`JsonObject`] or [`Value`] (the hand-written schema
+/// describes it and has validated it before the method runs).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the input of a #[tool] with a hand-written `schema`",
+    label = "the `schema = \"...\"` describes the input, so the method takes it as raw JSON",
+    note = "take the input as `JsonObject` (it is validated against the schema before the \
+            method runs), or drop `schema` and let `{Self}`'s type describe the input"
+)]
+pub trait RawToolArg: Sized {
+    /// How the adapter gets it.
+    const RAW_OPS: ArgOps<Self>;
+}
+
+#[diagnostic::do_not_recommend]
+impl RawToolArg for ToolContext {
+    const RAW_OPS: ArgOps<Self> = ArgOps {
+        kind: ArgKind::Context,
+        extract: clone_context,
+        schema: None,
+    };
+}
+
+#[diagnostic::do_not_recommend]
+impl RawToolArg for JsonObject {
+    const RAW_OPS: ArgOps<Self> = ArgOps {
+        kind: ArgKind::Input,
+        extract: take_input::<JsonObject>,
+        schema: None,
+    };
+}
+
+#[diagnostic::do_not_recommend]
+impl RawToolArg for Value {
+    const RAW_OPS: ArgOps<Self> = ArgOps {
+        kind: ArgKind::Input,
+        extract: take_raw_value,
+        schema: None,
+    };
+}
+
+/// The [`ArgOps`] of a by-value parameter of a tool with a hand-written schema.
+pub const fn raw_arg_ops<T: RawToolArg>() -> ArgOps<T> {
+    T::RAW_OPS
+}
+
+fn take_raw_value(
+    _ctx: &ToolContext,
+    input: &mut Option<Value>,
+    _tool: &str,
+) -> Result<Value, RunToolOutput> {
+    Ok(match input.take() {
+        None | Some(Value::Null) => Value::Object(JsonObject::new()),
+        Some(v) => v,
+    })
+}
+
 /// A type a `#[tool]` method can take by reference: only the tool context.
 #[diagnostic::on_unimplemented(
     message = "a #[tool] method takes only the tool context by reference, not `&{Self}`",
@@ -161,27 +218,6 @@ pub fn no_input(tool: &str, input: Option<Value>) -> Result<(), RunToolOutput> {
             ors_core::types::json_kind(&other)
         ))),
     }
-}
-
-/// A tool's spec: its input schema from the parameter that is the input (`null` when none
-/// is); a schema problem is recorded in the table, not panicked.
-pub fn tool_spec(
-    name: &str,
-    description: &str,
-    schemas: &[Option<SchemaFn>],
-) -> Result<ToolSpec, ToolTableError> {
-    let input_schema = match schemas.iter().flatten().next() {
-        Some(schema) => Some(schema().map_err(|e| ToolTableError::Schema {
-            tool: name.to_owned(),
-            reason: e.to_string(),
-        })?),
-        None => None,
-    };
-    Ok(ToolSpec {
-        name: name.to_owned(),
-        description: description.to_owned(),
-        input_schema,
-    })
 }
 
 #[cfg(test)]
