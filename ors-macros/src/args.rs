@@ -138,6 +138,26 @@ pub(crate) fn lit_bool(meta: &ParseNestedMeta, key: &str) -> syn::Result<LitBool
     })
 }
 
+/// A flag: `key` alone, or `key = true` / `key = false`.
+pub(crate) fn flag(meta: &ParseNestedMeta, key: &str) -> syn::Result<bool> {
+    if meta.input.peek(Token![=]) {
+        Ok(lit_bool(meta, key)?.value)
+    } else {
+        Ok(true)
+    }
+}
+
+/// `key = path::to::item`.
+pub(crate) fn path_value(meta: &ParseNestedMeta, key: &str) -> syn::Result<Path> {
+    let value = meta.value()?;
+    value.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            format!("expected a path to a function: `{key} = path::to::function`"),
+        )
+    })
+}
+
 /// `crate = ::path` (or `crate = "::path"`, as serde spells it).
 pub(crate) fn crate_path(meta: &ParseNestedMeta) -> syn::Result<Path> {
     let value = meta.value()?;

@@ -20,6 +20,14 @@ const ENV_KEYS: &[Key] = &[
         name: "toolsets",
         usage: "toolsets(field, ...)",
     },
+    Key {
+        name: "reasoning",
+        usage: "reasoning",
+    },
+    Key {
+        name: "dynamic_tools",
+        usage: "dynamic_tools = path::to::fn",
+    },
     args::CRATE_KEY,
 ];
 
@@ -27,6 +35,10 @@ struct EnvArgs {
     name: Option<LitStr>,
     toolsets: Vec<Member>,
     krate: Path,
+    /// Every tool takes an optional `reasoning` string.
+    reasoning: bool,
+    /// A `fn() -> Vec<DynamicTool>` whose tools join the table.
+    dynamic_tools: Option<Path>,
 }
 
 fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
@@ -34,11 +46,15 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
         name: None,
         toolsets: Vec::new(),
         krate: args::default_crate(),
+        reasoning: false,
+        dynamic_tools: None,
     };
     args::parse_args(attr, "#[environment]", ENV_KEYS, errors, |key, meta| {
         match key {
             "name" => out.name = Some(args::lit_str(meta, "name")?),
             "toolsets" => out.toolsets.extend(args::members(meta)?),
+            "reasoning" => out.reasoning = args::flag(meta, "reasoning")?,
+            "dynamic_tools" => out.dynamic_tools = Some(args::path_value(meta, "dynamic_tools")?),
             _ => out.krate = args::crate_path(meta)?,
         }
         Ok(())
@@ -152,6 +168,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         .collect();
     }
 
+    check_task_methods(&imp, &mut errors);
     let tools = table::dedup(tools, &mut errors);
     let name = match (name_const, &args.name) {
         (Some(c), None) => c.into_token_stream(),
@@ -181,7 +198,16 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         }
     };
 
-    let body = table::table_body(&self_ty, krate, &tools, &args.toolsets);
+    let body = table::table_body(
+        &self_ty,
+        krate,
+        &tools,
+        &args.toolsets,
+        &table::EnvExtras {
+            reasoning: args.reasoning,
+            dynamic_tools: args.dynamic_tools.as_ref(),
+        },
+    );
     let tool_items = table::tool_items(&imp, krate, &tools);
     let cfgs = crate::cfgs(&imp);
     let own: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
@@ -221,6 +247,41 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         #(#trait_methods)*
         #attr_uses
         #errors
+    }
+}
+
+/// An environment serves tasks: `tasks` (a split loaded whole), or `num_tasks` with `task` (a
+/// split read by index). Checked here, as the trait's defaults would only fail at run time.
+fn check_task_methods(imp: &ItemImpl, errors: &mut Errors) {
+    // Items written by a macro call in the impl are invisible here: trust them. And an impl of
+    // another trait (reported elsewhere), or of the trait renamed, is not checked.
+    let names_environment = imp
+        .trait_
+        .as_ref()
+        .and_then(|(_, path, _)| path.segments.last())
+        .is_some_and(|s| s.ident == "Environment");
+    if !names_environment || imp.items.iter().any(|item| matches!(item, ImplItem::Macro(_))) {
+        return;
+    }
+    let has = |name: &str| {
+        imp.items
+            .iter()
+            .find_map(|item| match item {
+                ImplItem::Fn(f) if f.sig.ident == name => Some(f.sig.ident.clone()),
+                _ => None,
+            })
+    };
+    match (has("tasks"), has("num_tasks"), has("task")) {
+        (None, None, _) => errors.spanned(
+            &imp.self_ty,
+            "an environment serves tasks: write `async fn tasks(split: &str) -> Result<Vec<Task>, \
+             EnvError>`, or, for splits read on demand, `num_tasks` and `task`",
+        ),
+        (_, Some(num), None) => errors.spanned(
+            num,
+            "`num_tasks` serves splits by index, so `task(split, index)` is needed too",
+        ),
+        _ => {}
     }
 }
 

@@ -30,12 +30,22 @@ pub(crate) fn dedup(tools: Vec<Tool>, errors: &mut Errors) -> Vec<Tool> {
     kept
 }
 
+/// What an environment's table has beyond its methods and toolsets (a toolset has none).
+#[derive(Default)]
+pub(crate) struct EnvExtras<'a> {
+    /// `#[environment(reasoning)]`.
+    pub(crate) reasoning: bool,
+    /// `#[environment(dynamic_tools = path)]`.
+    pub(crate) dynamic_tools: Option<&'a Path>,
+}
+
 /// The body of the table function: adapters, then a `static` built on first use.
 pub(crate) fn table_body(
     self_ty: &Type,
     krate: &Path,
     tools: &[Tool],
     toolsets: &[Member],
+    extras: &EnvExtras<'_>,
 ) -> TokenStream {
     let p = quote!(#krate::__private);
     let adapters = tools.iter().map(|t| t.adapter(self_ty, krate));
@@ -44,6 +54,15 @@ pub(crate) fn table_body(
         let field = toolset_field(self_ty, krate, m);
         quote!(.toolset(#field))
     });
+    // Spanned on the path, so a function of the wrong type is reported there.
+    let dynamic = extras.dynamic_tools.map(|f| {
+        let p = crate::respan(p.clone(), f.span());
+        quote_spanned!(f.span()=> .dynamic_tools({
+            let __ors_dynamic: fn() -> #p::Vec<#p::DynamicTool> = #f;
+            __ors_dynamic()
+        }))
+    });
+    let reasoning = extras.reasoning.then(|| quote!(.reasoning()));
     quote! {
         #(#adapters)*
         static __ORS_TABLE: #p::OnceLock<#p::ToolTable<#self_ty>> = #p::OnceLock::new();
@@ -51,6 +70,8 @@ pub(crate) fn table_body(
             #p::TableBuilder::<#self_ty>::new()
                 #(#calls)*
                 #(#includes)*
+                #dynamic
+                #reasoning
                 .build()
         })
     }

@@ -25,7 +25,109 @@ const TOOL_KEYS: &[Key] = &[
         name: "shared",
         usage: "shared = false",
     },
+    Key {
+        name: "blocking",
+        usage: "blocking",
+    },
+    Key {
+        name: "schema",
+        usage: "schema = \"file.json\" or schema = \"{...}\"",
+    },
+    Key {
+        name: "validate",
+        usage: "validate",
+    },
+    Key {
+        name: "detail_url",
+        usage: "detail_url = \"https://...\"",
+    },
 ];
+
+/// The arguments of one `#[tool(...)]`, as written. A new key is a field here, a [`Key`]
+/// above and an arm in [`ToolArgs::parse`].
+#[derive(Default)]
+struct ToolArgs {
+    name: Option<LitStr>,
+    description: Option<LitStr>,
+    shared: Option<bool>,
+    /// `blocking`: where it was written, for errors about it.
+    blocking: Option<Span>,
+    schema: Option<LitStr>,
+    validate: bool,
+    detail_url: Option<LitStr>,
+}
+
+impl ToolArgs {
+    fn parse(attr: &Attribute, errors: &mut Errors) -> Self {
+        let mut out = ToolArgs::default();
+        match &attr.meta {
+            Meta::Path(_) => {}
+            Meta::List(list) => {
+                args::parse_args(
+                    list.tokens.clone(),
+                    "#[tool]",
+                    TOOL_KEYS,
+                    errors,
+                    |key, meta| {
+                        match key {
+                            "name" => out.name = Some(args::lit_str(meta, "name")?),
+                            "description" => {
+                                out.description = Some(args::lit_str(meta, "description")?)
+                            }
+                            "shared" => out.shared = Some(args::lit_bool(meta, "shared")?.value),
+                            "blocking" => {
+                                if args::flag(meta, "blocking")? {
+                                    out.blocking = Some(meta.path.span());
+                                }
+                            }
+                            "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
+                            "validate" => out.validate = args::flag(meta, "validate")?,
+                            _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
+                        }
+                        Ok(())
+                    },
+                );
+            }
+            Meta::NameValue(nv) => errors.spanned(
+                nv,
+                "write `#[tool]` or `#[tool(name = \"...\", description = \"...\", shared = false)]`",
+            ),
+        }
+        out
+    }
+}
+
+/// A `schema = "..."`: JSON written inline (checked now), or a file read with `include_str!`
+/// (a path relative to the source file, checked when the table is built).
+enum SchemaSource {
+    Inline(LitStr),
+    File(LitStr),
+}
+
+impl SchemaSource {
+    fn parse(lit: LitStr, errors: &mut Errors) -> Self {
+        let text = lit.value();
+        if !text.trim_start().starts_with('{') {
+            if text.trim().is_empty() {
+                errors.spanned(&lit, "`schema` is empty: give a JSON object or a .json file");
+            }
+            return SchemaSource::File(lit);
+        }
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Err(e) => errors.spanned(
+                &lit,
+                format!("`schema` is not valid JSON: {e} (line and column within the string)"),
+            ),
+            Ok(v) if v.get("type").and_then(|t| t.as_str()) != Some("object") => errors.spanned(
+                &lit,
+                "a tool's input `schema` must be an object schema: `{\"type\": \"object\", \
+                 \"properties\": {...}}`",
+            ),
+            Ok(_) => {}
+        }
+        SchemaSource::Inline(lit)
+    }
+}
 
 /// A parameter after `self`. Its role is decided by its type, through traits, in the
 /// generated code: the macro knows only whether it is taken by value or by reference.
@@ -59,6 +161,13 @@ pub(crate) struct Tool {
     params: Vec<Param>,
     asyncness: bool,
     output_span: Span,
+    /// The return type with its lifetimes made `'static`, to find a `Json<T>`'s schema (`None`
+    /// for `impl Trait`, which cannot be named outside the method).
+    output_ty: Option<Type>,
+    blocking: bool,
+    schema: Option<SchemaSource>,
+    validate: bool,
+    detail_url: Option<LitStr>,
 }
 
 /// Whether an attribute is `#[tool]` (or a path ending in `::tool`).
@@ -112,31 +221,29 @@ pub(crate) fn use_attr_paths(attrs: &[Attribute], cfgs: &TokenStream) -> TokenSt
 /// Read a tool from its method (with the `#[tool]` attribute already taken off). `None` when
 /// the method cannot be called as a tool; every problem is recorded in `errors`.
 pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<Tool> {
-    let mut name_lit: Option<LitStr> = None;
-    let mut description: Option<LitStr> = None;
-    let mut shared = true;
-    match &attr.meta {
-        Meta::Path(_) => {}
-        Meta::List(list) => {
-            args::parse_args(
-                list.tokens.clone(),
-                "#[tool]",
-                TOOL_KEYS,
-                errors,
-                |key, meta| {
-                    match key {
-                        "name" => name_lit = Some(args::lit_str(meta, "name")?),
-                        "description" => description = Some(args::lit_str(meta, "description")?),
-                        _ => shared = args::lit_bool(meta, "shared")?.value,
-                    }
-                    Ok(())
-                },
-            );
+    let ToolArgs {
+        name: name_lit,
+        description,
+        shared,
+        blocking,
+        schema,
+        validate,
+        detail_url,
+    } = ToolArgs::parse(attr, errors);
+    let shared = shared.unwrap_or(true);
+    let schema = schema.map(|lit| SchemaSource::parse(lit, errors));
+    if let Some(url) = &detail_url {
+        let v = url.value();
+        if !(v.starts_with("https://") || v.starts_with("http://")) {
+            errors.spanned(url, "`detail_url` is a URL: it starts with https:// or http://");
         }
-        Meta::NameValue(nv) => errors.spanned(
-            nv,
-            "write `#[tool]` or `#[tool(name = \"...\", description = \"...\", shared = false)]`",
-        ),
+    }
+    if let (Some(_), Some(asyncness)) = (blocking, &method.sig.asyncness) {
+        errors.at(
+            asyncness.span,
+            "a #[tool(blocking)] method is a plain `fn`: it runs on a thread of tokio's blocking \
+             pool, where there is nothing to `.await`; drop `async` (or drop `blocking`)",
+        );
     }
 
     let sig = &method.sig;
@@ -230,6 +337,12 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         ReturnType::Type(_, ty) => ty.span(),
         ReturnType::Default => sig.ident.span(),
     };
+    let output_ty = match &sig.output {
+        ReturnType::Type(_, ty) if !contains_impl_trait(ty) => {
+            Some(with_lifetimes(ty, "static"))
+        }
+        _ => None,
+    };
 
     let description = match description {
         Some(lit) if lit.value().trim().is_empty() => {
@@ -277,7 +390,26 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         params,
         asyncness: sig.asyncness.is_some(),
         output_span,
+        output_ty,
+        // An `async` blocking tool is reported above; generated as async, it adds no second error.
+        blocking: blocking.is_some() && sig.asyncness.is_none(),
+        schema,
+        validate,
+        detail_url,
     })
+}
+
+/// Whether a type mentions `impl Trait` anywhere.
+fn contains_impl_trait(ty: &Type) -> bool {
+    struct Find(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Find {
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut find = Find(false);
+    syn::visit::Visit::visit_type(&mut find, ty);
+    find.0
 }
 
 /// A doc line that is a string literal with nothing but whitespace (`///` alone).
@@ -365,10 +497,17 @@ impl Tool {
         self.value_params()
             .map(|(ops, ty)| {
                 let p = crate::respan(quote!(#krate::__private), ty.span());
+                // With a hand-written schema the input is raw JSON, so a typed input is an
+                // error there, on its type.
+                let get_ops = if self.schema.is_some() {
+                    quote_spanned!(ty.span()=> raw_arg_ops)
+                } else {
+                    quote_spanned!(ty.span()=> arg_ops)
+                };
                 quote_spanned! {ty.span()=>
                     #[doc(hidden)]
                     #[allow(non_upper_case_globals)]
-                    const #ops: #p::ArgOps<#ty> = #p::arg_ops::<#ty>();
+                    const #ops: #p::ArgOps<#ty> = #p::#get_ops::<#ty>();
                 }
             })
             .collect()
@@ -478,6 +617,24 @@ impl Tool {
         let wrap = quote_spanned! {self.output_span=>
             #p::IntoToolResult::into_tool_result(__ors_out)
         };
+        if self.blocking {
+            // Synchronous: the runtime calls it on a blocking-pool thread.
+            return quote_spanned! {method.span()=>
+                fn #adapter(
+                    __ors_env: &mut #self_ty,
+                    #ctx_param: #p::ToolContext,
+                    __ors_input: #p::Value,
+                ) -> #p::RunToolOutput {
+                    let #input_mut __ors_input = #p::Option::Some(__ors_input);
+                    #(#gets)*
+                    if let #p::Result::Err(e) = #p::no_input(#name, __ors_input) {
+                        return e;
+                    }
+                    let __ors_out = #call;
+                    #wrap
+                }
+            };
+        }
         // Spanned on the method name, so a future that is not `Send` is reported there.
         let future = quote_spanned! {method.span()=>
             #p::Box::pin(async move {
@@ -502,7 +659,8 @@ impl Tool {
         }
     }
 
-    /// `.tool(spec, shared, adapter)` for the table builder.
+    /// `.tool(decl, adapter)` (or `.blocking_tool`) for the table builder: the declaration
+    /// is a chain of `ToolDecl` builder calls, one per attribute given.
     pub(crate) fn builder_call(&self, self_ty: &Type, krate: &Path) -> TokenStream {
         let p = quote!(#krate::__private);
         let name = &self.name;
@@ -513,8 +671,37 @@ impl Tool {
         let schemas = self
             .value_params()
             .map(|(ops, _)| quote!(<#self_ty>::#ops.schema));
-        let shared = self.shared;
+        let mut decl = quote!(#p::ToolDecl::new(#name, #description, &[#(#schemas),*]));
+        if !self.shared {
+            decl.extend(quote!(.shared(false)));
+        }
+        if let Some(url) = &self.detail_url {
+            decl.extend(quote!(.detail_url(#url)));
+        }
+        match &self.schema {
+            Some(SchemaSource::Inline(lit)) => decl.extend(quote!(.raw_schema(#lit))),
+            Some(SchemaSource::File(lit)) => {
+                decl.extend(quote_spanned!(lit.span()=> .raw_schema(::core::include_str!(#lit))))
+            }
+            None => {}
+        }
+        if self.validate {
+            decl.extend(quote!(.validate()));
+        }
+        if let Some(ty) = &self.output_ty {
+            decl.extend(quote! {
+                .output({
+                    #[allow(unused_imports)]
+                    use #p::{JsonOutputSchema as _, NoOutputSchema as _};
+                    (&#p::OutputProbe::<#ty>::new()).output_schema()
+                })
+            });
+        }
         let adapter = self.adapter_ident();
-        quote!(.tool(#p::tool_spec(#name, #description, &[#(#schemas),*]), #shared, #adapter))
+        if self.blocking {
+            quote!(.blocking_tool(#decl, #adapter))
+        } else {
+            quote!(.tool(#decl, #adapter))
+        }
     }
 }

@@ -110,7 +110,7 @@ fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStre
 
     let tools = table::dedup(tools, &mut errors);
     let names = tools.iter().map(|t| &t.name);
-    let body = table::table_body(self_ty, krate, &tools, &[]);
+    let body = table::table_body(self_ty, krate, &tools, &[], &table::EnvExtras::default());
     let tool_items = table::tool_items(&imp, krate, &tools);
     let toolset = crate::impl_beside(
         &imp,

@@ -129,6 +129,7 @@ impl App {
             keepalive: config.keepalive,
             abort: CancellationToken::new(),
             active: AtomicUsize::new(0),
+            max_result_bytes: config.max_result_bytes,
         });
         Ok(Self {
             sessions: SessionStore::new(config.max_sessions, config.session_timeout),

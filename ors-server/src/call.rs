@@ -41,6 +41,8 @@ pub(crate) struct CallShared {
     pub(crate) abort: CancellationToken,
     /// Calls running in the whole server (shutdown waits for them).
     pub(crate) active: AtomicUsize,
+    /// Largest result sent as it is (`ServerConfig::max_result_bytes`).
+    pub(crate) max_result_bytes: usize,
 }
 
 enum RecordState {
@@ -357,7 +359,11 @@ impl Call<'_> {
             tokio::select! {
                 biased;
                 r = tool => (match r {
-                    Ok(out) => Outcome::Result(out),
+                    Ok(out) => Outcome::Result(crate::limits::check_result(
+                        name,
+                        out,
+                        self.shared.max_result_bytes,
+                    )),
                     Err(panic) => {
                         let msg = panic_message(&*panic);
                         tracing::warn!(session = %session.id, tool = name, panic = %msg, "tool panicked");

@@ -22,6 +22,9 @@ pub struct ServerConfig {
     pub keepalive: Duration,
     /// Largest accepted request body (`ORS_MAX_BODY_BYTES`, 10 MiB); larger is 413.
     pub max_body_bytes: usize,
+    /// Largest tool result, as JSON text (`ORS_MAX_RESULT_BYTES`, 64 MiB); a larger one is
+    /// sent as `ok: false` with its size and the limit.
+    pub max_result_bytes: usize,
     /// Largest accepted request head, start line and headers (64 KiB); larger is 431.
     pub max_header_bytes: usize,
     /// Most live sessions (`ORS_MAX_SESSIONS`, 100 000); beyond it `create` is 503.
@@ -51,6 +54,7 @@ impl Default for ServerConfig {
             linger: ors_core::protocol::RESULT_LINGER,
             keepalive: ors_core::protocol::KEEPALIVE_INTERVAL,
             max_body_bytes: 10 * 1024 * 1024,
+            max_result_bytes: 64 * 1024 * 1024,
             max_header_bytes: 64 * 1024,
             max_sessions: 100_000,
             max_queued_calls: 256,
@@ -73,6 +77,7 @@ impl fmt::Debug for ServerConfig {
             .field("linger", &self.linger)
             .field("keepalive", &self.keepalive)
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_result_bytes", &self.max_result_bytes)
             .field("max_header_bytes", &self.max_header_bytes)
             .field("max_sessions", &self.max_sessions)
             .field("max_queued_calls", &self.max_queued_calls)
@@ -144,6 +149,9 @@ impl ServerConfig {
         }
         if let Some(v) = var("ORS_MAX_BODY_BYTES") {
             self.max_body_bytes = count("ORS_MAX_BODY_BYTES", &v)?;
+        }
+        if let Some(v) = var("ORS_MAX_RESULT_BYTES") {
+            self.max_result_bytes = count("ORS_MAX_RESULT_BYTES", &v)?;
         }
         if let Some(v) = var("ORS_MAX_SESSIONS") {
             self.max_sessions = count("ORS_MAX_SESSIONS", &v)?;
@@ -256,6 +264,7 @@ mod tests {
         assert_eq!(c.linger, Duration::from_secs(60));
         assert_eq!(c.keepalive, Duration::from_secs(10));
         assert_eq!(c.max_body_bytes, 10 * 1024 * 1024);
+        assert_eq!(c.max_result_bytes, 64 * 1024 * 1024);
         assert_eq!(c.tool_timeout, None);
         assert!(c.validate().is_ok());
     }
@@ -269,6 +278,7 @@ mod tests {
             ("ORS_LINGER_SECS", "0"),
             ("ORS_KEEPALIVE_SECS", "2"),
             ("ORS_MAX_BODY_BYTES", "1000"),
+            ("ORS_MAX_RESULT_BYTES", "2000"),
             ("ORS_MAX_SESSIONS", "7"),
             ("ORS_API_KEY", "k"),
             ("ORS_TOOL_TIMEOUT_SECS", "3"),
@@ -280,6 +290,7 @@ mod tests {
         assert_eq!(c.linger, Duration::ZERO);
         assert_eq!(c.keepalive, Duration::from_secs(2));
         assert_eq!(c.max_body_bytes, 1000);
+        assert_eq!(c.max_result_bytes, 2000);
         assert_eq!(c.max_sessions, 7);
         assert_eq!(c.api_key.as_deref(), Some("k"));
         assert_eq!(c.tool_timeout, Some(Duration::from_secs(3)));

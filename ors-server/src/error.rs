@@ -160,9 +160,9 @@ impl ApiError {
 impl From<TaskError> for ApiError {
     fn from(e: TaskError) -> Self {
         match e {
-            TaskError::UnknownSplit(_) | TaskError::InvalidIndex { .. } => {
-                ApiError::BadRequest(e.to_string())
-            }
+            TaskError::UnknownSplit(_)
+            | TaskError::InvalidIndex { .. }
+            | TaskError::TooMany { .. } => ApiError::BadRequest(e.to_string()),
             TaskError::Env(EnvError::Unsupported(_)) | TaskError::Env(EnvError::InvalidTask(_)) => {
                 ApiError::BadRequest(e.to_string())
             }

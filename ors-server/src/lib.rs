@@ -126,7 +126,12 @@ pub use ors_core as core;
 pub use ors_core::{Block, Blocks, RunToolOutput, Secrets, Split, SplitType, ToolOutput, ToolSpec};
 pub use ors_macros::{environment, tool, toolset, wire};
 pub use ors_runtime as runtime;
-pub use ors_runtime::{EnvError, Environment, EnvironmentMeta, ToolContext, Toolset};
+#[cfg(unix)]
+pub use ors_runtime::process;
+pub use ors_runtime::tasks;
+pub use ors_runtime::{
+    DynamicTool, DynamicTools, EnvError, Environment, EnvironmentMeta, Json, ToolContext, Toolset,
+};
 
 #[doc(hidden)]
 pub use ors_runtime::__private;
@@ -137,6 +142,7 @@ mod call;
 mod config;
 mod error;
 mod handlers;
+mod limits;
 #[cfg(feature = "init_tracing")]
 mod logging;
 mod request;
@@ -160,8 +166,8 @@ pub use server::{RunningServer, Server};
 /// bounds.
 pub mod prelude {
     pub use ors_core::{
-        Block, Blocks, ImageBlock, JsonObject, RunToolOutput, Secrets, Split, SplitType, TextBlock,
-        ToolOutput, ToolSpec,
+        Block, Blocks, ImageBlock, Json, JsonObject, RunToolOutput, Secrets, Split, SplitType,
+        TextBlock, ToolOutput, ToolSpec,
     };
     pub use ors_macros::{environment, tool, toolset, wire};
     pub use ors_runtime::__private::serde::de::{Deserialize, DeserializeOwned};
