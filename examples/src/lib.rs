@@ -3,6 +3,9 @@
 //! - [`gsm8k`]: grade-school math word problems answered with a `submit` tool, the environment
 //!   of the Quick Start. It embeds 210 problems of our own in GSM8K's format and can serve the
 //!   real GSM8K files instead (`--data DIR`).
+//! - [`code`]: small Python exercises solved in a working directory of the episode's own with
+//!   `write_file`, `read_file` and `run` (commands through `ors_server::process`), graded by
+//!   `submit` running hidden tests with `python3`.
 //! - [`conformance`]: the fixture the conformance and interop tests drive; every tool exercises
 //!   one corner of the protocol (chunking, images, errors, panics, cancellation, secrets).
 //!
@@ -22,9 +25,11 @@
 //! # }
 //! ```
 //!
-//! The binaries `gsm8k` and `conformance` serve one environment each; both take `--host` and
+//! The binaries `gsm8k`, `code` and `conformance` serve one environment each; both take `--host` and
 //! `--port` (which override `ORS_HOST` / `ORS_PORT`) and the other `ORS_*` variables.
 
 pub mod cli;
+#[cfg(unix)]
+pub mod code;
 pub mod conformance;
 pub mod gsm8k;
