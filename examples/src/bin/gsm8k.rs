@@ -13,9 +13,11 @@ use ors_examples::gsm8k::{self, Gsm8k};
 struct Args {
     #[command(flatten)]
     serve: ServeArgs,
-    /// Serve the GSM8K files DIR/train.jsonl and DIR/test.jsonl instead of the embedded problems.
-    #[arg(long, value_name = "DIR")]
-    data: Option<PathBuf>,
+    /// Serve GSM8K files instead of the embedded problems, read on demand: a directory with
+    /// train.jsonl / test.jsonl (or .parquet), or files named for their split
+    /// (train-00000-of-00001.parquet). Repeat for several files.
+    #[arg(long, value_name = "DIR|FILE")]
+    data: Vec<PathBuf>,
 }
 
 /// jemalloc, configured in `.cargo/config.toml` to hand freed pages back to the OS within
@@ -26,11 +28,12 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    if let Some(dir) = &args.data {
-        match gsm8k::use_data_dir(dir) {
+    if !args.data.is_empty() {
+        let started = std::time::Instant::now();
+        match gsm8k::use_data(&args.data) {
             Ok((train, test)) => eprintln!(
-                "gsm8k: serving {train} train and {test} test problems from {}",
-                dir.display()
+                "gsm8k: serving {train} train and {test} test problems, indexed in {} ms",
+                started.elapsed().as_millis()
             ),
             Err(e) => {
                 eprintln!("gsm8k: {e}");

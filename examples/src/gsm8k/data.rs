@@ -1,9 +1,11 @@
-//! The problem sets the gsm8k environment serves: the embedded set of our own, or real GSM8K
-//! JSONL files from a directory chosen at start-up.
+//! The problem sets the gsm8k environment serves: the embedded set of our own, a set given in
+//! memory, or GSM8K files (JSONL or Parquet) chosen at start-up and read on demand, so a split
+//! of millions of problems starts at once and takes 8 bytes a row (JSONL) or nothing (Parquet).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use ors_server::tasks::TaskFile;
 use ors_server::EnvError;
 use serde_json::Value;
 
@@ -43,6 +45,25 @@ pub enum DataError {
     /// A data set was already chosen for this process.
     #[error("the gsm8k data set was already chosen; choose it once, before serving")]
     AlreadySet,
+    /// A task file could not be opened.
+    #[error(transparent)]
+    File(#[from] ors_server::tasks::DataError),
+    /// A file whose name says neither split.
+    #[error("{}: a data file's name starts with its split, `train` or `test` (like train-00000-of-00001.parquet)", .0.display())]
+    UnknownSplit(PathBuf),
+    /// Two files for one split.
+    #[error("two files for the {split} split: {} and {}", first.display(), second.display())]
+    TwoFiles {
+        /// The split.
+        split: &'static str,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
+    /// A directory with no `train.*` or `test.*` file.
+    #[error("{}: no train.jsonl, train.parquet, test.jsonl or test.parquet in it", .0.display())]
+    NoFiles(PathBuf),
 }
 
 /// The `train` and `test` problems of one data set.
@@ -63,23 +84,6 @@ impl Dataset {
         })
     }
 
-    /// Read `train.jsonl` and `test.jsonl` (GSM8K's format: one `{"question", "answer"}`
-    /// object per line) from a directory.
-    pub fn load_dir(dir: &Path) -> Result<Self, DataError> {
-        let read = |name: &str| -> Result<Vec<MathTask>, DataError> {
-            let path = dir.join(name);
-            let text = std::fs::read_to_string(&path).map_err(|source| DataError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            parse_jsonl(&text, &path.display().to_string())
-        };
-        Ok(Self {
-            train: read("train.jsonl")?,
-            test: read("test.jsonl")?,
-        })
-    }
-
     /// The problems of a split by name.
     pub fn split(&self, name: &str) -> Option<&[MathTask]> {
         match name {
@@ -88,6 +92,35 @@ impl Dataset {
             _ => None,
         }
     }
+}
+
+/// A GSM8K record as a task: `question` and `answer` strings (the answer must end in a numeric
+/// `#### N`), an optional `id` (string or number; `index` when absent), other keys ignored.
+pub fn record_to_task(record: &Value, index: usize) -> Result<MathTask, String> {
+    let field = |key: &str| -> Result<String, String> {
+        match record.get(key) {
+            Some(Value::String(s)) => Ok(s.clone()),
+            _ => Err(format!("missing string field '{key}'")),
+        }
+    };
+    let question = field("question")?;
+    let answer_text = field("answer")?;
+    let final_ok = answer::final_answer(&answer_text)
+        .and_then(answer::normalize)
+        .is_some();
+    if !final_ok {
+        return Err("the answer does not end in a line '#### N' with a number N".to_owned());
+    }
+    let id = match record.get("id") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(num)) => num.to_string(),
+        _ => index.to_string(),
+    };
+    Ok(MathTask {
+        id,
+        question,
+        answer: answer_text,
+    })
 }
 
 /// Parse GSM8K JSONL text. Blank lines are skipped; a record without `id` gets its index in
@@ -106,32 +139,8 @@ pub fn parse_jsonl(text: &str, file: &str) -> Result<Vec<MathTask>, DataError> {
             reason,
         };
         let record: Value = serde_json::from_str(line).map_err(|e| parse_err(e.to_string()))?;
-        let field = |key: &str| -> Result<String, DataError> {
-            match record.get(key) {
-                Some(Value::String(s)) => Ok(s.clone()),
-                _ => Err(parse_err(format!("missing string field '{key}'"))),
-            }
-        };
-        let question = field("question")?;
-        let answer_text = field("answer")?;
-        let final_ok = answer::final_answer(&answer_text)
-            .and_then(answer::normalize)
-            .is_some();
-        if !final_ok {
-            return Err(parse_err(
-                "the answer does not end in a line '#### N' with a number N".to_owned(),
-            ));
-        }
-        let id = match record.get("id") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Number(num)) => num.to_string(),
-            _ => tasks.len().to_string(),
-        };
-        tasks.push(MathTask {
-            id,
-            question,
-            answer: answer_text,
-        });
+        let task = record_to_task(&record, tasks.len()).map_err(parse_err)?;
+        tasks.push(task);
     }
     if tasks.is_empty() {
         return Err(DataError::Empty {
@@ -141,27 +150,148 @@ pub fn parse_jsonl(text: &str, file: &str) -> Result<Vec<MathTask>, DataError> {
     Ok(tasks)
 }
 
-static CHOSEN: OnceLock<Dataset> = OnceLock::new();
+/// GSM8K files by split, read on demand.
+#[derive(Debug, Default)]
+pub struct DataFiles {
+    /// The `train` file.
+    pub train: Option<TaskFile<Value>>,
+    /// The `test` file.
+    pub test: Option<TaskFile<Value>>,
+}
+
+impl DataFiles {
+    /// Open the files that `--data` names: a directory (its `train.*` and `test.*`, `.jsonl`
+    /// or `.parquet`), or files whose names start with their split (`train-00000-of-00001.parquet`,
+    /// as the Hugging Face hub names them). Only the index (JSONL) or footer (Parquet) is read.
+    pub fn open(paths: &[PathBuf]) -> Result<Self, DataError> {
+        let mut files = DataFiles::default();
+        for path in paths {
+            if path.is_dir() {
+                let mut found = false;
+                for (split, ext) in [("train", "jsonl"), ("train", "parquet"), ("test", "jsonl"), ("test", "parquet")] {
+                    let file = path.join(format!("{split}.{ext}"));
+                    if file.is_file() {
+                        files.add(split, &file)?;
+                        found = true;
+                    }
+                }
+                if !found {
+                    return Err(DataError::NoFiles(path.clone()));
+                }
+            } else {
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                let split = if name.starts_with("train") {
+                    "train"
+                } else if name.starts_with("test") {
+                    "test"
+                } else {
+                    return Err(DataError::UnknownSplit(path.clone()));
+                };
+                files.add(split, path)?;
+            }
+        }
+        Ok(files)
+    }
+
+    fn add(&mut self, split: &'static str, path: &Path) -> Result<(), DataError> {
+        let slot = if split == "train" {
+            &mut self.train
+        } else {
+            &mut self.test
+        };
+        if let Some(first) = slot {
+            return Err(DataError::TwoFiles {
+                split,
+                first: first.path().to_owned(),
+                second: path.to_owned(),
+            });
+        }
+        *slot = Some(TaskFile::open(path)?);
+        Ok(())
+    }
+
+    /// The file of a split.
+    pub fn split(&self, name: &str) -> Option<&TaskFile<Value>> {
+        match name {
+            "train" => self.train.as_ref(),
+            "test" => self.test.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Rows of a split (0 without a file).
+    pub fn len(&self, split: &str) -> usize {
+        self.split(split).map_or(0, TaskFile::len)
+    }
+
+    /// Whether no split has rows.
+    pub fn is_empty(&self) -> bool {
+        self.len("train") + self.len("test") == 0
+    }
+
+    /// Problem `index` of a split.
+    pub async fn task(&self, split: &str, index: usize) -> Result<MathTask, EnvError> {
+        let file = self
+            .split(split)
+            .ok_or_else(|| EnvError::msg(format!("no file for split '{split}'")))?;
+        let record = file.get(index).await?;
+        record_to_task(&record, index).map_err(|reason| {
+            EnvError::msg(format!("{}: row {index}: {reason}", file.path().display()))
+        })
+    }
+}
+
+/// What the environment serves.
+enum Chosen {
+    Memory(Dataset),
+    Files(DataFiles),
+}
+
+static CHOSEN: OnceLock<Chosen> = OnceLock::new();
 
 /// Serve this data set instead of the embedded one. Call it once, before serving: the server
 /// caches each split the first time it is asked for.
 pub fn use_dataset(dataset: Dataset) -> Result<(), DataError> {
-    CHOSEN.set(dataset).map_err(|_| DataError::AlreadySet)
+    CHOSEN
+        .set(Chosen::Memory(dataset))
+        .map_err(|_| DataError::AlreadySet)
 }
 
-/// Load `train.jsonl` and `test.jsonl` from `dir` and serve them (what `--data DIR` does);
-/// returns the number of train and test problems.
-pub fn use_data_dir(dir: &Path) -> Result<(usize, usize), DataError> {
-    let dataset = Dataset::load_dir(dir)?;
-    let counts = (dataset.train.len(), dataset.test.len());
-    use_dataset(dataset)?;
+/// Serve GSM8K files, read on demand (what `--data` does); returns the number of train and
+/// test problems.
+pub fn use_data(paths: &[PathBuf]) -> Result<(usize, usize), DataError> {
+    let files = DataFiles::open(paths)?;
+    let counts = (files.len("train"), files.len("test"));
+    CHOSEN
+        .set(Chosen::Files(files))
+        .map_err(|_| DataError::AlreadySet)?;
     Ok(counts)
 }
 
-/// The problems of a split from the chosen data set, or from the embedded one.
+/// The number of problems of a split served from files; `None` when the split is in memory.
+pub(super) fn num_tasks(split: &str) -> Option<usize> {
+    match CHOSEN.get() {
+        Some(Chosen::Files(files)) => Some(files.len(split)),
+        _ => None,
+    }
+}
+
+/// Problem `index` of a split served from files.
+pub(super) async fn task(split: &str, index: usize) -> Result<MathTask, EnvError> {
+    match CHOSEN.get() {
+        Some(Chosen::Files(files)) => files.task(split, index).await,
+        _ => Err(EnvError::msg("no data files were chosen")),
+    }
+}
+
+/// The problems of a split from the data set in memory, or the embedded one.
 pub(super) fn split_tasks(split: &str) -> Result<Vec<MathTask>, EnvError> {
     let unknown = || EnvError::msg(format!("unknown split '{split}'"));
-    if let Some(dataset) = CHOSEN.get() {
+    if let Some(Chosen::Memory(dataset)) = CHOSEN.get() {
         return dataset.split(split).map(<[_]>::to_vec).ok_or_else(unknown);
     }
     let (text, file) = match split {
@@ -221,38 +351,50 @@ mod tests {
             .all(|t| !train_questions.contains(t.question.as_str())));
     }
 
-    #[test]
-    fn load_dir_reads_gsm8k_files() {
-        let dir = TempDir::new("load");
+    #[tokio::test]
+    async fn data_files_by_directory_and_by_name() {
+        let dir = TempDir::new("files");
         let other = NATALIA.replace("#### 72", "#### 1,000");
         std::fs::write(dir.0.join("train.jsonl"), format!("{NATALIA}\n\n{other}\n")).unwrap();
         std::fs::write(
             dir.0.join("test.jsonl"),
-            format!(
-                "{}\r\n",
-                NATALIA.replacen('{', r#"{"id": 7, "extra": true, "#, 1)
-            ),
+            format!("{}\r\n", NATALIA.replacen('{', r#"{"id": 7, "extra": true, "#, 1)),
         )
         .unwrap();
-        let ds = Dataset::load_dir(&dir.0).unwrap();
-        assert_eq!(ds.train.len(), 2);
-        assert_eq!(ds.train[0].id, "0");
-        assert_eq!(ds.train[1].id, "1");
-        assert!(ds.train[0].question.starts_with("Natalia sold clips"));
-        assert!(ds.train[1].answer.ends_with("#### 1,000"));
-        assert_eq!(ds.test.len(), 1);
-        assert_eq!(ds.test[0].id, "7");
-        assert_eq!(ds.split("test").map(<[_]>::len), Some(1));
-        assert_eq!(ds.split("hard"), None);
+        let files = DataFiles::open(&[dir.0.clone()]).unwrap();
+        assert_eq!((files.len("train"), files.len("test")), (2, 1));
+        let t = files.task("train", 1).await.unwrap();
+        assert_eq!(t.id, "1");
+        assert!(t.answer.ends_with("#### 1,000"));
+        assert_eq!(files.task("test", 0).await.unwrap().id, "7");
+        // A Parquet file named for its split, beside a JSONL one for the other.
+        let pq = dir.0.join("test-00000-of-00001.parquet");
+        let rows = (0..3).map(|i| vec![format!("What is {i}+{i}?"), format!("{i}+{i}={}\n#### {}", 2 * i, 2 * i)]);
+        ors_server::tasks::write_parquet(&pq, &["question", "answer"], rows, 2).unwrap();
+        let files = DataFiles::open(&[dir.0.join("train.jsonl"), pq.clone()]).unwrap();
+        assert_eq!((files.len("train"), files.len("test")), (2, 3));
+        let t = files.task("test", 2).await.unwrap();
+        assert_eq!((t.id.as_str(), t.question.as_str()), ("2", "What is 2+2?"));
+        assert!(matches!(
+            DataFiles::open(&[pq.clone(), pq]),
+            Err(DataError::TwoFiles { split: "test", .. })
+        ));
+        let odd = dir.0.join("dev.jsonl");
+        std::fs::write(&odd, NATALIA).unwrap();
+        assert!(matches!(DataFiles::open(&[odd]), Err(DataError::UnknownSplit(_))));
+        let empty = TempDir::new("empty");
+        assert!(matches!(DataFiles::open(&[empty.0.clone()]), Err(DataError::NoFiles(_))));
     }
 
-    #[test]
-    fn load_dir_names_the_missing_file() {
-        let dir = TempDir::new("missing");
-        std::fs::write(dir.0.join("train.jsonl"), NATALIA).unwrap();
-        let err = Dataset::load_dir(&dir.0).unwrap_err();
-        assert!(matches!(err, DataError::Io { .. }), "{err:?}");
-        assert!(err.to_string().contains("test.jsonl"), "{err}");
+    #[tokio::test]
+    async fn a_bad_row_is_an_error_when_read() {
+        let dir = TempDir::new("badrow");
+        let path = dir.0.join("train.jsonl");
+        std::fs::write(&path, format!("{NATALIA}\n{}\n", NATALIA.replace("#### 72", "72"))).unwrap();
+        let files = DataFiles::open(&[path]).unwrap();
+        assert!(files.task("train", 0).await.is_ok());
+        let err = files.task("train", 1).await.unwrap_err().to_string();
+        assert!(err.contains("row 1: the answer does not end"), "{err}");
     }
 
     #[test]
