@@ -107,6 +107,21 @@
 //!   reaped after [`ServerConfig::session_timeout`], and an optional API key
 //!   ([`ServerConfig::api_key`]; `/health` stays open). See [`ServerConfig`] for the
 //!   defaults and the `ORS_*` environment variables.
+//! - **Blocking tools.** A `#[tool(blocking)]` method runs on tokio's blocking pool with the
+//!   episode moved to that thread, so a CPU-bound tool never stalls other sessions. If its
+//!   time limit passes, the call is answered `ok: false` at once and the thread finishes in
+//!   the background (a thread cannot be stopped); the session's next call, `prompt` and
+//!   teardown wait for it to hand the episode back (`prompt` meanwhile answers an error).
+//! - **Results.** A result whose JSON is larger than [`ServerConfig::max_result_bytes`]
+//!   (`ORS_MAX_RESULT_BYTES`, 64 MiB) is sent as `ok: false` with its size and the limit. In
+//!   debug builds an output with no blocks is an `ok: false` error too (clients read
+//!   `blocks[0]`); release builds send it unchanged.
+//! - **Big splits.** A split served by index (`Environment::num_tasks` + `task`, for example
+//!   from a [`tasks::TaskFile`]) is never loaded whole: `/num_tasks`, `/task`, `create` and
+//!   `/task_range` read only what they need. `/tasks` on such a split of more than
+//!   [`runtime::env::MAX_TASKS_PER_REQUEST`] (10 000) tasks, and a `/task_range` asking for
+//!   more at once, answer 400 `invalid_request` saying to page with `/task_range` (PROTOCOL_NOTES
+//!   row `additions`); streaming millions of tasks in one reply helps no client.
 //! - **Routing.** The first environment registered is the default: `/tools`, `/call`, ...
 //!   without an environment segment reach it. Episode routes are served by the session's
 //!   environment whatever the path segment names.

@@ -1,7 +1,10 @@
 //! Project automation for ors-rs: `cargo xtask test`, `cargo xtask conformance`,
-//! `cargo xtask bench`, `cargo xtask readme`. Run `cargo xtask --help`.
+//! `cargo xtask bench`, `cargo xtask readme`, and the toolkit measurements
+//! `cargo xtask bigtasks` and `cargo xtask blocking`. Run `cargo xtask --help`.
 
 mod bench;
+mod bigtasks;
+mod blocking;
 mod conformance;
 mod interop;
 mod procs;
@@ -32,6 +35,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the README's console examples against a gsm8k server and compare their output.
     Readme,
+    /// Serve ten million tasks from one JSONL and one Parquet file: start-up, memory, latency.
+    Bigtasks(bigtasks::BigTasksArgs),
+    /// Measure /health and echo latency while sessions run 2 s CPU-bound tools.
+    Blocking(blocking::BlockingArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +48,8 @@ fn main() -> ExitCode {
         Command::Conformance(args) => conformance::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Readme => readme::run().map(|()| ExitCode::SUCCESS),
+        Command::Bigtasks(args) => bigtasks::run(args),
+        Command::Blocking(args) => blocking::run(args),
     };
     match result {
         Ok(code) => code,

@@ -9,3 +9,4 @@ mod output;
 mod sessions;
 mod signal;
 mod support;
+mod toolkit;

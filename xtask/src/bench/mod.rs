@@ -7,7 +7,7 @@
 //! prints the table and the JSON.
 
 mod report;
-mod servers;
+pub(crate) mod servers;
 
 use std::collections::BTreeMap;
 use std::io::Read;
