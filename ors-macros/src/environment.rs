@@ -260,16 +260,19 @@ fn check_task_methods(imp: &ItemImpl, errors: &mut Errors) {
         .as_ref()
         .and_then(|(_, path, _)| path.segments.last())
         .is_some_and(|s| s.ident == "Environment");
-    if !names_environment || imp.items.iter().any(|item| matches!(item, ImplItem::Macro(_))) {
+    if !names_environment
+        || imp
+            .items
+            .iter()
+            .any(|item| matches!(item, ImplItem::Macro(_)))
+    {
         return;
     }
     let has = |name: &str| {
-        imp.items
-            .iter()
-            .find_map(|item| match item {
-                ImplItem::Fn(f) if f.sig.ident == name => Some(f.sig.ident.clone()),
-                _ => None,
-            })
+        imp.items.iter().find_map(|item| match item {
+            ImplItem::Fn(f) if f.sig.ident == name => Some(f.sig.ident.clone()),
+            _ => None,
+        })
     };
     match (has("tasks"), has("num_tasks"), has("task")) {
         (None, None, _) => errors.spanned(

@@ -109,7 +109,10 @@ impl SchemaSource {
         let text = lit.value();
         if !text.trim_start().starts_with('{') {
             if text.trim().is_empty() {
-                errors.spanned(&lit, "`schema` is empty: give a JSON object or a .json file");
+                errors.spanned(
+                    &lit,
+                    "`schema` is empty: give a JSON object or a .json file",
+                );
             }
             return SchemaSource::File(lit);
         }
@@ -235,7 +238,10 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
     if let Some(url) = &detail_url {
         let v = url.value();
         if !(v.starts_with("https://") || v.starts_with("http://")) {
-            errors.spanned(url, "`detail_url` is a URL: it starts with https:// or http://");
+            errors.spanned(
+                url,
+                "`detail_url` is a URL: it starts with https:// or http://",
+            );
         }
     }
     if let (Some(_), Some(asyncness)) = (blocking, &method.sig.asyncness) {
@@ -338,9 +344,7 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         ReturnType::Default => sig.ident.span(),
     };
     let output_ty = match &sig.output {
-        ReturnType::Type(_, ty) if !contains_impl_trait(ty) => {
-            Some(with_lifetimes(ty, "static"))
-        }
+        ReturnType::Type(_, ty) if !contains_impl_trait(ty) => Some(with_lifetimes(ty, "static")),
         _ => None,
     };
 

@@ -99,7 +99,11 @@ impl Environment for Kit {
             std::hint::spin_loop();
         }
         self.steps += 1;
-        format!("steps {} on {:?}", self.steps, std::thread::current().name())
+        format!(
+            "steps {} on {:?}",
+            self.steps,
+            std::thread::current().name()
+        )
     }
 }
 
@@ -123,9 +127,18 @@ async fn specs_carry_reasoning_detail_url_output_schema_and_the_raw_schema() {
         let props = &spec.input_schema.as_ref().expect("every tool has one")["properties"];
         assert_eq!(props["reasoning"]["type"], "string", "{}", spec.name);
     }
-    assert_eq!(specs[0].detail_url.as_deref(), Some("https://example.com/pick"));
-    assert_eq!(specs[3].detail_url.as_deref(), Some("https://example.com/weather"));
-    let output = specs[0].output_schema.as_ref().expect("Json<Report> has one");
+    assert_eq!(
+        specs[0].detail_url.as_deref(),
+        Some("https://example.com/pick")
+    );
+    assert_eq!(
+        specs[3].detail_url.as_deref(),
+        Some("https://example.com/weather")
+    );
+    let output = specs[0]
+        .output_schema
+        .as_ref()
+        .expect("Json<Report> has one");
     assert_eq!(output["properties"]["n"]["type"], "integer");
     assert!(specs[1].output_schema.is_none());
     // The hand-written schema is served as written (plus reasoning).
@@ -151,19 +164,38 @@ async fn inputs_are_validated_before_the_tool_runs_naming_the_field() {
         "invalid input for tool 'add_contact': \"name\" is a required property"
     );
     let err = error_of(call(&mut env, "add_contact", json!({"name": "A", "phone": "12"})).await);
-    assert!(err.contains("field 'phone': \"12\" does not match"), "{err}");
+    assert!(
+        err.contains("field 'phone': \"12\" does not match"),
+        "{err}"
+    );
     let err = error_of(call(&mut env, "add_contact", json!({"name": "A", "label": "x"})).await);
     assert!(err.contains("field 'label'"), "{err}");
-    let ok = call(&mut env, "add_contact", json!({"name": "Ann", "label": "work"})).await;
-    assert_eq!(ok.output().unwrap().blocks[0].as_text(), Some("added \"Ann\""));
+    let ok = call(
+        &mut env,
+        "add_contact",
+        json!({"name": "Ann", "label": "work"}),
+    )
+    .await;
+    assert_eq!(
+        ok.output().unwrap().blocks[0].as_text(),
+        Some("added \"Ann\"")
+    );
     let err = error_of(call(&mut env, "weather", json!({"city": "P"})).await);
-    assert!(err.starts_with("invalid input for tool 'weather': field 'city'"), "{err}");
+    assert!(
+        err.starts_with("invalid input for tool 'weather': field 'city'"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn reasoning_goes_to_the_context_not_the_input() {
     let mut env = Kit::new(Row { i: 0 }, Secrets::default()).await.unwrap();
-    let out = call(&mut env, "pick", json!({"n": 3, "reasoning": "three is enough"})).await;
+    let out = call(
+        &mut env,
+        "pick",
+        json!({"n": 3, "reasoning": "three is enough"}),
+    )
+    .await;
     let output = out.output().expect("ok");
     let structured = &output.metadata.as_ref().unwrap()["structured"];
     assert_eq!(structured, &json!({"n": 3, "reasoning": "three is enough"}));
@@ -171,8 +203,16 @@ async fn reasoning_goes_to_the_context_not_the_input() {
     let text: Value = serde_json::from_str(output.blocks[0].as_text().unwrap()).unwrap();
     assert_eq!(&text, structured);
     // A hand-written schema with additionalProperties: false still accepts it.
-    let out = call(&mut env, "weather", json!({"city": "Oslo", "reasoning": "why not"})).await;
-    assert_eq!(out.output().unwrap().blocks[0].as_text(), Some("\"Oslo\" (why not)"));
+    let out = call(
+        &mut env,
+        "weather",
+        json!({"city": "Oslo", "reasoning": "why not"}),
+    )
+    .await;
+    assert_eq!(
+        out.output().unwrap().blocks[0].as_text(),
+        Some("\"Oslo\" (why not)")
+    );
     let err = error_of(call(&mut env, "pick", json!({"n": 3, "reasoning": 7})).await);
     assert_eq!(
         err,
@@ -184,13 +224,22 @@ async fn reasoning_goes_to_the_context_not_the_input() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
     let handle = EnvHandle::<Kit>::new();
-    let mut session = handle.create(json!({"i": 0}), Secrets::default()).await.unwrap();
+    let mut session = handle
+        .create(json!({"i": 0}), Secrets::default())
+        .await
+        .unwrap();
     let out = session
         .call(ToolContext::detached(), "spin", json!({"ms": 1}))
         .await;
-    let text = out.output().unwrap().blocks[0].as_text().unwrap().to_owned();
+    let text = out.output().unwrap().blocks[0]
+        .as_text()
+        .unwrap()
+        .to_owned();
     assert!(text.starts_with("steps 1 on "), "{text}");
-    assert!(!text.contains("tokio-runtime-worker"), "ran on a worker: {text}");
+    assert!(
+        !text.contains("tokio-runtime-worker"),
+        "ran on a worker: {text}"
+    );
     // Dropped mid-call (what the server's timeout does): the call is answered at once, the
     // thread finishes in the background and hands the episode back to the next call.
     let fut = session.call(ToolContext::detached(), "spin", json!({"ms": 300}));
@@ -202,8 +251,14 @@ async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
     )
     .await
     .expect("the episode comes back");
-    let text = out.output().unwrap().blocks[0].as_text().unwrap().to_owned();
-    assert!(text.starts_with("steps 3 on "), "both spins counted: {text}");
+    let text = out.output().unwrap().blocks[0]
+        .as_text()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.starts_with("steps 3 on "),
+        "both spins counted: {text}"
+    );
     let prompt = session.prompt().await.unwrap();
     assert_eq!(prompt[0].as_text(), Some("steps 3"));
 }
@@ -212,7 +267,10 @@ async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
 async fn splits_served_by_index() {
     let handle = EnvHandle::<Kit>::new();
     assert_eq!(handle.num_tasks("big").await.unwrap(), BIG);
-    assert_eq!(handle.task("big", (BIG - 1) as i64).await.unwrap(), json!({"i": BIG - 1}));
+    assert_eq!(
+        handle.task("big", (BIG - 1) as i64).await.unwrap(),
+        json!({"i": BIG - 1})
+    );
     assert!(matches!(
         handle.task("big", BIG as i64).await,
         Err(TaskError::InvalidIndex { .. })
@@ -224,7 +282,10 @@ async fn splits_served_by_index() {
     assert_eq!(handle.tasks("small").await.unwrap().len(), 3);
     let err = handle.tasks("big").await.unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, TaskError::TooMany { requested: BIG, .. }), "{msg}");
+    assert!(
+        matches!(err, TaskError::TooMany { requested: BIG, .. }),
+        "{msg}"
+    );
     assert!(msg.contains("/task_range"), "{msg}");
     let page = handle
         .task_range("big", Some(5), Some(5 + MAX_TASKS_PER_REQUEST as i64))
@@ -233,5 +294,12 @@ async fn splits_served_by_index() {
     assert_eq!(page.len(), MAX_TASKS_PER_REQUEST);
     assert_eq!(page[0], json!({"i": 5}));
     assert!(handle.task_range("big", None, None).await.is_err());
-    assert_eq!(handle.task_range("big", Some(-2), None).await.unwrap().len(), 2);
+    assert_eq!(
+        handle
+            .task_range("big", Some(-2), None)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
 }

@@ -76,7 +76,11 @@ pub fn output_schema<T: JsonSchema>() -> JsonObject {
         s.inline_subschemas = true;
         s.meta_schema = None;
     });
-    match settings.into_generator().into_root_schema_for::<T>().to_value() {
+    match settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+    {
         Value::Object(mut obj) => {
             obj.remove("$schema");
             obj
@@ -140,7 +144,11 @@ impl InputValidator {
             None if schema.is_object() => {
                 return Err(BadSchema::NotObject("a schema without \"type\"".to_owned()))
             }
-            None => return Err(BadSchema::NotObject(ors_core::types::json_kind(schema).to_owned())),
+            None => {
+                return Err(BadSchema::NotObject(
+                    ors_core::types::json_kind(schema).to_owned(),
+                ))
+            }
         }
         let validator = jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
@@ -157,7 +165,9 @@ impl InputValidator {
         match value {
             Value::Object(obj) => Ok((validator, obj)),
             // `new` accepted it, so it is an object.
-            other => Err(BadSchema::NotObject(ors_core::types::json_kind(&other).to_owned())),
+            other => Err(BadSchema::NotObject(
+                ors_core::types::json_kind(&other).to_owned(),
+            )),
         }
     }
 

@@ -16,7 +16,12 @@ fn running_with(marker: &str) -> usize {
         return 0;
     };
     dir.filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
         .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
         .filter(|cmd| String::from_utf8_lossy(cmd).contains(marker))
         .count()
@@ -69,7 +74,10 @@ async fn cancellation_and_dropping_the_call_kill_the_group() {
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     token.cancel();
-    let done = tokio::time::timeout(Duration::from_secs(30), run).await.unwrap().unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(done.exit, Exit::Cancelled);
     assert!(none_left("100.30").await);
 
@@ -86,7 +94,10 @@ async fn cancellation_and_dropping_the_call_kill_the_group() {
     }
     run.abort();
     let _ = run.await;
-    assert!(none_left("100.40").await, "dropping the call left its processes");
+    assert!(
+        none_left("100.40").await,
+        "dropping the call left its processes"
+    );
 }
 
 #[tokio::test]
@@ -99,18 +110,35 @@ async fn output_is_capped_with_a_marker_and_streamed_as_progress() {
         CancellationToken::new(),
         Some(Arc::new(move |v| sink.lock().unwrap().push(v))),
     );
-    let done = Program::shell("for i in 1 2 3; do echo line$i; done; echo err >&2; head -c 5000 /dev/zero | tr '\\0' x")
-        .max_output_bytes(100)
-        .run(&ctx)
-        .await
-        .unwrap();
+    let done = Program::shell(
+        "for i in 1 2 3; do echo line$i; done; echo err >&2; head -c 5000 /dev/zero | tr '\\0' x",
+    )
+    .max_output_bytes(100)
+    .run(&ctx)
+    .await
+    .unwrap();
     assert!(done.stdout_truncated);
-    assert!(done.stdout.starts_with("line1\nline2\nline3\nxxxx"), "{}", done.stdout);
-    assert!(done.stdout.ends_with("[... output truncated: 4918 more bytes]\n"), "{}", done.stdout);
+    assert!(
+        done.stdout.starts_with("line1\nline2\nline3\nxxxx"),
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout
+            .ends_with("[... output truncated: 4918 more bytes]\n"),
+        "{}",
+        done.stdout
+    );
     assert_eq!(done.stderr, "err\n");
     let lines = lines.lock().unwrap();
-    assert!(lines.contains(&json!({"stream": "stdout", "line": "line2"})), "{lines:?}");
-    assert!(lines.contains(&json!({"stream": "stderr", "line": "err"})), "{lines:?}");
+    assert!(
+        lines.contains(&json!({"stream": "stdout", "line": "line2"})),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&json!({"stream": "stderr", "line": "err"})),
+        "{lines:?}"
+    );
 }
 
 #[tokio::test]
@@ -125,7 +153,9 @@ async fn the_environment_is_clean_unless_inherited() {
         .unwrap();
     assert!(!done.stdout.contains("CARGO_PKG_NAME"), "{}", done.stdout);
     assert!(done.stdout.contains("GREETING=hi"));
-    assert!(done.stdout.contains(&format!("HOME={}", dir.path().display())));
+    assert!(done
+        .stdout
+        .contains(&format!("HOME={}", dir.path().display())));
     let done = Program::shell("env")
         .inherit_env()
         .run(&ToolContext::detached())
@@ -137,7 +167,10 @@ async fn the_environment_is_clean_unless_inherited() {
         .run(&ToolContext::detached())
         .await
         .unwrap();
-    assert_eq!(done.stdout.trim(), dir.path().canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        done.stdout.trim(),
+        dir.path().canonicalize().unwrap().to_str().unwrap()
+    );
 }
 
 #[tokio::test]
@@ -173,5 +206,9 @@ async fn a_missing_program_is_a_spawn_error() {
         .run(&ToolContext::detached())
         .await
         .unwrap_err();
-    assert!(err.to_string().starts_with("could not start /nonexistent/tool"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("could not start /nonexistent/tool"),
+        "{err}"
+    );
 }

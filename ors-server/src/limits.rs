@@ -22,7 +22,12 @@ pub(crate) fn check_result(tool: &str, out: RunToolOutput, max_bytes: usize) -> 
     }
     let size = json_size(&out);
     if size > max_bytes {
-        tracing::warn!(tool, size, limit = max_bytes, "tool result over the size limit");
+        tracing::warn!(
+            tool,
+            size,
+            limit = max_bytes,
+            "tool result over the size limit"
+        );
         return RunToolOutput::Error(format!(
             "tool '{tool}' returned a result of {size} bytes, more than this server's limit of \
              {max_bytes} bytes (ORS_MAX_RESULT_BYTES)"
@@ -81,6 +86,9 @@ mod tests {
         let RunToolOutput::Error(msg) = check_result("t", out, usize::MAX) else {
             panic!("no blocks");
         };
-        assert!(msg.starts_with("tool 't' returned an output with no blocks"), "{msg}");
+        assert!(
+            msg.starts_with("tool 't' returned an output with no blocks"),
+            "{msg}"
+        );
     }
 }

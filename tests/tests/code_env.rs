@@ -30,7 +30,13 @@ async fn deleting_a_session_mid_run_kills_its_processes_and_removes_its_director
         .await
         .expect("bind");
     let client = Client::new(server.url()).expect("client");
-    let session = Arc::new(client.environment("code").session_at("train", 0).await.expect("session"));
+    let session = Arc::new(
+        client
+            .environment("code")
+            .session_at("train", 0)
+            .await
+            .expect("session"),
+    );
     let pwd = session
         .call("run", json!({"command": "pwd"}))
         .await
@@ -65,10 +71,12 @@ async fn deleting_a_session_mid_run_kills_its_processes_and_removes_its_director
 
     let target = Target::from_addr(server.local_addr());
     let sid = session.sid().to_owned();
-    let deleted = tokio::task::spawn_blocking(move || Request::new("POST", "/delete").sid(&sid).send(&target))
-        .await
-        .expect("join")
-        .expect("delete");
+    let deleted = tokio::task::spawn_blocking(move || {
+        Request::new("POST", "/delete").sid(&sid).send(&target)
+    })
+    .await
+    .expect("join")
+    .expect("delete");
     assert_eq!(deleted.status(), 200);
     let mut gone = false;
     for _ in 0..200 {
@@ -78,7 +86,12 @@ async fn deleting_a_session_mid_run_kills_its_processes_and_removes_its_director
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(gone, "processes: {}, dir exists: {}", running_with(marker), dir.exists());
+    assert!(
+        gone,
+        "processes: {}, dir exists: {}",
+        running_with(marker),
+        dir.exists()
+    );
     let _ = tokio::time::timeout(Duration::from_secs(30), call).await;
     server.shutdown().await;
 }

@@ -79,7 +79,10 @@ async fn probe(url: &str, rows: usize) -> Result<(u64, Vec<(usize, f64)>, f64, S
     let mut task_ms = Vec::new();
     for i in [0, rows / 2, rows / 3 * 2 + 1, rows - 1] {
         let t0 = Instant::now();
-        let task = env.task("train", i as i64).await.map_err(|e| e.to_string())?;
+        let task = env
+            .task("train", i as i64)
+            .await
+            .map_err(|e| e.to_string())?;
         let ms = t0.elapsed().as_secs_f64() * 1000.0;
         let want = row(i).0;
         if task["question"] != want.as_str() || task["id"] != i.to_string().as_str() {
@@ -96,7 +99,9 @@ async fn probe(url: &str, rows: usize) -> Result<(u64, Vec<(usize, f64)>, f64, S
     let create_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let text = prompt[0].as_text().unwrap_or_default().to_owned();
     if !text.starts_with(&format!("Problem {}:", rows - 1)) {
-        return Err(format!("the episode at the last index has the prompt {text:?}"));
+        return Err(format!(
+            "the episode at the last index has the prompt {text:?}"
+        ));
     }
     let answer = (rows - 1) % 100_003 + (rows - 1) / 7 + 1;
     let out = session
@@ -136,7 +141,9 @@ fn measure(bin: &Path, file: &Path, rows: usize) -> Result<Figures, String> {
         .map_err(|e| e.to_string())?;
     let (num_tasks, task_ms, create_ms, tasks_reply) = rt.block_on(probe(&server.url, rows))?;
     if num_tasks != rows as u64 {
-        return Err(format!("num_tasks is {num_tasks}, the file has {rows} rows"));
+        return Err(format!(
+            "num_tasks is {num_tasks}, the file has {rows} rows"
+        ));
     }
     Ok(Figures {
         file_mib,
@@ -161,19 +168,23 @@ pub fn run(args: BigTasksArgs) -> Result<ExitCode, String> {
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let result = (|| {
         let mut report = Vec::new();
-        for (name, write) in [
-            ("train.parquet", true),
-            ("train.jsonl", false),
-        ] {
+        for (name, write) in [("train.parquet", true), ("train.jsonl", false)] {
             let path = dir.join(name);
-            eprintln!("xtask: bigtasks: writing {} rows to {}", args.rows, path.display());
+            eprintln!(
+                "xtask: bigtasks: writing {} rows to {}",
+                args.rows,
+                path.display()
+            );
             let t0 = Instant::now();
             if write {
                 write_parquet(&path, args.rows, args.row_group)?;
             } else {
                 write_jsonl(&path, args.rows)?;
             }
-            eprintln!("xtask: bigtasks: written in {:.1} s", t0.elapsed().as_secs_f64());
+            eprintln!(
+                "xtask: bigtasks: written in {:.1} s",
+                t0.elapsed().as_secs_f64()
+            );
             let figures = measure(&bin, &path, args.rows);
             let _ = std::fs::remove_file(&path);
             report.push((name, figures?));

@@ -133,19 +133,24 @@ async fn scenario(
 ) -> Result<(String, String, f64), String> {
     let client = Client::new(url).map_err(|e| e.to_string())?;
     let env = client.environment("stall");
-    let prober = env.session_at("train", 0).await.map_err(|e| e.to_string())?;
+    let prober = env
+        .session_at("train", 0)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut spinners = Vec::new();
     for _ in 0..n {
-        spinners.push(env.session_at("train", 0).await.map_err(|e| e.to_string())?);
+        spinners.push(
+            env.session_at("train", 0)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
     }
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let t0 = Instant::now();
     let work = async {
         match tool {
             Some(tool) => {
-                let calls = spinners
-                    .iter()
-                    .map(|s| s.call(tool, json!({"secs": secs})));
+                let calls = spinners.iter().map(|s| s.call(tool, json!({"secs": secs})));
                 for r in futures_util::future::join_all(calls).await {
                     r.map_err(|e| e.to_string())?;
                 }

@@ -167,7 +167,11 @@ impl Code {
         let passed = graded["passed"].as_u64().unwrap_or(0);
         let failures = graded["failures"]
             .as_array()
-            .map(|fs| fs.iter().filter_map(|f| f.as_str().map(str::to_owned)).collect())
+            .map(|fs| {
+                fs.iter()
+                    .filter_map(|f| f.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         Ok((passed.min(total), total, failures))
     }
@@ -187,7 +191,9 @@ impl Environment for Code {
 
     async fn new(exercise: Exercise, _secrets: Secrets) -> Result<Self, EnvError> {
         if exercise.tests.is_empty() {
-            return Err(EnvError::InvalidTask("an exercise needs hidden tests".into()));
+            return Err(EnvError::InvalidTask(
+                "an exercise needs hidden tests".into(),
+            ));
         }
         let dir = WorkDir::create("ors-code-")?;
         Ok(Self {
@@ -227,21 +233,32 @@ impl Environment for Code {
                 input.content.len()
             ));
         }
-        let path = self.dir()?.resolve(&input.path).map_err(|e| e.to_string())?;
+        let path = self
+            .dir()?
+            .resolve(&input.path)
+            .map_err(|e| e.to_string())?;
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", input.path))?;
         }
         std::fs::write(&path, input.content.as_bytes())
             .map_err(|e| format!("{}: {e}", input.path))?;
-        Ok(format!("wrote {} bytes to {}", input.content.len(), input.path))
+        Ok(format!(
+            "wrote {} bytes to {}",
+            input.content.len(),
+            input.path
+        ))
     }
 
     /// Read a file of your working directory.
     #[tool(blocking)]
     fn read_file(&self, input: ReadFile) -> Result<String, String> {
-        let path = self.dir()?.resolve(&input.path).map_err(|e| e.to_string())?;
+        let path = self
+            .dir()?
+            .resolve(&input.path)
+            .map_err(|e| e.to_string())?;
         let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", input.path))?;
-        let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]).into_owned();
+        let mut text =
+            String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]).into_owned();
         if bytes.len() > MAX_FILE_BYTES {
             text.push_str(&format!(
                 "\n[... truncated: {} more bytes]",

@@ -168,7 +168,12 @@ impl DataFiles {
         for path in paths {
             if path.is_dir() {
                 let mut found = false;
-                for (split, ext) in [("train", "jsonl"), ("train", "parquet"), ("test", "jsonl"), ("test", "parquet")] {
+                for (split, ext) in [
+                    ("train", "jsonl"),
+                    ("train", "parquet"),
+                    ("test", "jsonl"),
+                    ("test", "parquet"),
+                ] {
                     let file = path.join(format!("{split}.{ext}"));
                     if file.is_file() {
                         files.add(split, &file)?;
@@ -358,10 +363,13 @@ mod tests {
         std::fs::write(dir.0.join("train.jsonl"), format!("{NATALIA}\n\n{other}\n")).unwrap();
         std::fs::write(
             dir.0.join("test.jsonl"),
-            format!("{}\r\n", NATALIA.replacen('{', r#"{"id": 7, "extra": true, "#, 1)),
+            format!(
+                "{}\r\n",
+                NATALIA.replacen('{', r#"{"id": 7, "extra": true, "#, 1)
+            ),
         )
         .unwrap();
-        let files = DataFiles::open(&[dir.0.clone()]).unwrap();
+        let files = DataFiles::open(std::slice::from_ref(&dir.0)).unwrap();
         assert_eq!((files.len("train"), files.len("test")), (2, 1));
         let t = files.task("train", 1).await.unwrap();
         assert_eq!(t.id, "1");
@@ -369,7 +377,12 @@ mod tests {
         assert_eq!(files.task("test", 0).await.unwrap().id, "7");
         // A Parquet file named for its split, beside a JSONL one for the other.
         let pq = dir.0.join("test-00000-of-00001.parquet");
-        let rows = (0..3).map(|i| vec![format!("What is {i}+{i}?"), format!("{i}+{i}={}\n#### {}", 2 * i, 2 * i)]);
+        let rows = (0..3).map(|i| {
+            vec![
+                format!("What is {i}+{i}?"),
+                format!("{i}+{i}={}\n#### {}", 2 * i, 2 * i),
+            ]
+        });
         ors_server::tasks::write_parquet(&pq, &["question", "answer"], rows, 2).unwrap();
         let files = DataFiles::open(&[dir.0.join("train.jsonl"), pq.clone()]).unwrap();
         assert_eq!((files.len("train"), files.len("test")), (2, 3));
@@ -381,16 +394,26 @@ mod tests {
         ));
         let odd = dir.0.join("dev.jsonl");
         std::fs::write(&odd, NATALIA).unwrap();
-        assert!(matches!(DataFiles::open(&[odd]), Err(DataError::UnknownSplit(_))));
+        assert!(matches!(
+            DataFiles::open(&[odd]),
+            Err(DataError::UnknownSplit(_))
+        ));
         let empty = TempDir::new("empty");
-        assert!(matches!(DataFiles::open(&[empty.0.clone()]), Err(DataError::NoFiles(_))));
+        assert!(matches!(
+            DataFiles::open(std::slice::from_ref(&empty.0)),
+            Err(DataError::NoFiles(_))
+        ));
     }
 
     #[tokio::test]
     async fn a_bad_row_is_an_error_when_read() {
         let dir = TempDir::new("badrow");
         let path = dir.0.join("train.jsonl");
-        std::fs::write(&path, format!("{NATALIA}\n{}\n", NATALIA.replace("#### 72", "72"))).unwrap();
+        std::fs::write(
+            &path,
+            format!("{NATALIA}\n{}\n", NATALIA.replace("#### 72", "72")),
+        )
+        .unwrap();
         let files = DataFiles::open(&[path]).unwrap();
         assert!(files.task("train", 0).await.is_ok());
         let err = files.task("train", 1).await.unwrap_err().to_string();

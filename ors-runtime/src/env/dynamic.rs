@@ -25,10 +25,12 @@ pub enum TaskError {
         len: usize,
     },
     /// More tasks asked for at once than one reply carries, from a split served by index.
-    #[error("Too many tasks: {requested} tasks of split '{split}' asked for at once, more than \
+    #[error(
+        "Too many tasks: {requested} tasks of split '{split}' asked for at once, more than \
              the limit of {limit} per request; page through the split with /task_range \
              (for example {{\"split\": \"{split}\", \"start\": 0, \"stop\": {limit}}}) \
-             and /num_tasks")]
+             and /num_tasks"
+    )]
     TooMany {
         /// The split.
         split: String,

@@ -333,10 +333,13 @@ impl Program {
     pub async fn run(&self, ctx: &ToolContext) -> Result<Finished, ProcessError> {
         let name = self.program.to_string_lossy().into_owned();
         let started = Instant::now();
-        let mut child = self.command().spawn().map_err(|source| ProcessError::Spawn {
-            program: name.clone(),
-            source,
-        })?;
+        let mut child = self
+            .command()
+            .spawn()
+            .map_err(|source| ProcessError::Spawn {
+                program: name.clone(),
+                source,
+            })?;
         // From here on the group is killed whatever happens, also if this future is dropped.
         let group = GroupGuard(child.id());
         if let (Some(bytes), Some(mut stdin)) = (self.stdin.clone(), child.stdin.take()) {
@@ -345,8 +348,14 @@ impl Program {
                 let _ = stdin.write_all(&bytes).await;
             });
         }
-        let stdout = child.stdout.take().map(|s| capture(s, "stdout", self.max_output, ctx));
-        let stderr = child.stderr.take().map(|s| capture(s, "stderr", self.max_output, ctx));
+        let stdout = child
+            .stdout
+            .take()
+            .map(|s| capture(s, "stdout", self.max_output, ctx));
+        let stderr = child
+            .stderr
+            .take()
+            .map(|s| capture(s, "stderr", self.max_output, ctx));
         let outputs = async {
             let (out, err) = tokio::join!(
                 async {
@@ -398,10 +407,9 @@ impl Program {
         }
         let (out, err) = match finished_output {
             Some(pair) => pair,
-            None => match tokio::time::timeout(DRAIN_AFTER_KILL, &mut outputs).await {
-                Ok(pair) => pair,
-                Err(_) => (Captured::default(), Captured::default()),
-            },
+            None => tokio::time::timeout(DRAIN_AFTER_KILL, &mut outputs)
+                .await
+                .unwrap_or_default(),
         };
         let duration = started.elapsed();
         tracing::debug!(program = %name, ?exit, ms = duration.as_millis() as u64, "program ended");

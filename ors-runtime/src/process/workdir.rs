@@ -170,7 +170,10 @@ mod tests {
         assert_eq!(dir.resolve("a.py").unwrap(), root.join("a.py"));
         assert_eq!(dir.resolve("./x/y.txt").unwrap(), root.join("x/y.txt"));
         assert_eq!(dir.resolve("../a"), Err(PathError::Parent("../a".into())));
-        assert_eq!(dir.resolve("x/../../a"), Err(PathError::Parent("x/../../a".into())));
+        assert_eq!(
+            dir.resolve("x/../../a"),
+            Err(PathError::Parent("x/../../a".into()))
+        );
         assert_eq!(
             dir.resolve("/etc/passwd"),
             Err(PathError::Absolute("/etc/passwd".into()))
@@ -183,9 +186,15 @@ mod tests {
             std::os::unix::fs::symlink("/nonexistent/x", dir.path().join("dangling")).unwrap();
             std::fs::create_dir(dir.path().join("sub")).unwrap();
             std::os::unix::fs::symlink(dir.path().join("sub"), dir.path().join("in")).unwrap();
-            assert_eq!(dir.resolve("out/passwd"), Err(PathError::Escapes("out/passwd".into())));
+            assert_eq!(
+                dir.resolve("out/passwd"),
+                Err(PathError::Escapes("out/passwd".into()))
+            );
             assert_eq!(dir.resolve("out"), Err(PathError::Escapes("out".into())));
-            assert_eq!(dir.resolve("dangling"), Err(PathError::Escapes("dangling".into())));
+            assert_eq!(
+                dir.resolve("dangling"),
+                Err(PathError::Escapes("dangling".into()))
+            );
             assert_eq!(dir.resolve("in/f").unwrap(), root.join("sub/f"));
         }
         let path = dir.path().to_owned();

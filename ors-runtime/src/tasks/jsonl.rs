@@ -256,7 +256,12 @@ mod tests {
         }
         let some = file.read_rows(CHUNK - 2, CHUNK + 2).unwrap();
         assert_eq!(some.len(), 4);
-        assert_eq!(some[3], Row { n: CHUNK as u64 + 1 });
+        assert_eq!(
+            some[3],
+            Row {
+                n: CHUNK as u64 + 1
+            }
+        );
         std::fs::remove_file(path).unwrap();
     }
 

@@ -218,7 +218,8 @@ impl<T: Send + 'static> TaskFile<T> {
     /// Row `index`, parsed into a task.
     pub async fn get(&self, index: usize) -> Result<T, DataError> {
         let mut rows = self.range(index, index.saturating_add(1)).await?;
-        rows.pop().ok_or_else(|| self.out_of_range(index, index + 1))
+        rows.pop()
+            .ok_or_else(|| self.out_of_range(index, index + 1))
     }
 
     /// Rows `start..stop`, parsed into tasks (read on tokio's blocking pool).

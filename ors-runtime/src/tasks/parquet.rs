@@ -103,11 +103,12 @@ impl<T: DeserializeOwned + 'static> ParquetTasks<T> {
             let iter = reader.get_row_iter(None).map_err(|e| self.format_err(e))?;
             for (i, r) in iter.skip(row - group_start).take(take).enumerate() {
                 let r = r.map_err(|e| self.format_err(e))?;
-                let task = serde_json::from_value(r.to_json_value()).map_err(|e| DataError::Row {
-                    path: self.path.clone(),
-                    row: row + i,
-                    reason: e.to_string(),
-                })?;
+                let task =
+                    serde_json::from_value(r.to_json_value()).map_err(|e| DataError::Row {
+                        path: self.path.clone(),
+                        row: row + i,
+                        reason: e.to_string(),
+                    })?;
                 rows.push(task);
             }
             if rows.len() != row - start + take {
@@ -168,8 +169,8 @@ where
         path: path.to_owned(),
         source,
     })?;
-    let mut writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props))
-        .map_err(|e| err(&e))?;
+    let mut writer =
+        SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props)).map_err(|e| err(&e))?;
     let mut total = 0usize;
     let mut rows = rows.into_iter().peekable();
     let per_group = rows_per_group.max(1);

@@ -124,7 +124,13 @@ async fn start_kit(f: impl FnOnce(&mut ServerConfig)) -> RunningServer {
 
 async fn kit_session(addr: SocketAddr) -> String {
     let sid = new_sid(addr).await;
-    let r = create_with(addr, &sid, &[], &json!({"env_name": "kit", "task_spec": {}})).await;
+    let r = create_with(
+        addr,
+        &sid,
+        &[],
+        &json!({"env_name": "kit", "task_spec": {}}),
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.text());
     sid
 }
@@ -137,7 +143,10 @@ async fn until_waiting(name: &str, n: usize) {
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("only {} of {n} blocking tools started", waiting(name).load(Ordering::SeqCst));
+    panic!(
+        "only {} of {n} blocking tools started",
+        waiting(name).load(Ordering::SeqCst)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,8 +165,15 @@ async fn eight_blocking_tools_leave_health_and_other_sessions_answering() {
     // could be answered until the gate opens.
     assert_eq!(get(addr, "/health").await.status, 200);
     let other = kit_session(addr).await;
-    assert_eq!(text_of(&call(addr, &other, "echo", json!({})).await), "echo");
-    assert_eq!(waiting(name).load(Ordering::SeqCst), 8, "the tools were still running");
+    assert_eq!(
+        text_of(&call(addr, &other, "echo", json!({})).await),
+        "echo"
+    );
+    assert_eq!(
+        waiting(name).load(Ordering::SeqCst),
+        8,
+        "the tools were still running"
+    );
     gate(name).store(true, Ordering::SeqCst);
     for (open, _, raw) in held {
         assert_eq!(text_of(&finish(open, raw).await), "released");
@@ -168,7 +184,8 @@ async fn eight_blocking_tools_leave_health_and_other_sessions_answering() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_tool_times_out_on_time_and_its_thread_finishes_in_the_background() {
     let server = start_kit(|c| {
-        c.tool_timeouts.insert("hold".into(), Duration::from_millis(200));
+        c.tool_timeouts
+            .insert("hold".into(), Duration::from_millis(200));
     })
     .await;
     let addr = server.local_addr();
@@ -177,7 +194,10 @@ async fn a_blocking_tool_times_out_on_time_and_its_thread_finishes_in_the_backgr
     let reply = call(addr, &sid, "hold", json!({"gate": name})).await;
     let result = result_of(&reply);
     assert_eq!(result["ok"], false, "{result}");
-    assert!(result["error"].as_str().unwrap().contains("timed out"), "{result}");
+    assert!(
+        result["error"].as_str().unwrap().contains("timed out"),
+        "{result}"
+    );
     // Answered while the tool still holds the episode on its thread.
     assert_eq!(waiting(name).load(Ordering::SeqCst), 1);
     gate(name).store(true, Ordering::SeqCst);
@@ -191,19 +211,31 @@ async fn results_over_the_limit_and_outputs_without_blocks_are_refused() {
     let server = start_kit(|c| c.max_result_bytes = 1000).await;
     let addr = server.local_addr();
     let sid = kit_session(addr).await;
-    assert_eq!(text_of(&call(addr, &sid, "big", json!({"bytes": 10})).await).len(), 10);
+    assert_eq!(
+        text_of(&call(addr, &sid, "big", json!({"bytes": 10})).await).len(),
+        10
+    );
     let result = result_of(&call(addr, &sid, "big", json!({"bytes": 2000})).await);
     assert_eq!(result["ok"], false);
     let error = result["error"].as_str().unwrap();
     let size = RunToolOutput::Success(ToolOutput::text("x".repeat(2000)))
         .to_json()
         .len();
-    assert!(error.starts_with(&format!("tool 'big' returned a result of {size} bytes")), "{error}");
-    assert!(error.ends_with("more than this server's limit of 1000 bytes (ORS_MAX_RESULT_BYTES)"), "{error}");
+    assert!(
+        error.starts_with(&format!("tool 'big' returned a result of {size} bytes")),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("more than this server's limit of 1000 bytes (ORS_MAX_RESULT_BYTES)"),
+        "{error}"
+    );
     let result = result_of(&call(addr, &sid, "nothing", json!({})).await);
     if cfg!(debug_assertions) {
         assert_eq!(result["ok"], false);
-        assert!(result["error"].as_str().unwrap().contains("no blocks"), "{result}");
+        assert!(
+            result["error"].as_str().unwrap().contains("no blocks"),
+            "{result}"
+        );
     } else {
         assert_eq!(result["ok"], true);
     }
@@ -219,14 +251,30 @@ async fn a_split_served_by_index_pages_instead_of_listing() {
     let r = post(addr, "/kit/tasks", r#"{"split": "huge"}"#).await;
     r.assert_error(400, "invalid_request");
     assert!(r.detail().contains("/task_range"), "{}", r.detail());
-    let r = post(addr, "/kit/task", &format!(r#"{{"split": "huge", "index": {}}}"#, HUGE - 1)).await;
+    let r = post(
+        addr,
+        "/kit/task",
+        &format!(r#"{{"split": "huge", "index": {}}}"#, HUGE - 1),
+    )
+    .await;
     assert_eq!(r.json()["task"], json!({"i": HUGE - 1}));
     let r = post(addr, "/kit/task_range", r#"{"split": "huge", "start": -3}"#).await;
     let tasks: Vec<Value> = r.json()["tasks"].as_array().unwrap().clone();
-    assert_eq!(tasks, [json!({"i": HUGE - 3}), json!({"i": HUGE - 2}), json!({"i": HUGE - 1})]);
-    post(addr, "/kit/task_range", r#"{"split": "huge", "start": 0, "stop": 20000}"#)
-        .await
-        .assert_error(400, "invalid_request");
+    assert_eq!(
+        tasks,
+        [
+            json!({"i": HUGE - 3}),
+            json!({"i": HUGE - 2}),
+            json!({"i": HUGE - 1})
+        ]
+    );
+    post(
+        addr,
+        "/kit/task_range",
+        r#"{"split": "huge", "start": 0, "stop": 20000}"#,
+    )
+    .await
+    .assert_error(400, "invalid_request");
     let sid = new_sid(addr).await;
     let body = json!({"env_name": "kit", "split": "huge", "index": HUGE - 1});
     assert_eq!(create_with(addr, &sid, &[], &body).await.status, 200);
