@@ -26,7 +26,7 @@
 //!
 //! In an environment (`TASKS` set up in `main`, before serving):
 //!
-//! ```ignore
+//! ```text
 //! async fn num_tasks(split: &str) -> Result<Option<usize>, EnvError> {
 //!     Ok(Some(TASKS.get().ok_or(EnvError::msg("no data"))?.len()))
 //! }
