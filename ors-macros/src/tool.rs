@@ -621,6 +621,16 @@ impl Tool {
         let wrap = quote_spanned! {self.output_span=>
             #p::IntoToolResult::into_tool_result(__ors_out)
         };
+        // The body both kinds share: get the parameters, call, wrap the result.
+        let body = quote! {
+            let #input_mut __ors_input = #p::Option::Some(__ors_input);
+            #(#gets)*
+            if let #p::Result::Err(e) = #p::no_input(#name, __ors_input) {
+                return e;
+            }
+            let __ors_out = #call;
+            #wrap
+        };
         if self.blocking {
             // Synchronous: the runtime calls it on a blocking-pool thread.
             return quote_spanned! {method.span()=>
@@ -629,27 +639,13 @@ impl Tool {
                     #ctx_param: #p::ToolContext,
                     __ors_input: #p::Value,
                 ) -> #p::RunToolOutput {
-                    let #input_mut __ors_input = #p::Option::Some(__ors_input);
-                    #(#gets)*
-                    if let #p::Result::Err(e) = #p::no_input(#name, __ors_input) {
-                        return e;
-                    }
-                    let __ors_out = #call;
-                    #wrap
+                    #body
                 }
             };
         }
         // Spanned on the method name, so a future that is not `Send` is reported there.
         let future = quote_spanned! {method.span()=>
-            #p::Box::pin(async move {
-                let #input_mut __ors_input = #p::Option::Some(__ors_input);
-                #(#gets)*
-                if let #p::Result::Err(e) = #p::no_input(#name, __ors_input) {
-                    return e;
-                }
-                let __ors_out = #call;
-                #wrap
-            })
+            #p::Box::pin(async move { #body })
         };
         quote_spanned! {method.span()=>
             #[allow(clippy::needless_lifetimes)]

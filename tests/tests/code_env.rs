@@ -1,5 +1,6 @@
-//! The code environment behind a server: deleting a session while `run` is running kills what
-//! it started and removes the episode's directory.
+//! The code environment's commands leave nothing behind: a runaway command is stopped at its
+//! timeout, teardown removes the episode's directory, and deleting a session while `run` is
+//! running (behind a server) kills what it started and removes the directory.
 #![cfg(unix)]
 
 use std::sync::Arc;
@@ -7,7 +8,9 @@ use std::time::Duration;
 
 use ors_client::Client;
 use ors_conformance::http::{Request, Target};
-use ors_examples::code::Code;
+use ors_examples::code::{exercises, Code};
+use ors_server::prelude::*;
+use ors_server::runtime::env::call_tool;
 use ors_server::Server;
 use serde_json::json;
 
@@ -94,4 +97,53 @@ async fn deleting_a_session_mid_run_kills_its_processes_and_removes_its_director
     );
     let _ = tokio::time::timeout(Duration::from_secs(30), call).await;
     server.shutdown().await;
+}
+
+fn text_of(out: &RunToolOutput) -> String {
+    match out {
+        RunToolOutput::Success(o) => o.blocks[0].as_text().unwrap_or_default().to_owned(),
+        RunToolOutput::Error(e) => e.clone(),
+    }
+}
+
+#[tokio::test]
+async fn a_runaway_command_times_out_leaving_no_process_and_teardown_removes_the_dir() {
+    let mut env = Code::new(exercises("train").unwrap().remove(0), Secrets::default())
+        .await
+        .unwrap();
+    let dir = env.dir().unwrap().path().to_owned();
+    assert!(dir.is_dir());
+    let marker = "ors-runaway-7f3a";
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        call_tool(
+            &mut env,
+            ToolContext::detached(),
+            "run",
+            json!({"command": format!("while true; do :; done; : {marker}"), "timeout_secs": 1}),
+        ),
+    )
+    .await
+    .expect("answered within its timeout");
+    assert!(!out.is_ok());
+    assert!(
+        text_of(&out).contains("timed out after 1 s"),
+        "{}",
+        text_of(&out)
+    );
+    assert_eq!(running_with(marker), 0);
+    let ok = call_tool(
+        &mut env,
+        ToolContext::detached(),
+        "run",
+        json!({"command": "echo done"}),
+    )
+    .await;
+    assert!(
+        text_of(&ok).contains("[exit code 0]\n--- stdout ---\ndone"),
+        "{}",
+        text_of(&ok)
+    );
+    env.teardown().await;
+    assert!(!dir.exists(), "teardown left {}", dir.display());
 }

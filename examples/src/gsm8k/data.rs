@@ -17,15 +17,6 @@ const EMBEDDED_TEST: &str = include_str!("../../data/gsm8k/test.jsonl");
 /// Why a data set could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    /// A data file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
     /// A line is not a GSM8K record.
     #[error("{file}:{line}: {reason}")]
     Parse {

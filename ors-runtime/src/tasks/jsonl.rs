@@ -136,14 +136,7 @@ impl<T> JsonlTasks<T> {
 impl<T: DeserializeOwned + 'static> JsonlTasks<T> {
     /// Rows `start..stop`, read in one positioned read and parsed.
     pub fn read_rows(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        if start > stop || stop > self.len() {
-            return Err(DataError::OutOfRange {
-                path: self.path.clone(),
-                start,
-                stop,
-                len: self.len(),
-            });
-        }
+        super::check_range(&self.path, start, stop, self.len())?;
         if start == stop {
             return Ok(Vec::new());
         }

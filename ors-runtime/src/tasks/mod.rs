@@ -100,6 +100,25 @@ pub enum DataError {
     },
 }
 
+/// `Ok` when `start..stop` is a range of a source of `len` rows.
+pub(crate) fn check_range(
+    path: &Path,
+    start: usize,
+    stop: usize,
+    len: usize,
+) -> Result<(), DataError> {
+    if start <= stop && stop <= len {
+        Ok(())
+    } else {
+        Err(DataError::OutOfRange {
+            path: path.to_owned(),
+            start,
+            stop,
+            len,
+        })
+    }
+}
+
 /// A source of tasks by index; reads block (they run on tokio's blocking pool through
 /// [`TaskFile`]).
 pub trait TaskSource<T>: Send + Sync + 'static {
@@ -218,15 +237,15 @@ impl<T: Send + 'static> TaskFile<T> {
     /// Row `index`, parsed into a task.
     pub async fn get(&self, index: usize) -> Result<T, DataError> {
         let mut rows = self.range(index, index.saturating_add(1)).await?;
-        rows.pop()
-            .ok_or_else(|| self.out_of_range(index, index + 1))
+        rows.pop().ok_or_else(|| DataError::Format {
+            path: self.path.to_path_buf(),
+            reason: format!("the source returned no row {index}"),
+        })
     }
 
     /// Rows `start..stop`, parsed into tasks (read on tokio's blocking pool).
     pub async fn range(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        if start > stop || stop > self.len() {
-            return Err(self.out_of_range(start, stop));
-        }
+        check_range(&self.path, start, stop, self.len())?;
         let source = Arc::clone(&self.source);
         tokio::task::spawn_blocking(move || source.read(start, stop))
             .await
@@ -238,19 +257,8 @@ impl<T: Send + 'static> TaskFile<T> {
 
     /// Rows `start..stop` read on this thread (outside a runtime, or in a blocking tool).
     pub fn range_blocking(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        if start > stop || stop > self.len() {
-            return Err(self.out_of_range(start, stop));
-        }
+        check_range(&self.path, start, stop, self.len())?;
         self.source.read(start, stop)
-    }
-
-    fn out_of_range(&self, start: usize, stop: usize) -> DataError {
-        DataError::OutOfRange {
-            path: self.path.to_path_buf(),
-            start,
-            stop,
-            len: self.len(),
-        }
     }
 }
 

@@ -82,14 +82,7 @@ impl<T> ParquetTasks<T> {
 impl<T: DeserializeOwned + 'static> ParquetTasks<T> {
     /// Rows `start..stop`, decoded from the row groups that hold them.
     pub fn read_rows(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        if start > stop || stop > self.len() {
-            return Err(DataError::OutOfRange {
-                path: self.path.clone(),
-                start,
-                stop,
-                len: self.len(),
-            });
-        }
+        super::check_range(&self.path, start, stop, self.len())?;
         let mut rows = Vec::with_capacity(stop - start);
         let mut row = start;
         while row < stop {
