@@ -253,16 +253,8 @@ impl Environment for Sloppy {
     // comments), so their mistakes show only at run time.
     fn task_tools(&self) -> Vec<ToolSpec> {
         vec![
-            ToolSpec {
-                name: "look up".into(),
-                description: "Look the note up.".into(),
-                input_schema: None,
-            },
-            ToolSpec {
-                name: "related".into(),
-                description: String::new(),
-                input_schema: None,
-            },
+            ToolSpec::new("look up", "Look the note up.", None),
+            ToolSpec::new("related", String::new(), None),
         ]
     }
 
