@@ -107,6 +107,9 @@ pub enum ErrorCode {
     NoEpisodeYet,
     /// 400: `/create` under an id that already has a live episode.
     SessionExists,
+    /// 400: `/create` under an id this server did not issue (its tag does not check out):
+    /// call `/create_session` for one.
+    UnknownSessionId,
     /// 400: the request is malformed (body, field, header, index, split...); `detail` says
     /// which part.
     InvalidRequest,
@@ -122,6 +125,12 @@ pub enum ErrorCode {
     ShuttingDown,
     /// 413: the request body is larger than the server accepts.
     PayloadTooLarge,
+    /// 408: the request body did not arrive within the server's time limit; the connection
+    /// is closed.
+    RequestTimeout,
+    /// 503: the server is at a limit of its own (connections, request bytes in flight), not
+    /// of this client's making; `Retry-After` says when to retry.
+    Overloaded,
     /// 404: no route has this path.
     NoRoute,
     /// 405: the route exists, the method does not (`Allow` lists the right one).
@@ -135,12 +144,13 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for tables and tests.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::SessionNotFound,
         ErrorCode::SessionDeleted,
         ErrorCode::SessionTimedOut,
         ErrorCode::NoEpisodeYet,
         ErrorCode::SessionExists,
+        ErrorCode::UnknownSessionId,
         ErrorCode::InvalidRequest,
         ErrorCode::UnknownEnvironment,
         ErrorCode::TooManySessions,
@@ -148,6 +158,8 @@ impl ErrorCode {
         ErrorCode::Unauthorized,
         ErrorCode::ShuttingDown,
         ErrorCode::PayloadTooLarge,
+        ErrorCode::RequestTimeout,
+        ErrorCode::Overloaded,
         ErrorCode::NoRoute,
         ErrorCode::MethodNotAllowed,
         ErrorCode::SetupFailed,
@@ -162,6 +174,7 @@ impl ErrorCode {
             ErrorCode::SessionTimedOut => "session_timed_out",
             ErrorCode::NoEpisodeYet => "no_episode_yet",
             ErrorCode::SessionExists => "session_exists",
+            ErrorCode::UnknownSessionId => "unknown_session_id",
             ErrorCode::InvalidRequest => "invalid_request",
             ErrorCode::UnknownEnvironment => "unknown_environment",
             ErrorCode::TooManySessions => "too_many_sessions",
@@ -169,6 +182,8 @@ impl ErrorCode {
             ErrorCode::Unauthorized => "unauthorized",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::RequestTimeout => "request_timeout",
+            ErrorCode::Overloaded => "overloaded",
             ErrorCode::NoRoute => "no_route",
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::SetupFailed => "setup_failed",

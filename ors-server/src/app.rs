@@ -23,8 +23,10 @@ use crate::call::CallShared;
 use crate::config::ServerConfig;
 use crate::error::{ApiError, ServerError};
 use crate::request;
+use crate::request_body::{BodyBudget, BodyLimits};
 use crate::router::{self, Endpoint, RouteMatch};
 use crate::session::SessionStore;
+use crate::stats::ServerStats;
 
 /// One hosted environment with the replies that never change rendered once.
 pub(crate) struct HostedEnv {
@@ -99,8 +101,14 @@ pub(crate) struct App {
     pub(crate) list_envs_json: Bytes,
     pub(crate) sessions: SessionStore,
     pub(crate) calls: Arc<CallShared>,
+    /// What bounds each request body, and the server-wide budget of body bytes.
+    pub(crate) body_limits: BodyLimits,
     /// Set when shutdown starts: no new sessions.
     pub(crate) closing: AtomicBool,
+    /// Open client connections.
+    pub(crate) connections: AtomicUsize,
+    /// Connections past the limit being answered 503.
+    pub(crate) refusing: AtomicUsize,
 }
 
 impl App {
@@ -131,13 +139,21 @@ impl App {
             active: AtomicUsize::new(0),
             max_result_bytes: config.max_result_bytes,
         });
+        let body_limits = BodyLimits {
+            max: config.max_body_bytes,
+            timeout: config.body_timeout,
+            budget: Arc::new(BodyBudget::new(config.max_body_bytes_in_flight)),
+        };
         Ok(Self {
             sessions: SessionStore::new(config.max_sessions, config.session_timeout),
+            body_limits,
             config,
             envs: hosted,
             list_envs_json,
             calls,
             closing: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+            refusing: AtomicUsize::new(0),
         })
     }
 
@@ -156,6 +172,16 @@ impl App {
             .enumerate()
             .find(|(_, e)| e.name.eq_ignore_ascii_case(name))
             .ok_or_else(|| ApiError::UnknownEnvironment(name.to_owned()))
+    }
+
+    /// A snapshot of the gauges.
+    pub(crate) fn stats(&self) -> ServerStats {
+        ServerStats {
+            connections: self.connections.load(Ordering::Acquire),
+            body_bytes: self.body_limits.budget.used(),
+            sessions: self.sessions.len(),
+            running_calls: self.calls.active.load(Ordering::Acquire),
+        }
     }
 
     pub(crate) fn is_closing(&self) -> bool {

@@ -1,5 +1,5 @@
-//! Response bodies (a complete buffer, or a live SSE stream with keep-alives), the response
-//! builders, and reading a request body under the size limit.
+//! Response bodies (a complete buffer, or a live SSE stream with keep-alives) and the
+//! response builders.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -11,8 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use http::{HeaderMap, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
@@ -167,30 +166,4 @@ pub(crate) fn sse_stream(body: SseBody) -> Resp {
     let mut resp = Response::new(RespBody::Sse(body));
     sse_headers(&mut resp);
     resp
-}
-
-/// Read a request body, refusing one over `limit` bytes with 413 (before reading when the
-/// `Content-Length` already says so).
-pub(crate) async fn read_body(
-    body: Incoming,
-    content_length: Option<u64>,
-    limit: usize,
-) -> Result<Bytes, ApiError> {
-    if content_length.is_some_and(|n| n > limit as u64) {
-        return Err(ApiError::PayloadTooLarge { limit });
-    }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) => {
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some()
-            {
-                Err(ApiError::PayloadTooLarge { limit })
-            } else {
-                Err(ApiError::BadRequest(format!(
-                    "could not read the request body: {e}"
-                )))
-            }
-        }
-    }
 }

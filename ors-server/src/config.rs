@@ -25,8 +25,20 @@ pub struct ServerConfig {
     /// Largest tool result, as JSON text (`ORS_MAX_RESULT_BYTES`, 64 MiB); a larger one is
     /// sent as `ok: false` with its size and the limit.
     pub max_result_bytes: usize,
+    /// Time a request body may take to arrive in full (`ORS_BODY_TIMEOUT_SECS`, 30 s); a slower
+    /// one is answered 408 and its connection closed.
+    pub body_timeout: Duration,
+    /// Request-body bytes the whole server holds in memory at once (`ORS_MAX_BODY_BYTES_IN_FLIGHT`,
+    /// 256 MiB): bodies being read, and call inputs not yet handed to their tool. A request
+    /// that would go beyond is answered 503 `overloaded`. At least `max_body_bytes`.
+    pub max_body_bytes_in_flight: usize,
     /// Largest accepted request head, start line and headers (64 KiB); larger is 431.
     pub max_header_bytes: usize,
+    /// Most open client connections (`ORS_MAX_CONNECTIONS`; by default the process's limit of
+    /// open files less a tenth, and less at least 128, kept for everything else). A connection
+    /// beyond it is answered 503 `overloaded` and closed, so the server keeps the file
+    /// descriptors to serve the others.
+    pub max_connections: usize,
     /// Most live sessions (`ORS_MAX_SESSIONS`, 100 000); beyond it `create` is 503.
     pub max_sessions: usize,
     /// Most calls of one session started and not finished (running or waiting their turn;
@@ -55,7 +67,10 @@ impl Default for ServerConfig {
             keepalive: ors_core::protocol::KEEPALIVE_INTERVAL,
             max_body_bytes: 10 * 1024 * 1024,
             max_result_bytes: 64 * 1024 * 1024,
+            body_timeout: Duration::from_secs(30),
+            max_body_bytes_in_flight: 256 * 1024 * 1024,
             max_header_bytes: 64 * 1024,
+            max_connections: default_max_connections(open_files_limit()),
             max_sessions: 100_000,
             max_queued_calls: 256,
             api_key: None,
@@ -78,7 +93,10 @@ impl fmt::Debug for ServerConfig {
             .field("keepalive", &self.keepalive)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_result_bytes", &self.max_result_bytes)
+            .field("body_timeout", &self.body_timeout)
+            .field("max_body_bytes_in_flight", &self.max_body_bytes_in_flight)
             .field("max_header_bytes", &self.max_header_bytes)
+            .field("max_connections", &self.max_connections)
             .field("max_sessions", &self.max_sessions)
             .field("max_queued_calls", &self.max_queued_calls)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
@@ -153,6 +171,15 @@ impl ServerConfig {
         if let Some(v) = var("ORS_MAX_RESULT_BYTES") {
             self.max_result_bytes = count("ORS_MAX_RESULT_BYTES", &v)?;
         }
+        if let Some(v) = var("ORS_BODY_TIMEOUT_SECS") {
+            self.body_timeout = positive_secs("ORS_BODY_TIMEOUT_SECS", &v)?;
+        }
+        if let Some(v) = var("ORS_MAX_BODY_BYTES_IN_FLIGHT") {
+            self.max_body_bytes_in_flight = count("ORS_MAX_BODY_BYTES_IN_FLIGHT", &v)?;
+        }
+        if let Some(v) = var("ORS_MAX_CONNECTIONS") {
+            self.max_connections = count("ORS_MAX_CONNECTIONS", &v)?;
+        }
         if let Some(v) = var("ORS_MAX_SESSIONS") {
             self.max_sessions = count("ORS_MAX_SESSIONS", &v)?;
         }
@@ -176,14 +203,27 @@ impl ServerConfig {
             ("session_timeout", self.session_timeout),
             ("reaper_interval", self.reaper_interval),
             ("keepalive", self.keepalive),
+            ("body_timeout", self.body_timeout),
         ];
         for (name, d) in nonzero {
             if d.is_zero() {
                 return Err(ConfigError::new(name, "must be greater than zero"));
             }
         }
+        if self.max_connections == 0 {
+            return Err(ConfigError::new("max_connections", "must be at least 1"));
+        }
         if self.max_sessions == 0 {
             return Err(ConfigError::new("max_sessions", "must be at least 1"));
+        }
+        if self.max_body_bytes_in_flight < self.max_body_bytes {
+            return Err(ConfigError::new(
+                "max_body_bytes_in_flight",
+                format!(
+                    "{} is less than max_body_bytes ({}): a body of the largest size could never be read",
+                    self.max_body_bytes_in_flight, self.max_body_bytes
+                ),
+            ));
         }
         if self.max_queued_calls == 0 {
             return Err(ConfigError::new("max_queued_calls", "must be at least 1"));
@@ -213,6 +253,31 @@ impl ServerConfig {
     pub fn timeout_for(&self, tool: &str) -> Option<Duration> {
         self.tool_timeouts.get(tool).copied().or(self.tool_timeout)
     }
+}
+
+/// The soft limit of open files of this process, where the system says (`/proc`).
+fn open_files_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    parse_open_files_limit(&limits)
+}
+
+/// The soft "Max open files" of a `/proc/<pid>/limits` text; `None` when unlimited or absent.
+fn parse_open_files_limit(limits: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line["Max open files".len()..]
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Connections the server may hold with `fd_limit` open files: a tenth of them, and at least
+/// 128, stay for the listener, refusals, files, pipes of child processes and logs. Without a
+/// known limit, the common default of 1024 is assumed.
+fn default_max_connections(fd_limit: Option<u64>) -> usize {
+    let limit = usize::try_from(fd_limit.unwrap_or(1024)).unwrap_or(usize::MAX);
+    let reserve = (limit / 10).max(128);
+    limit.saturating_sub(reserve).max(16)
 }
 
 fn secs(name: &'static str, v: &str) -> Result<Duration, ConfigError> {
@@ -265,6 +330,8 @@ mod tests {
         assert_eq!(c.keepalive, Duration::from_secs(10));
         assert_eq!(c.max_body_bytes, 10 * 1024 * 1024);
         assert_eq!(c.max_result_bytes, 64 * 1024 * 1024);
+        assert_eq!(c.body_timeout, Duration::from_secs(30));
+        assert_eq!(c.max_body_bytes_in_flight, 256 * 1024 * 1024);
         assert_eq!(c.tool_timeout, None);
         assert!(c.validate().is_ok());
     }
@@ -279,7 +346,10 @@ mod tests {
             ("ORS_KEEPALIVE_SECS", "2"),
             ("ORS_MAX_BODY_BYTES", "1000"),
             ("ORS_MAX_RESULT_BYTES", "2000"),
+            ("ORS_BODY_TIMEOUT_SECS", "4"),
+            ("ORS_MAX_BODY_BYTES_IN_FLIGHT", "5000"),
             ("ORS_MAX_SESSIONS", "7"),
+            ("ORS_MAX_CONNECTIONS", "9"),
             ("ORS_API_KEY", "k"),
             ("ORS_TOOL_TIMEOUT_SECS", "3"),
         ])
@@ -291,7 +361,10 @@ mod tests {
         assert_eq!(c.keepalive, Duration::from_secs(2));
         assert_eq!(c.max_body_bytes, 1000);
         assert_eq!(c.max_result_bytes, 2000);
+        assert_eq!(c.body_timeout, Duration::from_secs(4));
+        assert_eq!(c.max_body_bytes_in_flight, 5000);
         assert_eq!(c.max_sessions, 7);
+        assert_eq!(c.max_connections, 9);
         assert_eq!(c.api_key.as_deref(), Some("k"));
         assert_eq!(c.tool_timeout, Some(Duration::from_secs(3)));
     }
@@ -305,6 +378,8 @@ mod tests {
             ("ORS_KEEPALIVE_SECS", "-1"),
             ("ORS_LINGER_SECS", "soon"),
             ("ORS_MAX_BODY_BYTES", "0"),
+            ("ORS_BODY_TIMEOUT_SECS", "0"),
+            ("ORS_MAX_BODY_BYTES_IN_FLIGHT", "lots"),
             ("ORS_MAX_SESSIONS", "many"),
             ("ORS_TOOL_TIMEOUT_SECS", "x"),
             ("ORS_HOST", " "),
@@ -327,6 +402,26 @@ mod tests {
     }
 
     #[test]
+    fn the_connection_limit_follows_the_open_files_limit() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units     \n\
+                      Max cpu time              unlimited            unlimited            seconds   \n\
+                      Max open files            5000                 524288               files     \n";
+        assert_eq!(parse_open_files_limit(limits), Some(5000));
+        assert_eq!(
+            parse_open_files_limit("Max open files  unlimited  unlimited  files"),
+            None
+        );
+        assert_eq!(default_max_connections(Some(5000)), 4500);
+        assert_eq!(default_max_connections(Some(1024)), 896);
+        assert_eq!(default_max_connections(None), 896);
+        assert_eq!(default_max_connections(Some(100)), 16);
+        assert_eq!(
+            default_max_connections(Some(1 << 20)),
+            (1 << 20) - (1 << 20) / 10
+        );
+    }
+
+    #[test]
     fn debug_never_shows_the_api_key() {
         let c = ServerConfig {
             api_key: Some("hunter2".into()),
@@ -342,5 +437,10 @@ mod tests {
             ..ServerConfig::default()
         };
         assert_eq!(c.validate().unwrap_err().name, "keepalive");
+        let c = ServerConfig {
+            max_body_bytes_in_flight: 10,
+            ..ServerConfig::default()
+        };
+        assert_eq!(c.validate().unwrap_err().name, "max_body_bytes_in_flight");
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ALLOW, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::header::{HeaderValue, ALLOW, CONNECTION, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;
 use ors_core::types::ErrorBody;
 use ors_core::ErrorCode;
@@ -54,6 +54,10 @@ pub(crate) enum ApiError {
     BadRequest(String),
     #[error("request body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    #[error("the request body did not arrive within {} s", Secs(*.after))]
+    BodyTimeout { after: Duration },
+    #[error("{0}")]
+    Overloaded(String),
     #[error("the server is at its limit of {max} live sessions; retry later")]
     TooManySessions { max: usize },
     #[error("session '{sid}' already has {max} calls running or queued; retry when one ends")]
@@ -96,7 +100,8 @@ impl ApiError {
             ApiError::SetupFailed(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::SessionDeleted(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::TooManySessions { .. } | ApiError::ShuttingDown => {
+            ApiError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            ApiError::TooManySessions { .. } | ApiError::ShuttingDown | ApiError::Overloaded(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -119,6 +124,8 @@ impl ApiError {
             ApiError::SessionExists(_) => ErrorCode::SessionExists,
             ApiError::SetupFailed(_) => ErrorCode::SetupFailed,
             ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            ApiError::BodyTimeout { .. } => ErrorCode::RequestTimeout,
+            ApiError::Overloaded(_) => ErrorCode::Overloaded,
             ApiError::TooManySessions { .. } => ErrorCode::TooManySessions,
             ApiError::TooManyCalls { .. } => ErrorCode::TooManyCalls,
             ApiError::ShuttingDown => ErrorCode::ShuttingDown,
@@ -145,7 +152,7 @@ impl ApiError {
             ApiError::TooManySessions { .. } | ApiError::ShuttingDown => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static("5"));
             }
-            ApiError::TooManyCalls { .. } => {
+            ApiError::TooManyCalls { .. } | ApiError::Overloaded(_) => {
                 headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
             }
             ApiError::Unauthorized => {
@@ -153,7 +160,21 @@ impl ApiError {
             }
             _ => {}
         }
+        if self.leaves_body_unread() {
+            // What is left of the body would be read as the next request: close instead.
+            headers.insert(CONNECTION, HeaderValue::from_static("close"));
+        }
         resp
+    }
+
+    /// Whether the request body may not have been read to its end when this is the answer.
+    fn leaves_body_unread(&self) -> bool {
+        matches!(
+            self,
+            ApiError::PayloadTooLarge { .. }
+                | ApiError::BodyTimeout { .. }
+                | ApiError::Overloaded(_)
+        )
     }
 }
 
@@ -276,6 +297,18 @@ mod tests {
                 ErrorCode::SessionExists,
             ),
             (failure(true), 400, ErrorCode::SetupFailed),
+            (
+                ApiError::BodyTimeout {
+                    after: Duration::from_secs(30),
+                },
+                408,
+                ErrorCode::RequestTimeout,
+            ),
+            (
+                ApiError::Overloaded("busy".into()),
+                503,
+                ErrorCode::Overloaded,
+            ),
             (ApiError::Unauthorized, 401, ErrorCode::Unauthorized),
             (
                 ApiError::SessionNotFound(sid.clone()),
@@ -399,5 +432,19 @@ mod tests {
         let resp = ApiError::TooManySessions { max: 3 }.to_response();
         assert!(resp.headers().contains_key(RETRY_AFTER));
         assert_eq!(resp.headers()["content-type"], "application/json");
+        assert!(!resp.headers().contains_key(CONNECTION));
+        for unread in [
+            ApiError::PayloadTooLarge { limit: 1 },
+            ApiError::BodyTimeout {
+                after: Duration::from_secs(1),
+            },
+            ApiError::Overloaded("busy".into()),
+        ] {
+            assert_eq!(
+                unread.to_response().headers()[CONNECTION],
+                "close",
+                "{unread}"
+            );
+        }
     }
 }

@@ -19,6 +19,7 @@ use crate::body::{self, json, json_bytes, sse_full, Resp};
 use crate::call;
 use crate::error::ApiError;
 use crate::request::{self, parse_body};
+use crate::request_body;
 use crate::router::Endpoint;
 use crate::session::{Ending, Session};
 use crate::util::panic_message;
@@ -112,7 +113,7 @@ impl App {
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
-        body::read_body(body, length, self.config.max_body_bytes).await
+        request_body::read_body(body, length, &self.body_limits).await
     }
 
     /// The session of the request's `X-Session-ID`, once its setup has finished.

@@ -161,9 +161,11 @@ mod limits;
 #[cfg(feature = "init_tracing")]
 mod logging;
 mod request;
+mod request_body;
 mod router;
 mod server;
 mod session;
+mod stats;
 mod tombstones;
 mod util;
 
@@ -172,6 +174,7 @@ pub use error::ServerError;
 #[cfg(feature = "init_tracing")]
 pub use logging::init_tracing;
 pub use server::{RunningServer, Server};
+pub use stats::ServerStats;
 
 /// Everything an environment author needs: `use ors_server::prelude::*;`.
 ///

@@ -18,8 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::config::ServerConfig;
+use crate::error::ApiError;
 use crate::error::ServerError;
 use crate::session::Ending;
+use crate::stats::ServerStats;
 
 /// Builds and runs an ORS server for one or more environments; the first registered one is
 /// the default that env-less paths (`/tools`, `/call`, ...) reach.
@@ -132,11 +134,12 @@ impl Server {
         let names: Vec<&str> = app.envs.iter().map(|e| e.name.as_str()).collect();
         tracing::info!(addr = %local_addr, envs = ?names, "ors-server ready");
         let stop = CancellationToken::new();
-        let task = tokio::spawn(run(app, listener, stop.clone()));
+        let task = tokio::spawn(run(Arc::clone(&app), listener, stop.clone()));
         Ok(RunningServer {
             local_addr,
             stop,
             task: Some(task),
+            app,
         })
     }
 
@@ -180,11 +183,19 @@ fn print_ready_line(host: &str, port: u16) {
 }
 
 /// A server accepting connections in the background.
-#[derive(Debug)]
 pub struct RunningServer {
     local_addr: SocketAddr,
     stop: CancellationToken,
     task: Option<JoinHandle<()>>,
+    app: Arc<App>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunningServer {
@@ -202,6 +213,11 @@ impl RunningServer {
         } else {
             format!("http://{}", self.local_addr)
         }
+    }
+
+    /// What the server holds right now: connections, request-body bytes, sessions, calls.
+    pub fn stats(&self) -> ServerStats {
+        self.app.stats()
     }
 
     /// Stop accepting, give in-flight calls the grace period, tear down every session, and
@@ -285,8 +301,93 @@ fn connection_builder(config: &ServerConfig) -> http1::Builder {
         .header_read_timeout(Duration::from_secs(30))
         .max_header_size(config.max_header_bytes)
         // hyper's minimum; the read buffer must hold at least a whole head.
-        .max_buf_size(config.max_header_bytes.max(8192) + 8192);
+        .max_buf_size(config.max_header_bytes.max(8192) + 8192)
+        // A client may shut its side down once its request is sent (HTTP/1.1 allows it, and
+        // some tools do): it still gets its answer, however long the call streams.
+        .half_close(true);
     builder
+}
+
+/// Connections past the limit being answered at once; beyond this they are closed unanswered.
+const REFUSING_AT_MOST: usize = 64;
+/// How long answering a refused connection may take.
+const REFUSAL_TIMEOUT: Duration = Duration::from_secs(5);
+/// The least time between two "accept failed" warnings.
+const ACCEPT_WARNING_EVERY: Duration = Duration::from_secs(5);
+
+/// Counts an open connection until dropped.
+struct ConnectionSlot(Arc<App>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Take a connection slot, unless the server holds `max_connections` already.
+fn connection_slot(app: &Arc<App>) -> Option<ConnectionSlot> {
+    let max = app.config.max_connections;
+    app.connections
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .ok()
+        .map(|_| ConnectionSlot(Arc::clone(app)))
+}
+
+/// Answer a connection past the limit with 503 `overloaded` and close it: its client learns
+/// why and when to retry instead of waiting on a connection nobody reads. At most
+/// [`REFUSING_AT_MOST`] at once, each for at most [`REFUSAL_TIMEOUT`]; past that the
+/// connection is closed unanswered, as the descriptors kept in reserve are what is at stake.
+fn refuse(app: &Arc<App>, tcp: tokio::net::TcpStream, builder: &http1::Builder) {
+    let refusing = &app.refusing;
+    if refusing
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            (n < REFUSING_AT_MOST).then_some(n + 1)
+        })
+        .is_err()
+    {
+        return;
+    }
+    let max = app.config.max_connections;
+    let mut builder = builder.clone();
+    builder.keep_alive(false);
+    let app = Arc::clone(app);
+    tokio::spawn(async move {
+        let service = service_fn(move |_req| async move {
+            let err = ApiError::Overloaded(format!(
+                "the server is at its limit of {max} open connections; retry shortly"
+            ));
+            Ok::<_, std::convert::Infallible>(err.to_response())
+        });
+        let conn = builder.serve_connection(TokioIo::new(tcp), service);
+        let _ = tokio::time::timeout(REFUSAL_TIMEOUT, conn).await;
+        app.refusing.fetch_sub(1, Ordering::AcqRel);
+    });
+}
+
+/// Warns about failed accepts at most once per [`ACCEPT_WARNING_EVERY`], with how many
+/// were not reported: out of file descriptors, accept fails as fast as it is retried.
+#[derive(Default)]
+struct AcceptWarnings {
+    last: Option<tokio::time::Instant>,
+    unreported: u64,
+}
+
+impl AcceptWarnings {
+    fn failed(&mut self, error: &std::io::Error) {
+        let now = tokio::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) < ACCEPT_WARNING_EVERY)
+        {
+            self.unreported += 1;
+            return;
+        }
+        tracing::warn!(%error, also_failed = self.unreported, "accept failed");
+        self.last = Some(now);
+        self.unreported = 0;
+    }
 }
 
 /// Accept connections until `stop`, then shut down.
@@ -295,6 +396,7 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
     let graceful = GracefulShutdown::new();
     let kill = CancellationToken::new();
     let reaper = tokio::spawn(reap(Arc::clone(&app), stop.clone()));
+    let mut warnings = AcceptWarnings::default();
     loop {
         let accepted = tokio::select! {
             biased;
@@ -305,14 +407,18 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
             Ok(conn) => conn,
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
+                warnings.failed(&e);
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
         };
         let _ = tcp.set_nodelay(true);
-        let app = Arc::clone(&app);
-        let service = service_fn(move |req| Arc::clone(&app).serve(req));
+        let Some(slot) = connection_slot(&app) else {
+            refuse(&app, tcp, &builder);
+            continue;
+        };
+        let service_app = Arc::clone(&app);
+        let service = service_fn(move |req| Arc::clone(&service_app).serve(req));
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
         let kill = kill.clone();
         tokio::spawn(async move {
@@ -322,6 +428,7 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
                 },
                 _ = kill.cancelled() => {}
             }
+            drop(slot);
         });
     }
     drop(listener);
