@@ -24,6 +24,7 @@ use crate::config::ServerConfig;
 use crate::error::{ApiError, ServerError};
 use crate::request;
 use crate::request_body::{BodyBudget, BodyLimits};
+use crate::results::ResultStore;
 use crate::router::{self, Endpoint, RouteMatch};
 use crate::session::SessionStore;
 use crate::stats::ServerStats;
@@ -131,10 +132,15 @@ impl App {
         }
         let names: Vec<&str> = hosted.iter().map(|h| h.name.as_str()).collect();
         let list_envs_json = Bytes::from(serde_json::to_vec(&names).unwrap_or_default());
+        let results = Arc::new(ResultStore::new(
+            config.linger,
+            config.max_lingering_bytes,
+            config.max_lingering_bytes_per_session,
+        ));
         let calls = Arc::new(CallShared {
             grace: config.shutdown_grace,
-            linger: config.linger,
             keepalive: config.keepalive,
+            results,
             abort: CancellationToken::new(),
             active: AtomicUsize::new(0),
             max_result_bytes: config.max_result_bytes,
@@ -179,6 +185,7 @@ impl App {
         ServerStats {
             connections: self.connections.load(Ordering::Acquire),
             body_bytes: self.body_limits.budget.used(),
+            lingering_result_bytes: self.calls.results.bytes(),
             sessions: self.sessions.len(),
             running_calls: self.calls.active.load(Ordering::Acquire),
         }

@@ -1,6 +1,7 @@
 //! Response bodies (a complete buffer, or a live SSE stream with keep-alives) and the
 //! response builders.
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -17,11 +18,15 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
 
 use crate::error::ApiError;
+use crate::session::Listening;
 
 /// The body of every response this server sends.
 pub(crate) enum RespBody {
     /// A complete body (JSON, or a finished SSE stream).
     Full(Option<Bytes>),
+    /// A complete body in pieces sent as they are: a result shares its buffer with the
+    /// stored copy instead of being joined to the events before it.
+    Frames(VecDeque<Bytes>),
     /// A call stream: SSE events as a running call produces them.
     Sse(SseBody),
 }
@@ -40,15 +45,23 @@ pub(crate) struct SseBody {
     keepalive: Duration,
     // Created on the first idle poll only: a fast call finishes before any timer is needed.
     timer: Option<Pin<Box<Sleep>>>,
+    /// Counts this stream as someone listening to the session, while it is open.
+    _listening: Listening,
 }
 
 impl SseBody {
-    pub(crate) fn new(first: Bytes, rx: mpsc::Receiver<Bytes>, keepalive: Duration) -> Self {
+    pub(crate) fn new(
+        first: Bytes,
+        rx: mpsc::Receiver<Bytes>,
+        keepalive: Duration,
+        listening: Listening,
+    ) -> Self {
         Self {
             first: Some(first),
             rx,
             keepalive,
             timer: None,
+            _listening: listening,
         }
     }
 }
@@ -63,6 +76,7 @@ impl Body for RespBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             RespBody::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            RespBody::Frames(frames) => Poll::Ready(frames.pop_front().map(|b| Ok(Frame::data(b)))),
             RespBody::Sse(sse) => {
                 if let Some(first) = sse.first.take() {
                     return Poll::Ready(Some(Ok(Frame::data(first))));
@@ -95,13 +109,20 @@ impl Body for RespBody {
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, RespBody::Full(None))
+        match self {
+            RespBody::Full(bytes) => bytes.is_none(),
+            RespBody::Frames(frames) => frames.is_empty(),
+            RespBody::Sse(_) => false,
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
         match self {
             RespBody::Full(Some(b)) => SizeHint::with_exact(b.len() as u64),
             RespBody::Full(None) => SizeHint::with_exact(0),
+            RespBody::Frames(frames) => {
+                SizeHint::with_exact(frames.iter().map(|f| f.len() as u64).sum())
+            }
             RespBody::Sse(_) => SizeHint::default(),
         }
     }
@@ -157,6 +178,13 @@ fn sse_headers(resp: &mut Resp) {
 /// A complete SSE response (events already encoded).
 pub(crate) fn sse_full(events: Bytes) -> Resp {
     let mut resp = Response::new(RespBody::full(events));
+    sse_headers(&mut resp);
+    resp
+}
+
+/// A complete SSE response sent as these pieces, in order.
+pub(crate) fn sse_frames(frames: Vec<Bytes>) -> Resp {
+    let mut resp = Response::new(RespBody::Frames(frames.into()));
     sse_headers(&mut resp);
     resp
 }

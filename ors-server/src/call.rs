@@ -3,15 +3,18 @@
 //! once in place: a tool that finishes without waiting is answered right there as one
 //! complete SSE body. A job that has to wait moves to its own task, so a client that goes
 //! away never cancels it, and the response streams its events. Either way the result lingers
-//! for reconnects by `task_id` within its session (PROTOCOL_NOTES rows `tool-crash-error-event`, `task-id-bound-to-session`, `client-task-id`).
+//! for reconnects by `task_id` within its session ([`crate::results`]; PROTOCOL_NOTES rows
+//! `tool-crash-error-event`, `task-id-bound-to-session`, `client-task-id`).
+//!
+//! A result is encoded once, and that one buffer is what every response sends: the `task_id`
+//! event and the result go out as separate frames, never joined into a copy.
 
-use std::collections::{HashMap, VecDeque};
 use std::future::Future as _;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::Poll;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::FutureExt as _;
@@ -22,21 +25,24 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::body::{sse_full, sse_stream, Resp, SseBody};
+use crate::body::{sse_frames, sse_full, sse_stream, Resp, SseBody};
+use crate::error::ApiError;
+use crate::results::{Found, ResultStore};
 use crate::session::Session;
 use crate::util::{lock, panic_message};
 
 /// Events buffered per stream; progress beyond this for a slow reader is dropped.
 const STREAM_BUFFER: usize = 64;
-/// Finished calls kept per session for reconnects, whatever their age.
-const MAX_LINGERING: usize = 64;
+/// Longest `task_id` a client may choose (as long as a session id may be).
+const MAX_TASK_ID_LEN: usize = ors_core::protocol::MAX_SESSION_ID_LEN;
 
 /// The server settings and state every call shares.
 pub(crate) struct CallShared {
     /// How long a call may go on after its session is deleted.
     pub(crate) grace: Duration,
-    pub(crate) linger: Duration,
     pub(crate) keepalive: Duration,
+    /// Where results wait for reconnects.
+    pub(crate) results: Arc<ResultStore>,
     /// Fires when the server stops waiting for calls at shutdown.
     pub(crate) abort: CancellationToken,
     /// Calls running in the whole server (shutdown waits for them).
@@ -53,7 +59,6 @@ enum RecordState {
     },
     Done {
         events: Bytes,
-        at: Instant,
     },
 }
 
@@ -64,7 +69,7 @@ pub(crate) struct CallRecord {
 }
 
 impl CallRecord {
-    fn new(id: Arc<str>) -> Self {
+    pub(crate) fn new(id: Arc<str>) -> Self {
         Self {
             id,
             state: Mutex::new(RecordState::Running {
@@ -105,74 +110,21 @@ impl CallRecord {
                 listeners.push(tx);
                 Ok(())
             }
-            RecordState::Done { events, .. } => Err(events.clone()),
+            RecordState::Done { events } => Err(events.clone()),
         }
+    }
+
+    /// The call's id.
+    pub(crate) fn id(&self) -> &Arc<str> {
+        &self.id
     }
 
     /// Store the result; returns the attached streams and any progress nobody received.
-    fn finish(&self, events: Bytes) -> (Vec<mpsc::Sender<Bytes>>, Vec<Bytes>) {
-        let done = RecordState::Done {
-            events,
-            at: Instant::now(),
-        };
+    pub(crate) fn finish(&self, events: Bytes) -> (Vec<mpsc::Sender<Bytes>>, Vec<Bytes>) {
+        let done = RecordState::Done { events };
         match std::mem::replace(&mut *lock(&self.state), done) {
             RecordState::Running { listeners, backlog } => (listeners, backlog),
             RecordState::Done { .. } => (Vec::new(), Vec::new()),
-        }
-    }
-}
-
-/// Hashes a call id by its first 8 bytes. Ids in the table are ours (random hex from
-/// [`new_task_id`]), so they are spread already and a client cannot choose colliding ones;
-/// SipHash would cost more than the rest of the table's work per call.
-#[derive(Default, Clone, Copy)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut word = [0u8; 8];
-        let n = bytes.len().min(8);
-        word[..n].copy_from_slice(&bytes[..n]);
-        // The multiply carries the bytes into the high bits hashbrown uses for its tags.
-        self.0 =
-            (self.0.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type IdMap<V> = HashMap<Arc<str>, V, std::hash::BuildHasherDefault<IdHasher>>;
-
-/// The calls of one session, finished ones in completion order for expiry.
-#[derive(Default)]
-pub(crate) struct CallTable {
-    map: IdMap<Arc<CallRecord>>,
-    finished: VecDeque<(Instant, Arc<str>)>,
-}
-
-impl CallTable {
-    fn get(&self, id: &str, linger: Duration) -> Option<Arc<CallRecord>> {
-        let record = self.map.get(id)?;
-        if let RecordState::Done { at, .. } = &*lock(&record.state) {
-            if at.elapsed() >= linger {
-                return None;
-            }
-        }
-        Some(Arc::clone(record))
-    }
-
-    fn mark_finished(&mut self, id: Arc<str>, linger: Duration) {
-        let now = Instant::now();
-        self.finished.push_back((now, id));
-        while let Some((at, id)) = self.finished.front() {
-            if now.duration_since(*at) >= linger || self.finished.len() > MAX_LINGERING {
-                self.map.remove(id);
-                self.finished.pop_front();
-            } else {
-                break;
-            }
         }
     }
 }
@@ -197,6 +149,7 @@ impl Outcome {
 /// A fresh call id: 32 hex digits like the reference's `uuid4().hex`, unique within the
 /// process. A random key mixed with a counter through a bijection, so no system call per
 /// call; ids need not be secret (a reconnect only works from the call's own session).
+/// A client may choose its own instead (row `client-task-id`).
 fn new_task_id() -> Arc<str> {
     static KEY: OnceLock<(u64, u64)> = OnceLock::new();
     static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -214,22 +167,97 @@ fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Answer a call request: a new call (under the client's `task_id` when it sent one the
+/// session has never seen), or, for a `task_id` the session knows, a reconnect to that call,
+/// or the news that its result has expired (PROTOCOL_NOTES row `client-task-id`).
+pub(crate) async fn serve(
+    session: Arc<Session>,
+    call: CallRequest,
+    shared: &Arc<CallShared>,
+) -> Result<Resp, ApiError> {
+    let id: Arc<str> = match call.task_id {
+        None => new_task_id(),
+        Some(id) => {
+            check_task_id(&id)?;
+            let found = lock(&session.calls).find(&id);
+            match found {
+                Found::Call(record) => return Ok(attach(&session, &record, shared)),
+                Found::Expired => return Ok(expired(&id, shared)),
+                Found::Unknown => id.into(),
+            }
+        }
+    };
+    let max = call.max_queued;
+    if session.active_calls.load(Ordering::Acquire) >= max {
+        return Err(ApiError::TooManyCalls {
+            sid: Arc::clone(&session.id),
+            max,
+        });
+    }
+    session.wait_ready().await?;
+    let record = {
+        let mut table = lock(&session.calls);
+        match table.find(&id) {
+            Found::Unknown => {
+                let record = Arc::new(CallRecord::new(id));
+                table.insert(Arc::clone(&record));
+                record
+            }
+            // The same request sent twice at once: the second one listens to the first.
+            Found::Call(record) => {
+                drop(table);
+                return Ok(attach(&session, &record, shared));
+            }
+            Found::Expired => return Ok(expired(&id, shared)),
+        }
+    };
+    Ok(start(
+        session,
+        record,
+        call.name,
+        call.input,
+        call.timeout,
+        Arc::clone(shared),
+    )
+    .await)
+}
+
+/// A call as the request asks for it, with the limits that apply.
+pub(crate) struct CallRequest {
+    pub(crate) name: String,
+    pub(crate) input: Value,
+    /// The client's id for the call: a reconnect, or a new call under that id.
+    pub(crate) task_id: Option<String>,
+    /// The tool's time limit.
+    pub(crate) timeout: Option<Duration>,
+    /// Calls the session may have started and not finished.
+    pub(crate) max_queued: usize,
+}
+
+/// A client-chosen id must fit where ids go: 1 to 128 printable ASCII characters.
+fn check_task_id(id: &str) -> Result<(), ApiError> {
+    if id.is_empty() || id.len() > MAX_TASK_ID_LEN || !id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::BadRequest(format!(
+            "invalid field 'task_id': it must be 1 to {MAX_TASK_ID_LEN} printable ASCII \
+             characters without spaces"
+        )));
+    }
+    Ok(())
+}
+
 /// Start a call on a ready session: poll it once in place, and answer with its complete
 /// events if it finished, else with a live stream while it goes on in its own task.
-pub(crate) async fn start(
+async fn start(
     session: Arc<Session>,
+    record: Arc<CallRecord>,
     name: String,
     input: Value,
     timeout: Option<Duration>,
     shared: Arc<CallShared>,
 ) -> Resp {
-    let id = new_task_id();
-    let record = Arc::new(CallRecord::new(Arc::clone(&id)));
-    lock(&session.calls)
-        .map
-        .insert(Arc::clone(&id), Arc::clone(&record));
-    let first = sse::encode_task_id(&id);
+    let first = Bytes::from(sse::encode_task_id(&record.id));
     let keepalive = shared.keepalive;
+    let listener = Arc::clone(&session);
     let mut job = Box::pin(run_job(
         session,
         Arc::clone(&record),
@@ -242,25 +270,24 @@ pub(crate) async fn start(
     // re-registers its wakers) by the task it moves to.
     let polled = std::future::poll_fn(|cx| Poll::Ready(job.as_mut().poll(cx))).await;
     if let Poll::Ready(done) = polled {
-        // One allocation of the final size.
-        let unheard: usize = done.unheard.iter().map(Bytes::len).sum();
-        let mut body = Vec::with_capacity(first.len() + unheard + done.events.len());
-        body.extend_from_slice(&first);
-        for event in &done.unheard {
-            body.extend_from_slice(event);
-        }
-        body.extend_from_slice(&done.events);
-        return sse_full(Bytes::from(body));
+        let mut frames = Vec::with_capacity(done.unheard.len() + 2);
+        frames.push(first);
+        frames.extend(done.unheard);
+        frames.push(done.events);
+        return sse_frames(frames);
     }
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     if let Err(events) = record.attach(tx) {
         // Unreachable in practice (the job is ours and pending), but an answer either way.
-        let mut body = first;
-        body.extend_from_slice(&events);
-        return sse_full(Bytes::from(body));
+        return sse_frames(vec![first, events]);
     }
     tokio::spawn(job);
-    sse_stream(SseBody::new(Bytes::from(first), rx, keepalive))
+    sse_stream(SseBody::new(
+        first,
+        rx,
+        keepalive,
+        Session::listen(&listener),
+    ))
 }
 
 /// What a finished job hands back to a request that polled it to completion in place.
@@ -290,6 +317,10 @@ async fn run_job(
     let outcome = {
         let mut slot = session.episode.lock().await;
         match slot.as_mut() {
+            // Shutdown stopped waiting for calls while this one waited its turn.
+            Some(_) if shared.abort.is_cancelled() => Outcome::Error(format!(
+                "the server shut down before tool '{name}' could run"
+            )),
             Some(episode) => {
                 let call = Call {
                     session: &session,
@@ -309,7 +340,7 @@ async fn run_job(
     drop(turn);
     let events = outcome.encode();
     let (listeners, unheard) = record.finish(events.clone());
-    lock(&session.calls).mark_finished(Arc::clone(&record.id), shared.linger);
+    shared.results.keep(&session, &record, events.len());
     session.touch();
     session.active_calls.fetch_sub(1, Ordering::AcqRel);
     shared.active.fetch_sub(1, Ordering::AcqRel);
@@ -393,61 +424,131 @@ impl Call<'_> {
     }
 }
 
-/// Answer a call that names a `task_id`: the lingering result, or a stream attached to the
-/// running call; an id unknown to this session is an `error` event and runs nothing.
-pub(crate) fn reconnect(session: &Session, task_id: &str, shared: &CallShared) -> Resp {
-    let record = lock(&session.calls).get(task_id, shared.linger);
-    let Some(record) = record else {
-        return sse_full(Bytes::from(sse::encode_error(
-            "unknown task_id: no call of this session has that id, or its result has expired",
-        )));
-    };
-    let first = sse::encode_task_id(&record.id);
+/// Attach to a call the session knows: a stream of a running call, or the lingering result
+/// (the stored events themselves, not a copy).
+fn attach(session: &Arc<Session>, record: &CallRecord, shared: &CallShared) -> Resp {
+    let first = Bytes::from(sse::encode_task_id(&record.id));
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     match record.attach(tx) {
-        Ok(()) => sse_stream(SseBody::new(Bytes::from(first), rx, shared.keepalive)),
-        Err(events) => {
-            let mut body = first;
-            body.extend_from_slice(&events);
-            sse_full(Bytes::from(body))
-        }
+        Ok(()) => sse_stream(SseBody::new(
+            first,
+            rx,
+            shared.keepalive,
+            Session::listen(session),
+        )),
+        Err(events) => sse_frames(vec![first, events]),
     }
+}
+
+/// The answer to a reconnect whose result has gone: an `error` event, and nothing runs.
+fn expired(id: &str, shared: &CallShared) -> Resp {
+    sse_full(Bytes::from(sse::encode_error(&format!(
+        "the result of call '{id}' has expired (results are kept for {} s, less when the \
+         server is short of memory); the call was not run again",
+        shared.results.linger().as_secs_f64()
+    ))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::future::BoxFuture;
+    use http_body_util::BodyExt as _;
+    use ors_core::types::{Blocks, ToolOutput, ToolSpec};
+    use ors_runtime::env::{EnvError, ToolFuture};
+
+    /// An episode whose every tool returns a result of 100 kB.
+    struct Big;
+
+    impl DynSession for Big {
+        fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+        fn tools(&self) -> Vec<ToolSpec> {
+            Vec::new()
+        }
+        fn call<'a>(&'a mut self, _: ToolContext, _: &'a str, _: Value) -> ToolFuture<'a> {
+            Box::pin(async { RunToolOutput::Success(ToolOutput::text("x".repeat(100_000))) })
+        }
+        fn teardown(&mut self) -> BoxFuture<'_, ()> {
+            Box::pin(async {})
+        }
+    }
+
+    fn shared() -> Arc<CallShared> {
+        Arc::new(CallShared {
+            grace: Duration::from_secs(1),
+            keepalive: Duration::from_secs(10),
+            results: Arc::new(ResultStore::new(Duration::from_secs(60), 1 << 30, 1 << 30)),
+            abort: CancellationToken::new(),
+            active: AtomicUsize::new(0),
+            max_result_bytes: 1 << 30,
+        })
+    }
+
+    fn request(task_id: Option<&str>) -> CallRequest {
+        CallRequest {
+            name: "big".into(),
+            input: Value::Null,
+            task_id: task_id.map(str::to_owned),
+            timeout: None,
+            max_queued: 8,
+        }
+    }
+
+    /// The frames of a complete response.
+    async fn frames(resp: Resp) -> Vec<Bytes> {
+        let mut body = resp.into_body();
+        let mut frames = Vec::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.unwrap().into_data() {
+                frames.push(data);
+            }
+        }
+        frames
+    }
+
+    /// Where the stored result of call `id` lives in memory.
+    fn stored(session: &Session, id: &str) -> *const u8 {
+        let Found::Call(record) = lock(&session.calls).find(id) else {
+            panic!("call {id} is not kept");
+        };
+        let (tx, _rx) = mpsc::channel(1);
+        record.attach(tx).expect_err("the call is done").as_ptr()
+    }
+
+    #[tokio::test]
+    async fn a_result_is_sent_from_its_stored_buffer_not_a_copy() {
+        let shared = shared();
+        let session = Arc::new(Session::new("s".into(), 0, Arc::clone(&shared.results)));
+        session.set_ready(Box::new(Big)).await;
+
+        // The first response: the task_id event, then the stored result itself.
+        let first = frames(
+            serve(Arc::clone(&session), request(Some("c1")), &shared)
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(first.len(), 2);
+        assert_eq!(&first[0][..], b"event: task_id\ndata: c1\n\n");
+        assert!(first[1].len() > 100_000);
+        assert_eq!(first[1].as_ptr(), stored(&session, "c1"));
+
+        // A reconnect: the same buffer again.
+        let again = frames(
+            serve(Arc::clone(&session), request(Some("c1")), &shared)
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(again, first);
+        assert_eq!(again[1].as_ptr(), stored(&session, "c1"));
+        assert_eq!(shared.results.bytes(), first[1].len(), "kept once");
+    }
 
     fn record(id: &str) -> Arc<CallRecord> {
         Arc::new(CallRecord::new(id.into()))
-    }
-
-    #[test]
-    fn finished_calls_linger_then_expire() {
-        let mut table = CallTable::default();
-        let r = record("a");
-        table.map.insert("a".into(), Arc::clone(&r));
-        assert!(table.get("a", Duration::ZERO).is_some()); // running: always found
-        r.finish(Bytes::from_static(b"x"));
-        table.mark_finished("a".into(), Duration::from_secs(60));
-        assert!(table.get("a", Duration::from_secs(60)).is_some());
-        assert!(table.get("a", Duration::ZERO).is_none());
-    }
-
-    #[test]
-    fn at_most_max_lingering_results_are_kept() {
-        let mut table = CallTable::default();
-        for i in 0..(MAX_LINGERING + 10) {
-            let id: Arc<str> = i.to_string().into();
-            let r = record(&id);
-            r.finish(Bytes::new());
-            table.map.insert(Arc::clone(&id), r);
-            table.mark_finished(id, Duration::from_secs(60));
-        }
-        assert_eq!(table.map.len(), MAX_LINGERING);
-        assert!(table.get("0", Duration::from_secs(60)).is_none());
-        let last = (MAX_LINGERING + 9).to_string();
-        assert!(table.get(&last, Duration::from_secs(60)).is_some());
     }
 
     #[test]

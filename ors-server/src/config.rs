@@ -4,6 +4,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
+/// The default time limit of one tool call.
+const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// Everything a server can be tuned with. Build it with [`Default`], [`ServerConfig::from_env`]
 /// or the setters of [`crate::Server`].
 #[derive(Clone)]
@@ -18,6 +21,13 @@ pub struct ServerConfig {
     pub reaper_interval: Duration,
     /// How long a finished call's result stays available for reconnects (`ORS_LINGER_SECS`, 60 s).
     pub linger: Duration,
+    /// Bytes of finished results the whole server keeps for reconnects
+    /// (`ORS_MAX_LINGER_BYTES`, 512 MiB); past it the oldest go first, and a reconnect to one
+    /// is told it expired.
+    pub max_lingering_bytes: usize,
+    /// Bytes of finished results one session keeps (`ORS_MAX_LINGER_BYTES_PER_SESSION`,
+    /// 128 MiB); past it its oldest go first. A result larger than this is sent, not kept.
+    pub max_lingering_bytes_per_session: usize,
     /// Interval of SSE keep-alive comments on open call streams (`ORS_KEEPALIVE_SECS`, 10 s).
     pub keepalive: Duration,
     /// Largest accepted request body (`ORS_MAX_BODY_BYTES`, 10 MiB); larger is 413.
@@ -46,7 +56,9 @@ pub struct ServerConfig {
     pub max_queued_calls: usize,
     /// When set, every route but `/health` needs this key (`ORS_API_KEY`).
     pub api_key: Option<String>,
-    /// Default time limit of one tool call (`ORS_TOOL_TIMEOUT_SECS`; off by default).
+    /// Default time limit of one tool call (`ORS_TOOL_TIMEOUT_SECS`, 600 s; `0` or `off` for
+    /// none). A tool past it is dropped, its cancellation token fires, and the call ends
+    /// `ok: false`; without a limit a hung tool would hold its session forever.
     pub tool_timeout: Option<Duration>,
     /// Per-tool time limits by tool name; they override `tool_timeout`.
     pub tool_timeouts: HashMap<String, Duration>,
@@ -64,6 +76,8 @@ impl Default for ServerConfig {
             session_timeout: Duration::from_secs(15 * 60),
             reaper_interval: Duration::from_secs(5),
             linger: ors_core::protocol::RESULT_LINGER,
+            max_lingering_bytes: 512 * 1024 * 1024,
+            max_lingering_bytes_per_session: 128 * 1024 * 1024,
             keepalive: ors_core::protocol::KEEPALIVE_INTERVAL,
             max_body_bytes: 10 * 1024 * 1024,
             max_result_bytes: 64 * 1024 * 1024,
@@ -74,7 +88,7 @@ impl Default for ServerConfig {
             max_sessions: 100_000,
             max_queued_calls: 256,
             api_key: None,
-            tool_timeout: None,
+            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             tool_timeouts: HashMap::new(),
             shutdown_grace: Duration::from_secs(10),
         }
@@ -90,6 +104,11 @@ impl fmt::Debug for ServerConfig {
             .field("session_timeout", &self.session_timeout)
             .field("reaper_interval", &self.reaper_interval)
             .field("linger", &self.linger)
+            .field("max_lingering_bytes", &self.max_lingering_bytes)
+            .field(
+                "max_lingering_bytes_per_session",
+                &self.max_lingering_bytes_per_session,
+            )
             .field("keepalive", &self.keepalive)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_result_bytes", &self.max_result_bytes)
@@ -161,6 +180,12 @@ impl ServerConfig {
         }
         if let Some(v) = var("ORS_LINGER_SECS") {
             self.linger = secs("ORS_LINGER_SECS", &v)?;
+        }
+        if let Some(v) = var("ORS_MAX_LINGER_BYTES") {
+            self.max_lingering_bytes = count("ORS_MAX_LINGER_BYTES", &v)?;
+        }
+        if let Some(v) = var("ORS_MAX_LINGER_BYTES_PER_SESSION") {
+            self.max_lingering_bytes_per_session = count("ORS_MAX_LINGER_BYTES_PER_SESSION", &v)?;
         }
         if let Some(v) = var("ORS_KEEPALIVE_SECS") {
             self.keepalive = positive_secs("ORS_KEEPALIVE_SECS", &v)?;
@@ -327,12 +352,14 @@ mod tests {
         assert_eq!(c.host, "127.0.0.1");
         assert_eq!(c.session_timeout, Duration::from_secs(900));
         assert_eq!(c.linger, Duration::from_secs(60));
+        assert_eq!(c.max_lingering_bytes, 512 * 1024 * 1024);
+        assert_eq!(c.max_lingering_bytes_per_session, 128 * 1024 * 1024);
         assert_eq!(c.keepalive, Duration::from_secs(10));
         assert_eq!(c.max_body_bytes, 10 * 1024 * 1024);
         assert_eq!(c.max_result_bytes, 64 * 1024 * 1024);
         assert_eq!(c.body_timeout, Duration::from_secs(30));
         assert_eq!(c.max_body_bytes_in_flight, 256 * 1024 * 1024);
-        assert_eq!(c.tool_timeout, None);
+        assert_eq!(c.tool_timeout, Some(Duration::from_secs(600)));
         assert!(c.validate().is_ok());
     }
 
@@ -343,6 +370,8 @@ mod tests {
             ("ORS_PORT", "0"),
             ("ORS_SESSION_TIMEOUT_SECS", "1.5"),
             ("ORS_LINGER_SECS", "0"),
+            ("ORS_MAX_LINGER_BYTES", "6000"),
+            ("ORS_MAX_LINGER_BYTES_PER_SESSION", "600"),
             ("ORS_KEEPALIVE_SECS", "2"),
             ("ORS_MAX_BODY_BYTES", "1000"),
             ("ORS_MAX_RESULT_BYTES", "2000"),
@@ -358,6 +387,8 @@ mod tests {
         assert_eq!(c.port, 0);
         assert_eq!(c.session_timeout, Duration::from_millis(1500));
         assert_eq!(c.linger, Duration::ZERO);
+        assert_eq!(c.max_lingering_bytes, 6000);
+        assert_eq!(c.max_lingering_bytes_per_session, 600);
         assert_eq!(c.keepalive, Duration::from_secs(2));
         assert_eq!(c.max_body_bytes, 1000);
         assert_eq!(c.max_result_bytes, 2000);

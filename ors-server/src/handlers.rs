@@ -178,7 +178,11 @@ impl App {
         if let Some(from_header) = header_secrets {
             secrets.merge_missing(from_header);
         }
-        let session = Arc::new(Session::new(sid.into(), index));
+        let session = Arc::new(Session::new(
+            sid.into(),
+            index,
+            Arc::clone(&self.calls.results),
+        ));
         self.sessions.insert(Arc::clone(&session))?;
         if self.is_closing() {
             // Shutdown drained the sessions while this request read its body: nothing would
@@ -229,23 +233,14 @@ impl App {
         tracing::Span::current().record("tool", name.as_str());
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
-        if let Some(task_id) = task_id {
-            return Ok(call::reconnect(&session, &task_id, &self.calls));
-        }
-        let max = self.config.max_queued_calls;
-        if session
-            .active_calls
-            .load(std::sync::atomic::Ordering::Acquire)
-            >= max
-        {
-            return Err(ApiError::TooManyCalls {
-                sid: Arc::clone(&session.id),
-                max,
-            });
-        }
-        session.wait_ready().await?;
-        let timeout = self.config.timeout_for(&name);
-        Ok(call::start(session, name, input, timeout, Arc::clone(&self.calls)).await)
+        let request = call::CallRequest {
+            timeout: self.config.timeout_for(&name),
+            max_queued: self.config.max_queued_calls,
+            name,
+            input,
+            task_id,
+        };
+        call::serve(session, request, &self.calls).await
     }
 }
 

@@ -98,15 +98,20 @@
 //!   the order they arrived (a tool gets `&mut self`); different sessions run in parallel. Each
 //!   call runs in its own task: a client that disconnects does not cancel it, and the result
 //!   stays available for [`ServerConfig::linger`] to a reconnect with its `task_id` from the
-//!   same session. A panicking tool becomes an SSE `error` event; the session stays usable.
+//!   same session (within byte bounds per session and server-wide, oldest first). A client
+//!   may choose the `task_id` of a new call: sending the same request again never runs the
+//!   tool twice. A panicking tool becomes an SSE `error` event; the session stays usable.
 //! - **Setup in the background.** `create` returns at once; later requests on the session
 //!   wait for the environment's `new` and get its error if it failed.
-//! - **Limits.** Optional tool timeouts (the tool's future is dropped and its
+//! - **Limits.** Tool timeouts (600 s unless set; the tool's future is dropped and its
 //!   [`ToolContext`] cancellation fires; the result is `ok: false`), body and header sizes,
-//!   a session-id length of 128, a maximum number of live sessions (503), idle sessions
-//!   reaped after [`ServerConfig::session_timeout`], and an optional API key
-//!   ([`ServerConfig::api_key`]; `/health` stays open). See [`ServerConfig`] for the
-//!   defaults and the `ORS_*` environment variables.
+//!   the time a body may take to arrive (408), request-body bytes held server-wide and open
+//!   connections (503 `overloaded` beyond), a session-id length of 128, a maximum number of
+//!   live sessions (503), sessions reaped after [`ServerConfig::session_timeout`] without a
+//!   request or a client listening to one of their calls (a hung call nobody waits for does
+//!   not keep its session), and an optional API key ([`ServerConfig::api_key`]; `/health`
+//!   stays open). See [`ServerConfig`] for the defaults and the `ORS_*` environment
+//!   variables, and [`RunningServer::stats`] for what a server holds.
 //! - **Blocking tools.** A `#[tool(blocking)]` method runs on tokio's blocking pool with the
 //!   episode moved to that thread, so a CPU-bound tool never stalls other sessions. If its
 //!   time limit passes, the call is answered `ok: false` at once and the thread finishes in
@@ -162,6 +167,7 @@ mod limits;
 mod logging;
 mod request;
 mod request_body;
+mod results;
 mod router;
 mod server;
 mod session;

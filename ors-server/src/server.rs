@@ -303,7 +303,9 @@ fn connection_builder(config: &ServerConfig) -> http1::Builder {
         // hyper's minimum; the read buffer must hold at least a whole head.
         .max_buf_size(config.max_header_bytes.max(8192) + 8192)
         // A client may shut its side down once its request is sent (HTTP/1.1 allows it, and
-        // some tools do): it still gets its answer, however long the call streams.
+        // some tools do): it still gets its answer, however long the call streams. So the end
+        // of a client's input is no longer taken as its leaving: a client that went away is
+        // noticed when its stream next writes (a keep-alive comment at the latest).
         .half_close(true);
     builder
 }
@@ -396,6 +398,7 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
     let graceful = GracefulShutdown::new();
     let kill = CancellationToken::new();
     let reaper = tokio::spawn(reap(Arc::clone(&app), stop.clone()));
+    let expiry = tokio::spawn(Arc::clone(&app.calls.results).run_expiry(stop.clone()));
     let mut warnings = AcceptWarnings::default();
     loop {
         let accepted = tokio::select! {
@@ -434,24 +437,51 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
     drop(listener);
     shut_down(&app, graceful).await;
     reaper.abort();
+    expiry.abort();
     kill.cancel();
 }
 
-/// Stop taking sessions, let in-flight requests and calls finish within the grace period,
-/// then stop the rest and tear every session down.
+/// How long the streams of calls stopped at shutdown get to deliver their `error` event.
+const FLUSH_AFTER_ABORT: Duration = Duration::from_secs(2);
+
+/// Stop taking sessions and let in-flight requests finish within the grace period: a running
+/// call ends as it would have, its stream carrying its `end`. A call still running when the
+/// grace period is over ends one way only: its tool is dropped and its stream gets an
+/// `error` event saying the server shut down (its session's cancellation fires only after
+/// that, so a tool cannot turn it into an `ok: false` result instead). Then every session is
+/// torn down.
 async fn shut_down(app: &App, graceful: GracefulShutdown) {
     app.closing.store(true, Ordering::Release);
     let deadline = tokio::time::Instant::now() + app.config.shutdown_grace;
-    let _ = tokio::time::timeout_at(deadline, graceful.shutdown()).await;
-    while app.calls.active.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let connections = graceful.shutdown();
+    tokio::pin!(connections);
+    let connections_closed = tokio::time::timeout_at(deadline, &mut connections)
+        .await
+        .is_ok();
+    if !connections_closed || app.calls.active.load(Ordering::Acquire) > 0 {
+        // Calls with nobody listening keep no connection open: wait for them too.
+        wait_for_calls(app, deadline).await;
     }
-    app.calls.abort.cancel();
+    if app.calls.active.load(Ordering::Acquire) > 0 {
+        app.calls.abort.cancel();
+        // Their tools are dropped at once; each records its error and sends it.
+        wait_for_calls(app, tokio::time::Instant::now() + FLUSH_AFTER_ABORT).await;
+    }
+    if !connections_closed {
+        let _ = tokio::time::timeout(FLUSH_AFTER_ABORT, &mut connections).await;
+    }
     let sessions = app.sessions.drain();
     let count = sessions.len();
     let grace = app.config.shutdown_grace;
     futures_util::future::join_all(sessions.iter().map(|s| s.close(Ending::Shutdown, grace))).await;
     tracing::info!(sessions = count, "ors-server stopped");
+}
+
+/// Wait until no call runs, or `deadline`.
+async fn wait_for_calls(app: &App, deadline: tokio::time::Instant) {
+    while app.calls.active.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Every `reaper_interval`, delete sessions idle longer than `session_timeout`.

@@ -19,8 +19,8 @@ use ors_runtime::env::{DynSession, TaskError};
 use tokio::sync::{oneshot, Notify};
 use tokio_util::sync::CancellationToken;
 
-use crate::call::CallTable;
 use crate::error::{ApiError, SetupFailure};
+use crate::results::{CallTable, ResultStore};
 use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
 use crate::util::{clock_ms, lock, panic_message};
 
@@ -62,8 +62,22 @@ pub(crate) struct Session {
     /// Calls of this session, kept for reconnects while their results linger.
     pub(crate) calls: Mutex<CallTable>,
     order: Mutex<Option<oneshot::Receiver<()>>>,
-    /// Calls started and not finished; the reaper leaves such a session alone.
+    /// Calls started and not finished.
     pub(crate) active_calls: AtomicUsize,
+    /// Open call streams of this session: while a client listens, the reaper leaves the
+    /// session alone, however long its call runs.
+    listeners: AtomicUsize,
+}
+
+/// One open call stream of a session (see [`Session::listen`]); when the last one closes, the
+/// session's idle time starts counting.
+pub(crate) struct Listening(Arc<Session>);
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.listeners.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl std::fmt::Debug for Session {
@@ -77,7 +91,7 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    pub(crate) fn new(id: Arc<str>, env: usize) -> Self {
+    pub(crate) fn new(id: Arc<str>, env: usize, results: Arc<ResultStore>) -> Self {
         Self {
             id,
             env,
@@ -88,10 +102,17 @@ impl Session {
             ending: OnceLock::new(),
             episode: tokio::sync::Mutex::new(None),
             cancel: CancellationToken::new(),
-            calls: Mutex::new(CallTable::default()),
+            calls: Mutex::new(CallTable::new(results)),
             order: Mutex::new(None),
             active_calls: AtomicUsize::new(0),
+            listeners: AtomicUsize::new(0),
         }
+    }
+
+    /// Count a call stream that is open to a client, until the returned guard drops.
+    pub(crate) fn listen(session: &Arc<Self>) -> Listening {
+        session.listeners.fetch_add(1, Ordering::AcqRel);
+        Listening(Arc::clone(session))
     }
 
     /// Mark the session active now (any request naming it, and the end of a call).
@@ -174,6 +195,14 @@ impl Session {
                 }
             }
         });
+    }
+
+    /// Make the session ready with `episode`, as a finished setup would (for unit tests that
+    /// drive calls without an environment type).
+    #[cfg(test)]
+    pub(crate) async fn set_ready(&self, episode: Box<dyn DynSession>) {
+        *self.episode.lock().await = Some(episode);
+        self.settle(READY);
     }
 
     /// Take this call's turn: the receiver resolves when the previous call is done, and
@@ -356,14 +385,15 @@ impl SessionStore {
         self.tombstones.sweep();
     }
 
-    /// Remove the sessions idle longer than the idle timeout with no call running, and
-    /// remember them as timed out; returns them.
+    /// Remove the sessions idle longer than the idle timeout that no client listens to, and
+    /// remember them as timed out; returns them. A running call does not keep a session: one
+    /// whose client stopped listening (a hung tool nobody waits for) is taken like any other.
     pub(crate) fn take_stale(&self) -> Vec<Arc<Session>> {
         let now = clock_ms();
         let limit = self.idle_timeout.as_millis() as u64;
         let is_stale = |s: &Session| {
             now.saturating_sub(s.last_seen.load(Ordering::Relaxed)) > limit
-                && s.active_calls.load(Ordering::Acquire) == 0
+                && s.listeners.load(Ordering::Acquire) == 0
         };
         let stale: Vec<Arc<Session>> = self
             .map
@@ -392,7 +422,8 @@ mod tests {
     const IDLE: Duration = Duration::from_secs(900);
 
     fn session(id: &str) -> Arc<Session> {
-        Arc::new(Session::new(id.into(), 0))
+        let results = Arc::new(ResultStore::new(Duration::from_secs(60), 1 << 20, 1 << 20));
+        Arc::new(Session::new(id.into(), 0, results))
     }
 
     fn code(err: ApiError) -> (u16, ErrorCode) {
@@ -447,16 +478,22 @@ mod tests {
     }
 
     #[test]
-    fn stale_sessions_are_taken_unless_a_call_runs_and_answer_timed_out() {
+    fn stale_sessions_are_taken_unless_a_client_listens_and_answer_timed_out() {
         let store = SessionStore::new(10, Duration::from_millis(1));
         let busy = session("busy");
-        busy.active_calls.store(1, Ordering::Release);
+        let listening = Session::listen(&busy);
         store.insert(busy).unwrap();
+        let hung = session("hung");
+        // A call runs, but nobody listens to it.
+        hung.active_calls.store(1, Ordering::Release);
+        store.insert(hung).unwrap();
         store.insert(session("idle")).unwrap();
         std::thread::sleep(Duration::from_millis(5));
-        let taken = store.take_stale();
-        assert_eq!(taken.len(), 1);
-        assert_eq!(&*taken[0].id, "idle");
+        let mut taken: Vec<&str> = Vec::new();
+        let stale = store.take_stale();
+        taken.extend(stale.iter().map(|s| &*s.id));
+        taken.sort_unstable();
+        assert_eq!(taken, ["hung", "idle"]);
         let err = store.get("idle").unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -464,6 +501,11 @@ mod tests {
         );
         assert_eq!(code(err), (404, ErrorCode::SessionTimedOut));
         assert!(store.get("busy").is_ok());
+        // The idle time of a session counts from when its last listener left.
+        drop(listening);
+        assert!(store.take_stale().is_empty());
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(store.take_stale().len(), 1);
     }
 
     #[tokio::test]

@@ -10,6 +10,9 @@ pub struct ServerStats {
     /// Bytes held for request bodies: buffers being read and call inputs not yet handed to
     /// their tool (at most [`crate::ServerConfig::max_body_bytes_in_flight`]).
     pub body_bytes: usize,
+    /// Bytes of finished results kept for reconnects (at most
+    /// [`crate::ServerConfig::max_lingering_bytes`]).
+    pub lingering_result_bytes: usize,
     /// Live sessions.
     pub sessions: usize,
     /// Tool calls started and not finished, server-wide.

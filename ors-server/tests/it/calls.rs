@@ -355,48 +355,132 @@ async fn a_disconnected_client_does_not_cancel_the_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_ids_are_bound_to_their_session() {
+    // PROTOCOL_NOTES rows `task-id-bound-to-session` and `client-task-id`: another session's
+    // id is unknown here, so it starts a call of this session, never reaching the other's.
     let server = start().await;
     let addr = server.local_addr();
     let a = episode(addr, task(1)).await;
     let b = episode(addr, task(1)).await;
-    let r = call(addr, &a, "sleep", json!({"ms": 1, "key": "bound-a"})).await;
+    let r = call(addr, &a, "echo", json!({"text": "private to a"})).await;
     let task_id = r.events()[0].1.clone();
 
-    let r = post_s(addr, &b, "/lab/call", &reconnect_body("sleep", &task_id)).await;
-    assert_eq!(r.status, 200);
-    let events = r.events();
-    assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0].0, "error");
-    assert!(events[0].1.contains("unknown task_id"));
-    assert_eq!(count("bound-a"), 1, "nothing ran");
-
-    let r = post_s(
-        addr,
-        &a,
-        "/lab/call",
-        &reconnect_body("sleep", "0123456789abcdef"),
-    )
-    .await;
-    assert_eq!(r.events()[0].0, "error");
+    let r = post_s(addr, &b, "/lab/call", &reconnect_body("counter", &task_id)).await;
+    assert!(!r.text().contains("private to a"), "{}", r.text());
+    assert_eq!(r.events()[0], ("task_id".to_owned(), task_id.clone()));
+    assert_eq!(text_of(&r), "1", "a call of b ran under that id");
+    // And a's result is still a's.
+    let r = post_s(addr, &a, "/lab/call", &reconnect_body("echo", &task_id)).await;
+    assert_eq!(text_of(&r), "private to a");
     server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn results_expire_after_the_linger_time() {
-    let server = start_with(|c| c.linger = Duration::from_millis(100)).await;
+async fn a_new_task_id_starts_a_call_that_a_resend_never_runs_again() {
+    // PROTOCOL_NOTES row `client-task-id`: a client whose connection broke before the
+    // task_id event resends the same request, and the tool runs once.
+    let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, task(1)).await;
-    let r = call(addr, &sid, "counter", json!({})).await;
-    let task_id = r.events()[0].1.clone();
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    let r = post_s(
-        addr,
-        &sid,
-        "/lab/call",
-        &reconnect_body("counter", &task_id),
-    )
-    .await;
-    assert_eq!(r.events()[0].0, "error");
+    let body =
+        json!({"name": "sleep", "input": {"ms": 300, "key": "client-id"}, "task_id": "mine-1"})
+            .to_string();
+    let (stream, task_id, _) = open_call(addr, &sid, &body).await;
+    assert_eq!(task_id, "mine-1", "the call runs under the client's id");
+    assert_eq!(wait_count("client-id", 1).await, 1);
+    drop(stream);
+    // The resend while it runs listens to it; one after it finished gets its result.
+    let resent = call_body(addr, &sid, &body).await;
+    assert_eq!(text_of(&resent), "slept 1");
+    let again = call_body(addr, &sid, &body).await;
+    assert_eq!(again.body, resent.body);
+    assert_eq!(count("client-id"), 1, "the tool ran once");
+    // Two sends of a call never started, racing each other: still one run.
+    let body =
+        json!({"name": "sleep", "input": {"ms": 50, "key": "client-id-race"}, "task_id": "mine-2"})
+            .to_string();
+    let (x, y) = tokio::join!(call_body(addr, &sid, &body), call_body(addr, &sid, &body));
+    assert_eq!(text_of(&x), text_of(&y));
+    assert_eq!(count("client-id-race"), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_ids_a_client_chooses_are_checked() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let sid = episode(addr, task(1)).await;
+    for bad in [
+        json!(""),
+        json!("a b"),
+        json!("x".repeat(129)),
+        json!("tab\t"),
+    ] {
+        let body = json!({"name": "counter", "input": {}, "task_id": bad}).to_string();
+        let r = call_body(addr, &sid, &body).await;
+        r.assert_error(400, "invalid_request");
+        assert!(r.detail().contains("'task_id'"), "{}", r.detail());
+    }
+    assert_eq!(
+        text_of(&call(addr, &sid, "counter", json!({})).await),
+        "1",
+        "nothing ran"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_are_released_on_time_and_a_late_reconnect_runs_nothing() {
+    let server = start_with(|c| c.linger = Duration::from_millis(300)).await;
+    let addr = server.local_addr();
+    let sid = episode(addr, task(1)).await;
+    let body = json!({"name": "echo", "input": {"text": "x".repeat(1 << 20)}, "task_id": "late"})
+        .to_string();
+    assert_eq!(text_of(&call_body(addr, &sid, &body).await).len(), 1 << 20);
+    assert!(server.stats().lingering_result_bytes > 1 << 20);
+    // Released by the timer, with no other request to trigger it.
+    for _ in 0..1000 {
+        if server.stats().lingering_result_bytes == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        server.stats().lingering_result_bytes,
+        0,
+        "released after the linger time"
+    );
+    // PROTOCOL_NOTES row `client-task-id`: the id is remembered; the call does not run again.
+    let body = json!({"name": "counter", "input": {}, "task_id": "late"}).to_string();
+    let r = call_body(addr, &sid, &body).await;
+    let events = r.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].0, "error");
+    assert!(events[0].1.contains("has expired"), "{}", events[0].1);
+    assert!(events[0].1.contains("not run again"), "{}", events[0].1);
+    assert_eq!(text_of(&call(addr, &sid, "counter", json!({})).await), "1");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lingering_results_are_bounded_server_wide_oldest_first() {
+    let server = start_with(|c| c.max_lingering_bytes = 5 << 20).await;
+    let addr = server.local_addr();
+    let text = "x".repeat(2 << 20);
+    let mut sessions = Vec::new();
+    for i in 0..4 {
+        let sid = episode(addr, task(1)).await;
+        let body = json!({"name": "echo", "input": {"text": text}, "task_id": format!("big-{i}")})
+            .to_string();
+        assert_eq!(text_of(&call_body(addr, &sid, &body).await).len(), 2 << 20);
+        assert!(server.stats().lingering_result_bytes <= 5 << 20);
+        sessions.push((sid, body));
+    }
+    // The oldest went first: their reconnects hear "expired"; the newest is still there.
+    let (sid, body) = &sessions[0];
+    let r = call_body(addr, sid, body).await;
+    assert_eq!(r.events()[0].0, "error", "{}", r.text());
+    let (sid, body) = &sessions[3];
+    assert_eq!(text_of(&call_body(addr, sid, body).await).len(), 2 << 20);
     server.shutdown().await;
 }
 

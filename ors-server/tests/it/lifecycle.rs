@@ -62,6 +62,28 @@ async fn shutdown_stops_a_call_that_outlives_the_grace_period() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_outliving_the_grace_period_always_ends_with_an_error_event() {
+    // A tool that answers `ok: false` when cancelled used to end either that way or with the
+    // shutdown's `error`, by a race between the two. Now it is always the `error` event.
+    for round in 0..3 {
+        let server = start_with(|c| c.shutdown_grace = Duration::from_millis(100)).await;
+        let addr = server.local_addr();
+        let sid = episode(addr, task(1)).await;
+        let body = json!({"name": "patient", "input": {}});
+        let (stream, _, raw) = open_call(addr, &sid, &body.to_string()).await;
+        server.shutdown().await;
+        let r = finish(stream, raw).await;
+        let names: Vec<String> = r.events().into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["task_id", "error"], "round {round}: {}", r.text());
+        assert!(
+            r.text().contains("shut down while tool 'patient'"),
+            "{}",
+            r.text()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_key_guards_everything_but_health() {
     // PROTOCOL_NOTES row `api-key`.
     let server = start_with(|c| c.api_key = Some("s3cret-key".into())).await;

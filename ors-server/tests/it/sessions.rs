@@ -445,6 +445,32 @@ async fn the_reaper_spares_a_session_with_a_running_call() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reaper_takes_a_session_whose_hung_call_nobody_listens_to() {
+    let server = start_with(|c| {
+        c.session_timeout = Duration::from_millis(500);
+        c.reaper_interval = Duration::from_millis(50);
+        c.shutdown_grace = Duration::from_millis(100);
+        // A client that went away is noticed when the stream next writes (a keep-alive).
+        c.keepalive = Duration::from_millis(100);
+    })
+    .await;
+    let addr = server.local_addr();
+    let sid = episode(addr, tagged(1, "reap-hung")).await;
+    let body = json!({"name": "hang", "input": {"key": "reap-hung-call"}});
+    let (stream, _, _) = open_call(addr, &sid, &body.to_string()).await;
+    assert_eq!(wait_count("reap-hung-call:started", 1).await, 1);
+    // The client goes away; the tool never returns.
+    drop(stream);
+    assert_eq!(wait_count("reap-hung:teardown", 1).await, 1, "reaped");
+    assert_eq!(wait_count("reap-hung-call:cancelled", 1).await, 1);
+    post_s(addr, &sid, "/ping", "")
+        .await
+        .assert_error(404, "session_timed_out");
+    assert_eq!(server.stats().running_calls, 0);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_limit_is_503_with_retry_after() {
     let server = start_with(|c| c.max_sessions = 2).await;
     let addr = server.local_addr();

@@ -214,6 +214,13 @@ impl Environment for Lab {
         unreachable!()
     }
 
+    /// Wait for the call's cancellation, then answer `ok: false`.
+    #[tool]
+    async fn patient(&self, ctx: &ToolContext) -> Result<String, String> {
+        ctx.cancelled().await;
+        Err("cancelled".into())
+    }
+
     /// Send progress events, then finish.
     #[tool]
     async fn progress(&self, ctx: &ToolContext, input: Steps) -> String {

@@ -1,0 +1,435 @@
+//! Where finished calls' results wait for reconnects: kept for the linger time and no longer
+//! (a timer expires them whatever else happens on the server), within a byte bound per
+//! session and one server-wide (the oldest go first). The ids of results that went are
+//! remembered, bounded, so a late reconnect is told its result expired instead of starting
+//! the call again (PROTOCOL_NOTES row `client-task-id`).
+//!
+//! Each session's [`CallTable`] holds its calls, running and lingering; the server-wide
+//! [`ResultStore`] counts the bytes and keeps one timer entry per session with lingering
+//! results, at the time its oldest one expires. A session table and the store's queue are
+//! never locked at the same time.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
+use std::hash::BuildHasher as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::CallRecord;
+use crate::session::Session;
+use crate::util::lock;
+
+/// Most results one session keeps at once, whatever their size.
+const MAX_LINGERING: usize = 1024;
+/// Ids of gone results one session remembers: more than the calls it may have queued, so any
+/// call a client may still be waiting for is answered "expired" rather than run again.
+const MAX_FORGOTTEN: usize = 512;
+
+/// The server-wide side: bytes of all lingering results, and the expiry timer's queue.
+pub(crate) struct ResultStore {
+    linger: Duration,
+    max_bytes: usize,
+    max_session_bytes: usize,
+    bytes: AtomicUsize,
+    queue: Mutex<BinaryHeap<Due>>,
+    wake: Notify,
+}
+
+/// A session with lingering results, due when its oldest expires (or earlier, when that one
+/// went before its time: the timer then finds nothing due and queues the session again).
+struct Due {
+    at: Instant,
+    session: Weak<Session>,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        self.at == other.at
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Due {
+    // Reversed: the heap's top is the earliest.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.at.cmp(&self.at)
+    }
+}
+
+impl ResultStore {
+    pub(crate) fn new(linger: Duration, max_bytes: usize, max_session_bytes: usize) -> Self {
+        Self {
+            linger,
+            max_bytes,
+            max_session_bytes,
+            bytes: AtomicUsize::new(0),
+            queue: Mutex::new(BinaryHeap::new()),
+            wake: Notify::new(),
+        }
+    }
+
+    /// How long a result is kept.
+    pub(crate) fn linger(&self) -> Duration {
+        self.linger
+    }
+
+    /// Bytes of lingering results, server-wide.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// Keep the result of `record`, now finished with `size` bytes of events, for reconnects;
+    /// then make room server-wide if that went over the bound.
+    pub(crate) fn keep(&self, session: &Arc<Session>, record: &Arc<CallRecord>, size: usize) {
+        let queue_at = lock(&session.calls).keep(record, size);
+        if let Some(at) = queue_at {
+            self.enqueue(at, session);
+        }
+        while self.bytes() > self.max_bytes {
+            let Some(due) = lock(&self.queue).pop() else {
+                break;
+            };
+            let Some(session) = due.session.upgrade() else {
+                continue;
+            };
+            let next = lock(&session.calls).evict_oldest();
+            if let Some(at) = next {
+                self.enqueue(at, &session);
+            }
+        }
+    }
+
+    fn enqueue(&self, at: Instant, session: &Arc<Session>) {
+        let mut queue = lock(&self.queue);
+        let first = queue.peek().is_none_or(|top| at < top.at);
+        queue.push(Due {
+            at,
+            session: Arc::downgrade(session),
+        });
+        drop(queue);
+        if first {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Expire results on time until `stop`: the timer of the whole server.
+    pub(crate) async fn run_expiry(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            let next = lock(&self.queue).peek().map(|d| d.at);
+            let wake = self.wake.notified();
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = wake => continue,
+                _ = sleep_until(next) => {}
+            }
+            self.expire_due(Instant::now());
+        }
+    }
+
+    /// Expire every result due by `now`.
+    fn expire_due(&self, now: Instant) {
+        loop {
+            let due = {
+                let mut queue = lock(&self.queue);
+                match queue.peek() {
+                    Some(top) if top.at <= now => queue.pop(),
+                    _ => None,
+                }
+            };
+            let Some(due) = due else {
+                return;
+            };
+            let Some(session) = due.session.upgrade() else {
+                continue;
+            };
+            let next = lock(&session.calls).expire_due(now);
+            if let Some(at) = next {
+                self.enqueue(at, &session);
+            }
+        }
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A result kept for reconnects.
+struct Kept {
+    id: Arc<str>,
+    finished: Instant,
+    size: usize,
+}
+
+/// What a session knows of a call id.
+pub(crate) enum Found {
+    /// A running call, or one whose result still lingers.
+    Call(Arc<CallRecord>),
+    /// A call that finished and whose result is gone: nothing runs again.
+    Expired,
+    /// Never seen (or forgotten long ago).
+    Unknown,
+}
+
+/// The calls of one session: running ones and lingering results by id, the lingering ones
+/// in the order they finished, and the ids of results that went.
+pub(crate) struct CallTable {
+    records: HashMap<Arc<str>, Arc<CallRecord>>,
+    kept: VecDeque<Kept>,
+    bytes: usize,
+    forgotten: ForgottenIds,
+    /// Whether the store's queue has an entry for this session.
+    queued: bool,
+    store: Arc<ResultStore>,
+}
+
+impl CallTable {
+    pub(crate) fn new(store: Arc<ResultStore>) -> Self {
+        Self {
+            records: HashMap::new(),
+            kept: VecDeque::new(),
+            bytes: 0,
+            forgotten: ForgottenIds::default(),
+            queued: false,
+            store,
+        }
+    }
+
+    /// What this session knows of `id`. A result past its linger time that the timer has not
+    /// reached yet is expired here.
+    pub(crate) fn find(&mut self, id: &str) -> Found {
+        self.drop_due(Instant::now());
+        match self.records.get(id) {
+            Some(record) => Found::Call(Arc::clone(record)),
+            None if self.forgotten.contains(id) => Found::Expired,
+            None => Found::Unknown,
+        }
+    }
+
+    /// Register a call that is starting under `id` (unknown to this table).
+    pub(crate) fn insert(&mut self, record: Arc<CallRecord>) {
+        self.records.insert(Arc::clone(record.id()), record);
+    }
+
+    /// Keep a finished call's result; returns when the store must look at this session, if
+    /// it has no entry in the store's queue yet.
+    fn keep(&mut self, record: &Arc<CallRecord>, size: usize) -> Option<Instant> {
+        let id = Arc::clone(record.id());
+        if self.store.linger.is_zero() {
+            self.forget(&id);
+            return None;
+        }
+        let finished = Instant::now();
+        self.kept.push_back(Kept { id, finished, size });
+        self.bytes += size;
+        self.store.bytes.fetch_add(size, Ordering::AcqRel);
+        while self.bytes > self.store.max_session_bytes || self.kept.len() > MAX_LINGERING {
+            self.drop_oldest();
+        }
+        self.schedule()
+    }
+
+    /// Forget the oldest result; returns when this session is next due, if it still has results.
+    fn evict_oldest(&mut self) -> Option<Instant> {
+        self.queued = false;
+        self.drop_oldest();
+        self.schedule()
+    }
+
+    /// The timer's visit: forget the results due by `now`; returns when this session is
+    /// next due.
+    fn expire_due(&mut self, now: Instant) -> Option<Instant> {
+        self.queued = false;
+        self.drop_due(now);
+        self.schedule()
+    }
+
+    fn drop_due(&mut self, now: Instant) {
+        while self
+            .kept
+            .front()
+            .is_some_and(|k| now.duration_since(k.finished) >= self.store.linger)
+        {
+            self.drop_oldest();
+        }
+    }
+
+    /// When the store should look at this session next, if it must be queued for it.
+    fn schedule(&mut self) -> Option<Instant> {
+        if self.queued {
+            return None;
+        }
+        let oldest = self.kept.front()?;
+        self.queued = true;
+        Some(oldest.finished + self.store.linger)
+    }
+
+    fn drop_oldest(&mut self) {
+        if let Some(kept) = self.kept.pop_front() {
+            self.bytes -= kept.size;
+            self.store.bytes.fetch_sub(kept.size, Ordering::AcqRel);
+            self.forget(&kept.id);
+        }
+    }
+
+    fn forget(&mut self, id: &Arc<str>) {
+        self.records.remove(id);
+        self.forgotten.insert(id);
+    }
+
+    /// Bytes of this session's lingering results.
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for CallTable {
+    // The session is gone: its results no longer count against the server's bound.
+    fn drop(&mut self) {
+        self.store.bytes.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+/// Ids of results that went, as keyed 64-bit hashes (a collision would answer one new call
+/// "expired": odds of one in 2^55 per call), the oldest forgotten first.
+#[derive(Default)]
+struct ForgottenIds {
+    set: HashSet<u64>,
+    order: VecDeque<u64>,
+}
+
+impl ForgottenIds {
+    fn key(id: &str) -> u64 {
+        static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
+        KEYS.get_or_init(RandomState::new).hash_one(id)
+    }
+
+    fn insert(&mut self, id: &str) {
+        let key = Self::key(id);
+        if self.set.insert(key) {
+            self.order.push_back(key);
+            if self.order.len() > MAX_FORGOTTEN {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.set.contains(&Self::key(id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    const LINGER: Duration = Duration::from_secs(60);
+
+    fn store(max: usize, per_session: usize) -> Arc<ResultStore> {
+        Arc::new(ResultStore::new(LINGER, max, per_session))
+    }
+
+    fn session(id: &str, store: &Arc<ResultStore>) -> Arc<Session> {
+        Arc::new(Session::new(id.into(), 0, Arc::clone(store)))
+    }
+
+    /// A finished call of `size` result bytes, kept.
+    fn finish(store: &ResultStore, session: &Arc<Session>, id: &str, size: usize) {
+        let record = Arc::new(CallRecord::new(id.into()));
+        lock(&session.calls).insert(Arc::clone(&record));
+        record.finish(Bytes::from(vec![b'x'; size]));
+        store.keep(session, &record, size);
+    }
+
+    fn found(session: &Session, id: &str) -> &'static str {
+        match lock(&session.calls).find(id) {
+            Found::Call(_) => "call",
+            Found::Expired => "expired",
+            Found::Unknown => "unknown",
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn results_expire_on_the_timer_without_other_activity() {
+        let store = store(usize::MAX, usize::MAX);
+        let stop = CancellationToken::new();
+        tokio::spawn(Arc::clone(&store).run_expiry(stop.clone()));
+        let s = session("s", &store);
+        finish(&store, &s, "a", 100);
+        tokio::time::sleep(LINGER / 2).await;
+        finish(&store, &s, "b", 10);
+        assert_eq!(store.bytes(), 110);
+        tokio::time::sleep(LINGER / 2 + Duration::from_millis(1)).await;
+        // "a" went on time; "b" lingers on.
+        assert_eq!(store.bytes(), 10);
+        assert_eq!(found(&s, "a"), "expired");
+        assert_eq!(found(&s, "b"), "call");
+        tokio::time::sleep(LINGER).await;
+        assert_eq!(store.bytes(), 0);
+        assert_eq!(found(&s, "b"), "expired");
+        assert_eq!(found(&s, "never"), "unknown");
+        stop.cancel();
+    }
+
+    #[tokio::test]
+    async fn a_session_keeps_at_most_its_bound_oldest_going_first() {
+        let store = store(usize::MAX, 250);
+        let s = session("s", &store);
+        for id in ["a", "b", "c"] {
+            finish(&store, &s, id, 100);
+        }
+        assert_eq!(lock(&s.calls).bytes(), 200);
+        assert_eq!(store.bytes(), 200);
+        assert_eq!(found(&s, "a"), "expired");
+        assert_eq!(found(&s, "c"), "call");
+        // A result larger than the bound is not kept at all.
+        finish(&store, &s, "huge", 300);
+        assert_eq!(found(&s, "huge"), "expired");
+        assert_eq!(store.bytes(), 0);
+    }
+
+    #[tokio::test]
+    async fn the_server_keeps_at_most_its_bound_oldest_session_first() {
+        let store = store(250, usize::MAX);
+        let one = session("one", &store);
+        let two = session("two", &store);
+        finish(&store, &one, "a", 100);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        finish(&store, &two, "b", 100);
+        finish(&store, &two, "c", 100);
+        assert_eq!(store.bytes(), 200);
+        assert_eq!(found(&one, "a"), "expired");
+        assert_eq!(found(&two, "b"), "call");
+        assert_eq!(found(&two, "c"), "call");
+        // A session's results stop counting when it goes.
+        drop(two);
+        assert_eq!(store.bytes(), 0);
+    }
+
+    #[test]
+    fn forgotten_ids_are_bounded_and_keep_the_newest() {
+        let mut f = ForgottenIds::default();
+        for i in 0..(MAX_FORGOTTEN + 10) {
+            f.insert(&i.to_string());
+        }
+        assert_eq!(f.set.len(), MAX_FORGOTTEN);
+        assert!(!f.contains("0"));
+        assert!(f.contains(&(MAX_FORGOTTEN + 9).to_string()));
+    }
+}
