@@ -27,6 +27,7 @@ use crate::request_body::{BodyBudget, BodyLimits};
 use crate::results::ResultStore;
 use crate::router::{self, Endpoint, RouteMatch};
 use crate::session::SessionStore;
+use crate::sid::SessionIds;
 use crate::stats::ServerStats;
 
 /// One hosted environment with the replies that never change rendered once.
@@ -151,7 +152,11 @@ impl App {
             budget: Arc::new(BodyBudget::new(config.max_body_bytes_in_flight)),
         };
         Ok(Self {
-            sessions: SessionStore::new(config.max_sessions, config.session_timeout),
+            sessions: SessionStore::new(
+                config.max_sessions,
+                config.session_timeout,
+                SessionIds::new(&config.session_key)?,
+            ),
             body_limits,
             config,
             envs: hosted,

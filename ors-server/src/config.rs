@@ -56,6 +56,9 @@ pub struct ServerConfig {
     pub max_queued_calls: usize,
     /// When set, every route but `/health` needs this key (`ORS_API_KEY`).
     pub api_key: Option<String>,
+    /// The key of the tags in issued session ids (`ORS_SESSION_KEY`; random per process by
+    /// default, `off` to accept any id at `/create`).
+    pub session_key: SessionKey,
     /// Default time limit of one tool call (`ORS_TOOL_TIMEOUT_SECS`, 600 s; `0` or `off` for
     /// none). A tool past it is dropped, its cancellation token fires, and the call ends
     /// `ok: false`; without a limit a hung tool would hold its session forever.
@@ -88,6 +91,7 @@ impl Default for ServerConfig {
             max_sessions: 100_000,
             max_queued_calls: 256,
             api_key: None,
+            session_key: SessionKey::Random,
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             tool_timeouts: HashMap::new(),
             shutdown_grace: Duration::from_secs(10),
@@ -119,12 +123,44 @@ impl fmt::Debug for ServerConfig {
             .field("max_sessions", &self.max_sessions)
             .field("max_queued_calls", &self.max_queued_calls)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("session_key", &self.session_key)
             .field("tool_timeout", &self.tool_timeout)
             .field("tool_timeouts", &self.tool_timeouts)
             .field("shutdown_grace", &self.shutdown_grace)
             .finish()
     }
 }
+
+/// How session ids are issued and checked (`ORS_SESSION_KEY`). `/create_session` hands out
+/// ids carrying a tag made with this key, and `/create` refuses ids without a valid tag
+/// (400 `unknown_session_id`), so clients cannot invent ids.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub enum SessionKey {
+    /// A key drawn at random when the server starts (when `ORS_SESSION_KEY` is unset): only
+    /// this process recognises its ids.
+    #[default]
+    Random,
+    /// A secret shared by the replicas behind one proxy, so an id issued by one is accepted by
+    /// all (at least 16 bytes).
+    Shared(String),
+    /// No tags: `/create` takes any id (`ORS_SESSION_KEY=off`), for peers that choose their
+    /// own ids.
+    Off,
+}
+
+// The key must never reach logs.
+impl fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SessionKey::Random => "Random",
+            SessionKey::Shared(_) => "Shared(<redacted>)",
+            SessionKey::Off => "Off",
+        })
+    }
+}
+
+/// The shortest shared session key accepted.
+const MIN_SESSION_KEY_BYTES: usize = 16;
 
 /// A setting that cannot be used; names the variable (or field) and says why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -137,7 +173,7 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn new(name: &'static str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(name: &'static str, reason: impl Into<String>) -> Self {
         Self {
             name,
             reason: reason.into(),
@@ -211,6 +247,13 @@ impl ServerConfig {
         if let Some(v) = var("ORS_API_KEY") {
             self.api_key = Some(v).filter(|k| !k.is_empty());
         }
+        if let Some(v) = var("ORS_SESSION_KEY") {
+            self.session_key = if v.trim().eq_ignore_ascii_case("off") {
+                SessionKey::Off
+            } else {
+                SessionKey::Shared(v)
+            };
+        }
         if let Some(v) = var("ORS_TOOL_TIMEOUT_SECS") {
             let t = v.trim();
             self.tool_timeout = if t.is_empty() || t == "0" || t.eq_ignore_ascii_case("off") {
@@ -233,6 +276,17 @@ impl ServerConfig {
         for (name, d) in nonzero {
             if d.is_zero() {
                 return Err(ConfigError::new(name, "must be greater than zero"));
+            }
+        }
+        if let SessionKey::Shared(key) = &self.session_key {
+            if key.len() < MIN_SESSION_KEY_BYTES {
+                return Err(ConfigError::new(
+                    "ORS_SESSION_KEY",
+                    format!(
+                        "a shared session key must be at least {MIN_SESSION_KEY_BYTES} bytes \
+                         (or 'off' to accept any session id)"
+                    ),
+                ));
             }
         }
         if self.max_connections == 0 {
@@ -453,12 +507,29 @@ mod tests {
     }
 
     #[test]
-    fn debug_never_shows_the_api_key() {
+    fn debug_never_shows_the_api_key_or_the_session_key() {
         let c = ServerConfig {
             api_key: Some("hunter2".into()),
+            session_key: SessionKey::Shared("correct horse battery staple".into()),
             ..ServerConfig::default()
         };
-        assert!(!format!("{c:?}").contains("hunter2"));
+        let debug = format!("{c:?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(!debug.contains("horse"), "{debug}");
+    }
+
+    #[test]
+    fn the_session_key_is_random_shared_or_off() {
+        assert_eq!(ServerConfig::default().session_key, SessionKey::Random);
+        let c = with(&[("ORS_SESSION_KEY", "Off")]).unwrap();
+        assert_eq!(c.session_key, SessionKey::Off);
+        let c = with(&[("ORS_SESSION_KEY", "sixteen bytes ok")]).unwrap();
+        assert_eq!(c.session_key, SessionKey::Shared("sixteen bytes ok".into()));
+        assert!(c.validate().is_ok());
+        let c = with(&[("ORS_SESSION_KEY", "short")]).unwrap();
+        let err = c.validate().unwrap_err();
+        assert_eq!(err.name, "ORS_SESSION_KEY");
+        assert!(err.reason.contains("16 bytes"), "{err}");
     }
 
     #[test]

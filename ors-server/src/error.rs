@@ -48,6 +48,13 @@ pub(crate) enum ApiError {
     SessionTimedOut { sid: Arc<str>, after: Duration },
     #[error("session '{0}' already exists")]
     SessionExists(Arc<str>),
+    #[error(
+        "session id '{0}' was not issued by this server: call POST /create_session for one, \
+         then POST /create with it"
+    )]
+    UnknownSessionId(Arc<str>),
+    #[error("session '{0}' has no episode yet: POST /create first")]
+    NoEpisodeYet(Arc<str>),
     #[error("session setup failed: {}", .0.message)]
     SetupFailed(SetupFailure),
     #[error("{0}")]
@@ -90,11 +97,13 @@ impl ApiError {
             ApiError::NoRoute { .. }
             | ApiError::UnknownEnvironment(_)
             | ApiError::SessionNotFound(_)
+            | ApiError::NoEpisodeYet(_)
             | ApiError::SessionTimedOut { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::MissingSessionId
             | ApiError::InvalidSessionId(_)
             | ApiError::SessionExists(_)
+            | ApiError::UnknownSessionId(_)
             | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::SetupFailed(f) if f.bad_task => StatusCode::BAD_REQUEST,
             ApiError::SetupFailed(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -122,6 +131,8 @@ impl ApiError {
             ApiError::SessionDeleted(_) => ErrorCode::SessionDeleted,
             ApiError::SessionTimedOut { .. } => ErrorCode::SessionTimedOut,
             ApiError::SessionExists(_) => ErrorCode::SessionExists,
+            ApiError::UnknownSessionId(_) => ErrorCode::UnknownSessionId,
+            ApiError::NoEpisodeYet(_) => ErrorCode::NoEpisodeYet,
             ApiError::SetupFailed(_) => ErrorCode::SetupFailed,
             ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
             ApiError::BodyTimeout { .. } => ErrorCode::RequestTimeout,
@@ -297,6 +308,16 @@ mod tests {
                 ErrorCode::SessionExists,
             ),
             (failure(true), 400, ErrorCode::SetupFailed),
+            (
+                ApiError::UnknownSessionId(sid.clone()),
+                400,
+                ErrorCode::UnknownSessionId,
+            ),
+            (
+                ApiError::NoEpisodeYet(sid.clone()),
+                404,
+                ErrorCode::NoEpisodeYet,
+            ),
             (
                 ApiError::BodyTimeout {
                     after: Duration::from_secs(30),

@@ -137,7 +137,7 @@ impl App {
                 max: self.config.max_sessions,
             });
         }
-        let sid = uuid::Uuid::new_v4().to_string();
+        let sid = self.sessions.issue_id();
         if request::wants_sse(&parts.headers) {
             let mut events = sse::encode_task_id(&sid);
             events.extend_from_slice(&sse::encode_event(sse::EVENT_END, ""));
@@ -155,6 +155,8 @@ impl App {
         }
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
+        // Before the body: an id this server did not issue costs no more than its headers.
+        self.sessions.check_new_id(sid)?;
         let header_secrets = request::header_secrets(&parts.headers)?;
         let body = self.body(parts, body).await?;
         let create: CreateSession = parse_body(&body)?;

@@ -171,11 +171,12 @@ mod results;
 mod router;
 mod server;
 mod session;
+mod sid;
 mod stats;
 mod tombstones;
 mod util;
 
-pub use config::{ConfigError, ServerConfig};
+pub use config::{ConfigError, ServerConfig, SessionKey};
 pub use error::ServerError;
 #[cfg(feature = "init_tracing")]
 pub use logging::init_tracing;

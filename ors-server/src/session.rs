@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, SetupFailure};
 use crate::results::{CallTable, ResultStore};
+use crate::sid::{Origin, SessionIds};
 use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
 use crate::util::{clock_ms, lock, panic_message};
 
@@ -250,26 +251,28 @@ async fn teardown(sid: &str, mut episode: Box<dyn DynSession>, grace: Duration) 
     }
 }
 
-/// Every live session by id, the ended ids, and the live count.
+/// Every live session by id, the ended ids, the live count, and how ids are issued.
 pub(crate) struct SessionStore {
     map: DashMap<Arc<str>, Arc<Session>>,
     live: AtomicUsize,
     tombstones: Tombstones,
+    ids: SessionIds,
     max: usize,
     /// The reaper's idle limit, named in the answer about a reaped id.
     idle_timeout: Duration,
 }
 
 impl SessionStore {
-    pub(crate) fn new(max: usize, idle_timeout: Duration) -> Self {
-        Self::with_tombstone_cap(max, idle_timeout, TOMBSTONE_CAP)
+    pub(crate) fn new(max: usize, idle_timeout: Duration, ids: SessionIds) -> Self {
+        Self::with_tombstone_cap(max, idle_timeout, ids, TOMBSTONE_CAP)
     }
 
-    fn with_tombstone_cap(max: usize, idle_timeout: Duration, cap: usize) -> Self {
+    fn with_tombstone_cap(max: usize, idle_timeout: Duration, ids: SessionIds, cap: usize) -> Self {
         Self {
             map: DashMap::new(),
             live: AtomicUsize::new(0),
             tombstones: Tombstones::new(cap),
+            ids,
             max,
             idle_timeout,
         }
@@ -300,8 +303,23 @@ impl SessionStore {
         }
     }
 
+    /// A fresh session id (`/create_session`).
+    pub(crate) fn issue_id(&self) -> String {
+        self.ids.issue()
+    }
+
+    /// Whether `/create` may start an episode under `sid`: only under an id this server
+    /// issued (400 `unknown_session_id`), unless ids are not checked.
+    pub(crate) fn check_new_id(&self, sid: &str) -> Result<(), ApiError> {
+        match self.ids.origin(sid) {
+            Origin::Foreign => Err(ApiError::UnknownSessionId(sid.into())),
+            Origin::Issued | Origin::Unchecked => Ok(()),
+        }
+    }
+
     /// The error for an id that is not live: deleted within the hour (410), reaped (404
-    /// `session_timed_out`), or never seen (404 `session_not_found`).
+    /// `session_timed_out`), issued but never created (404 `no_episode_yet`), or never seen
+    /// (404 `session_not_found`).
     pub(crate) fn missing(&self, sid: &str) -> ApiError {
         match self.tombstones.get(sid) {
             Some(Burial::Deleted) => ApiError::SessionDeleted(sid.into()),
@@ -309,6 +327,7 @@ impl SessionStore {
                 sid: sid.into(),
                 after: self.idle_timeout,
             },
+            None if self.ids.origin(sid) == Origin::Issued => ApiError::NoEpisodeYet(sid.into()),
             None => ApiError::SessionNotFound(sid.into()),
         }
     }
@@ -426,13 +445,17 @@ mod tests {
         Arc::new(Session::new(id.into(), 0, results))
     }
 
+    fn any_id() -> SessionIds {
+        SessionIds::new(&crate::config::SessionKey::Off).unwrap()
+    }
+
     fn code(err: ApiError) -> (u16, ErrorCode) {
         (err.status().as_u16(), err.code())
     }
 
     #[test]
     fn insert_get_remove_and_tombstones() {
-        let store = SessionStore::new(10, IDLE);
+        let store = SessionStore::new(10, IDLE, any_id());
         store.insert(session("a")).unwrap();
         assert!(store.get("a").is_ok());
         let dup = store.insert(session("a")).unwrap_err();
@@ -454,7 +477,7 @@ mod tests {
 
     #[test]
     fn tombstones_are_bounded() {
-        let store = SessionStore::with_tombstone_cap(10, IDLE, 100);
+        let store = SessionStore::with_tombstone_cap(10, IDLE, any_id(), 100);
         for i in 0..1000 {
             let id = format!("s{i}");
             store.insert(session(&id)).unwrap();
@@ -467,7 +490,7 @@ mod tests {
 
     #[test]
     fn the_limit_is_enforced() {
-        let store = SessionStore::new(2, IDLE);
+        let store = SessionStore::new(2, IDLE, any_id());
         store.insert(session("a")).unwrap();
         store.insert(session("b")).unwrap();
         assert!(store.is_full());
@@ -479,7 +502,7 @@ mod tests {
 
     #[test]
     fn stale_sessions_are_taken_unless_a_client_listens_and_answer_timed_out() {
-        let store = SessionStore::new(10, Duration::from_millis(1));
+        let store = SessionStore::new(10, Duration::from_millis(1), any_id());
         let busy = session("busy");
         let listening = Session::listen(&busy);
         store.insert(busy).unwrap();

@@ -39,27 +39,13 @@ const HASHED: u64 = 0x7ad7_f00d_dead_beef;
 
 fn tomb_key(sid: &str) -> TombKey {
     static HASH: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    if is_canonical_uuid(sid) {
-        if let Ok(u) = uuid::Uuid::try_parse(sid) {
-            let (hi, lo) = u.as_u64_pair();
-            return [hi, lo];
-        }
+    if let Some(u) = crate::sid::parse_canonical(sid) {
+        return [(u >> 64) as u64, u as u64];
     }
     let hash = HASH
         .get_or_init(std::collections::hash_map::RandomState::new)
         .hash_one(sid);
     [hash, HASHED]
-}
-
-/// Lower-case hyphenated (`8-4-4-4-12` hex digits): one text per UUID, so two different ids
-/// never share a key.
-fn is_canonical_uuid(sid: &str) -> bool {
-    let b = sid.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, &c)| match i {
-            8 | 13 | 18 | 23 => c == b'-',
-            _ => matches!(c, b'0'..=b'9' | b'a'..=b'f'),
-        })
 }
 
 /// A tombstone's value in 8 bytes: when (ms on [`clock_ms`]) shifted left once, and the low

@@ -78,9 +78,10 @@ async fn unknown_environment_is_404_naming_it() {
     }
     let r = post(addr, "/create", r#"{"env_name": "nope", "task_spec": {}}"#).await;
     r.assert_error(400, "invalid_request"); // missing X-Session-ID is checked first
+    let sid = new_sid(addr).await;
     let r = post_s(
         addr,
-        "s-unknown-env",
+        &sid,
         "/create",
         r#"{"env_name": "nope", "task_spec": {}}"#,
     )

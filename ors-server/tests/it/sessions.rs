@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::support::*;
 use base64::Engine as _;
+use ors_server::SessionKey;
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -134,7 +135,7 @@ async fn create_validates_its_body() {
         // Nothing was created.
         post_s(addr, &sid, "/ping", "")
             .await
-            .assert_error(404, "session_not_found");
+            .assert_error(404, "no_episode_yet");
     }
     server.shutdown().await;
 }
@@ -175,6 +176,11 @@ async fn session_id_header_rules() {
     let r = post_s(addr, &long, "/create", &body).await;
     r.assert_error(400, "invalid_request");
     assert!(r.detail().contains("128"), "{}", r.detail());
+    server.shutdown().await;
+
+    // With ids unchecked (ORS_SESSION_KEY=off), any id up to 128 bytes names a session.
+    let server = start_with(|c| c.session_key = SessionKey::Off).await;
+    let addr = server.local_addr();
     let max = "b".repeat(128);
     assert_eq!(post_s(addr, &max, "/create", &body).await.status, 200);
     // Surrounding whitespace is trimmed, as the reference does.
@@ -183,6 +189,69 @@ async fn session_id_header_rules() {
         200
     );
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_refuses_ids_the_server_did_not_issue_before_reading_the_body() {
+    // One client could fill the session limit with ids it invented and keep them alive
+    // with pings. Now /create takes only ids /create_session issued.
+    let server = start_with(|c| c.body_timeout = Duration::from_secs(60)).await;
+    let addr = server.local_addr();
+    let body = json!({"task_spec": task(1)}).to_string();
+    let invented = [
+        "my-own-session".to_owned(),
+        uuid::Uuid::new_v4().to_string(),
+        // An issued id spelt another way is another id.
+        new_sid(addr).await.to_uppercase(),
+    ];
+    for sid in &invented {
+        let r = post_s(addr, sid, "/create", &body).await;
+        r.assert_error(400, "unknown_session_id");
+        assert!(
+            r.detail().contains("POST /create_session"),
+            "{}",
+            r.detail()
+        );
+        post_s(addr, sid, "/ping", "")
+            .await
+            .assert_error(404, "session_not_found");
+    }
+    assert_eq!(server.stats().sessions, 0);
+    // The refusal comes before the body is read: a body that never arrives does not delay it.
+    let head = "POST /create HTTP/1.1\r\nHost: t\r\nX-Session-ID: squatter\r\n\
+                Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{";
+    let r = send_raw(addr, "POST", head.as_bytes().to_vec()).await;
+    r.assert_error(400, "unknown_session_id");
+    // An issued id works, and one issued but not yet created says what to do.
+    let sid = new_sid(addr).await;
+    let r = post_s(addr, &sid, "/ping", "").await;
+    r.assert_error(404, "no_episode_yet");
+    assert!(r.detail().contains("POST /create first"), "{}", r.detail());
+    assert_eq!(post_s(addr, &sid, "/create", &body).await.status, 200);
+    assert_eq!(post_s(addr, &sid, "/ping", "").await.status, 200);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_sharing_a_key_accept_each_others_ids() {
+    let key = "a secret every replica is given";
+    let one = start_with(|c| c.session_key = SessionKey::Shared(key.into())).await;
+    let two = start_with(|c| c.session_key = SessionKey::Shared(key.into())).await;
+    let other = start().await;
+    let sid = new_sid(one.local_addr()).await;
+    let body = json!({"task_spec": task(1)}).to_string();
+    assert_eq!(
+        post_s(two.local_addr(), &sid, "/create", &body)
+            .await
+            .status,
+        200
+    );
+    post_s(other.local_addr(), &sid, "/create", &body)
+        .await
+        .assert_error(400, "unknown_session_id");
+    for server in [one, two, other] {
+        server.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -474,30 +543,21 @@ async fn the_reaper_takes_a_session_whose_hung_call_nobody_listens_to() {
 async fn session_limit_is_503_with_retry_after() {
     let server = start_with(|c| c.max_sessions = 2).await;
     let addr = server.local_addr();
+    // Issued while there was room; created once there is none.
+    let early = new_sid(addr).await;
     let a = episode(addr, task(1)).await;
     let _b = episode(addr, task(1)).await;
     let r = post(addr, "/create_session", "").await;
     r.assert_error(503, "too_many_sessions");
     assert!(r.header("retry-after").is_some());
-    let r = post_s(
-        addr,
-        "third",
-        "/create",
-        &json!({"task_spec": task(1)}).to_string(),
-    )
-    .await;
+    let create = json!({"task_spec": task(1)}).to_string();
+    let r = post_s(addr, &early, "/create", &create).await;
     r.assert_error(503, "too_many_sessions");
     assert!(r.header("retry-after").is_some());
     assert!(r.detail().contains("2 live sessions"), "{}", r.detail());
     // Room again after a delete.
     assert_eq!(post_s(addr, &a, "/delete", "").await.status, 200);
-    let r = post_s(
-        addr,
-        "third",
-        "/create",
-        &json!({"task_spec": task(1)}).to_string(),
-    )
-    .await;
+    let r = post_s(addr, &early, "/create", &create).await;
     assert_eq!(r.status, 200);
     server.shutdown().await;
 }

@@ -1,0 +1,210 @@
+//! Session ids the server can recognise as its own without remembering them: `/create_session`
+//! hands out a version-4 UUID whose bits carry a tag (an HMAC-SHA256 under the server's key),
+//! and `/create` starts episodes only under ids whose tag checks out. Replicas that share the
+//! key accept each other's ids.
+//!
+//! The 122 free bits of the UUID: the first group (32 bits, the first 8 hex digits) is kept
+//! for a replica number and covered by the tag; then 56 random bits; then the 34-bit tag.
+//! Forging one id takes about 2^33 tries on average, each a request; the ids stay as
+//! unguessable as 56 random bits (88 while the first group is random too).
+//!
+//! What this stops: `/create` under ids the server never issued, so ids cannot be invented,
+//! squatted in advance, or chosen to collide with another client's. What it does not stop: a
+//! client that asks `/create_session` for as many ids as it likes; the session limit, and
+//! rate limits at the proxy, bound that.
+
+use hmac::{Hmac, Mac as _};
+use sha2::Sha256;
+
+use crate::config::{ConfigError, SessionKey};
+
+/// Bits of the tag.
+const TAG_BITS: u32 = 34;
+/// Random bits besides the first group.
+const NONCE_BITS: u32 = 56;
+
+/// How ids are issued and checked.
+pub(crate) enum SessionIds {
+    /// Ids carry a tag under this key, and `/create` wants it.
+    Tagged(Hmac<Sha256>),
+    /// Any id goes (`ORS_SESSION_KEY=off`).
+    Any,
+}
+
+/// What an id is to this server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Issued by this server (or a replica with the same key).
+    Issued,
+    /// Not issued here: invented by a client, or tagged under another key.
+    Foreign,
+    /// Ids are not checked.
+    Unchecked,
+}
+
+impl SessionIds {
+    pub(crate) fn new(key: &SessionKey) -> Result<Self, ConfigError> {
+        let key: Vec<u8> = match key {
+            SessionKey::Off => return Ok(SessionIds::Any),
+            SessionKey::Shared(key) => key.as_bytes().to_vec(),
+            // 244 random bits (two version-4 UUIDs) from the OS's generator.
+            SessionKey::Random => [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()]
+                .iter()
+                .flat_map(|u| *u.as_bytes())
+                .collect(),
+        };
+        Hmac::<Sha256>::new_from_slice(&key)
+            .map(SessionIds::Tagged)
+            .map_err(|e| ConfigError::new("session_key", e.to_string()))
+    }
+
+    /// A fresh id: random, with the tag when ids are tagged.
+    pub(crate) fn issue(&self) -> String {
+        let random = uuid::Uuid::new_v4().as_u128();
+        let SessionIds::Tagged(mac) = self else {
+            return uuid::Uuid::from_u128(random).hyphenated().to_string();
+        };
+        let prefix = (random >> 96) as u32;
+        let nonce = (random as u64) & mask(NONCE_BITS);
+        let id = assemble(
+            prefix,
+            (u128::from(nonce) << TAG_BITS) | u128::from(tag(mac, prefix, nonce)),
+        );
+        uuid::Uuid::from_u128(id).hyphenated().to_string()
+    }
+
+    /// Whether this server issued `sid`. Only the canonical spelling (lower-case hex with
+    /// hyphens) counts: each id has one, so one issued id is one session.
+    pub(crate) fn origin(&self, sid: &str) -> Origin {
+        let SessionIds::Tagged(mac) = self else {
+            return Origin::Unchecked;
+        };
+        let Some(id) = parse_canonical(sid) else {
+            return Origin::Foreign;
+        };
+        if (id >> 76) & 0xF != 4 || (id >> 62) & 0b11 != 0b10 {
+            return Origin::Foreign;
+        }
+        let (prefix, payload) = disassemble(id);
+        let nonce = (payload >> TAG_BITS) as u64;
+        if u128::from(tag(mac, prefix, nonce)) == payload & u128::from(mask(TAG_BITS)) {
+            Origin::Issued
+        } else {
+            Origin::Foreign
+        }
+    }
+}
+
+fn mask(bits: u32) -> u64 {
+    (1u64 << bits) - 1
+}
+
+/// The tag of an id: the first 34 bits of HMAC-SHA256(key, prefix ‖ nonce).
+fn tag(mac: &Hmac<Sha256>, prefix: u32, nonce: u64) -> u64 {
+    let mut mac = mac.clone();
+    mac.update(&prefix.to_be_bytes());
+    mac.update(&nonce.to_be_bytes()[1..]);
+    let out = mac.finalize().into_bytes();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&out[..8]);
+    u64::from_be_bytes(first) >> (64 - TAG_BITS)
+}
+
+/// A version-4 UUID from the first group and the 90 bits after it (nonce, then tag), which
+/// go around the version nibble (bits 79..76) and the variant (bits 63..62).
+fn assemble(prefix: u32, payload: u128) -> u128 {
+    (u128::from(prefix) << 96)
+        | (((payload >> 74) & 0xFFFF) << 80)
+        | (0x4 << 76)
+        | (((payload >> 62) & 0xFFF) << 64)
+        | (0b10 << 62)
+        | (payload & ((1u128 << 62) - 1))
+}
+
+/// The inverse of [`assemble`].
+fn disassemble(id: u128) -> (u32, u128) {
+    let payload =
+        (((id >> 80) & 0xFFFF) << 74) | (((id >> 64) & 0xFFF) << 62) | (id & ((1u128 << 62) - 1));
+    ((id >> 96) as u32, payload)
+}
+
+/// The UUID of a lower-case hyphenated `8-4-4-4-12` id: the one spelling of each UUID, so
+/// two different ids never parse to the same one.
+pub(crate) fn parse_canonical(sid: &str) -> Option<u128> {
+    let b = sid.as_bytes();
+    let canonical = b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => matches!(c, b'0'..=b'9' | b'a'..=b'f'),
+        });
+    if !canonical {
+        return None;
+    }
+    uuid::Uuid::try_parse(sid).ok().map(|u| u.as_u128())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tagged(key: &str) -> SessionIds {
+        SessionIds::new(&SessionKey::Shared(key.into())).unwrap()
+    }
+
+    #[test]
+    fn issued_ids_are_version_4_uuids_that_check_out() {
+        let ids = SessionIds::new(&SessionKey::Random).unwrap();
+        for _ in 0..1000 {
+            let sid = ids.issue();
+            let u = uuid::Uuid::parse_str(&sid).unwrap();
+            assert_eq!(u.get_version_num(), 4, "{sid}");
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{sid}");
+            assert_eq!(ids.origin(&sid), Origin::Issued, "{sid}");
+        }
+    }
+
+    #[test]
+    fn ids_from_elsewhere_do_not() {
+        let ours = tagged("a shared key of some length");
+        let theirs = tagged("another key entirely, as long");
+        let sid = theirs.issue();
+        assert_eq!(theirs.origin(&sid), Origin::Issued);
+        assert_eq!(ours.origin(&sid), Origin::Foreign);
+        // A plain random UUID, an invented name, and our own id spelt another way.
+        assert_eq!(
+            ours.origin(&uuid::Uuid::new_v4().to_string()),
+            Origin::Foreign
+        );
+        assert_eq!(ours.origin("my-session"), Origin::Foreign);
+        let mine = ours.issue();
+        assert_eq!(ours.origin(&mine.to_uppercase()), Origin::Foreign);
+        assert_eq!(ours.origin(&mine.replace('-', "")), Origin::Foreign);
+        // Any change to the first group (a replica number) breaks the tag.
+        let mut other_prefix = mine.clone().into_bytes();
+        other_prefix[0] = if other_prefix[0] == b'0' { b'1' } else { b'0' };
+        let other_prefix = String::from_utf8(other_prefix).unwrap();
+        assert_eq!(ours.origin(&other_prefix), Origin::Foreign);
+    }
+
+    #[test]
+    fn replicas_with_the_same_key_accept_each_others_ids() {
+        let a = tagged("the key every replica is given");
+        let b = tagged("the key every replica is given");
+        assert_eq!(b.origin(&a.issue()), Origin::Issued);
+    }
+
+    #[test]
+    fn the_layout_keeps_the_bits_it_is_given() {
+        let payload = (1u128 << 90) - 12345;
+        let id = assemble(0xDEAD_BEEF, payload);
+        assert_eq!(disassemble(id), (0xDEAD_BEEF, payload));
+        assert_eq!(format!("{:032x}", id).get(..8), Some("deadbeef"));
+    }
+
+    #[test]
+    fn off_accepts_anything_and_issues_plain_uuids() {
+        let ids = SessionIds::new(&SessionKey::Off).unwrap();
+        assert_eq!(ids.origin("anything"), Origin::Unchecked);
+        assert!(parse_canonical(&ids.issue()).is_some());
+    }
+}
