@@ -46,9 +46,9 @@ pub const CLAUSES: &[Clause] = &[
     c("calls.hint.task_spec", "hint works for a task given inline as task_spec", hint_task_spec),
     c("calls.reconnect.same-result", "a call with the task_id of a finished call returns the same result without running again", reconnect_same),
     c("calls.reconnect.after-disconnect", "a call whose client disconnected finishes; reconnecting by task_id gets its result", reconnect_after_disconnect),
-    c("calls.reconnect.unknown-task-id", "an unknown task_id gives an error event and no end (notes row `client-task-id`)", reconnect_unknown),
-    c("calls.reconnect.unknown-runs-nothing", "a call with an unknown task_id does not run the tool (notes row `client-task-id`)", reconnect_unknown_runs_nothing),
-    c("calls.reconnect.other-session", "a task_id from another session is refused with an error event (notes row `task-id-bound-to-session`)", reconnect_other_session),
+    c("calls.client-task-id.new-call", "a task_id the session has never seen starts a new call under that id (notes row `client-task-id`)", client_task_id_new_call),
+    c("calls.client-task-id.resend-runs-once", "sending a call with a new task_id twice runs the tool once; both get its result (notes row `client-task-id`)", client_task_id_runs_once),
+    c("calls.reconnect.other-session", "a task_id from another session never reaches that session's call: refused, or a new call of this session (notes rows `task-id-bound-to-session`, `client-task-id`)", reconnect_other_session),
     c("calls.isolation.counter", "counters of two sessions do not interfere", isolation_counter),
     c("calls.isolation.tasks", "two sessions on different tasks grade against their own task", isolation_tasks),
     c("calls.parallel.64-sessions", "64 sessions created and driven in parallel all get correct results", parallel_64),
@@ -393,30 +393,43 @@ fn reconnect_after_disconnect(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn reconnect_unknown(ctx: &Ctx) -> Check {
+/// A task id no server has seen before.
+fn fresh_task_id(what: &str) -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("conformance-{what}-{nanos:x}-{n}")
+}
+
+fn client_task_id_new_call(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
-    let call = reconnect(ctx, &s.sid, "counter", "no-such-task-id-0000")?;
+    let id = fresh_task_id("new");
+    let call = reconnect(ctx, &s.sid, "counter", &id)?;
     call.expect_stream()?;
     ensure!(
-        call.error_event().is_some(),
-        "no error event: {:?}",
-        call.names()
+        call.task_id() == Some(id.as_str()),
+        "the call did not run under the client's id: events {:?}, task_id {:?}",
+        call.names(),
+        call.task_id()
     );
-    ensure!(
-        !call.names().contains(&"end"),
-        "an end event followed: {:?}",
-        call.names()
-    );
+    let text = first_text(&call.output()?)?;
+    ensure!(text == "1", "counter gave {text:?}");
     Ok(())
 }
 
-fn reconnect_unknown_runs_nothing(ctx: &Ctx) -> Check {
+fn client_task_id_runs_once(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
-    let _ = reconnect(ctx, &s.sid, "counter", "no-such-task-id-0001")?;
+    let id = fresh_task_id("once");
+    let first = reconnect(ctx, &s.sid, "counter", &id)?;
+    let again = reconnect(ctx, &s.sid, "counter", &id)?;
+    let want = first.result_json()?;
+    expect_json("the resent call's result", &again.result_json()?, &want)?;
     let n = s.text("counter", json!({}))?;
     ensure!(
-        n == "1",
-        "the unknown task_id ran counter: next counter is {n:?}"
+        n == "2",
+        "the resend ran the tool again: next counter is {n:?}"
     );
     Ok(())
 }
@@ -432,9 +445,12 @@ fn reconnect_other_session(ctx: &Ctx) -> Check {
         !String::from_utf8_lossy(&stolen.raw).contains("private to a"),
         "session b received session a's result"
     );
+    let refused = stolen.error_event().is_some() || stolen.head.status >= 400;
+    // Or, under the `client-task-id` row, the id is new to b: b's own echo of no text ran.
+    let ran_in_b = stolen.task_id() == Some(id) && stolen.result_json().is_ok();
     ensure!(
-        stolen.error_event().is_some() || stolen.head.status >= 400,
-        "no error for a foreign task_id: {:?}",
+        refused || ran_in_b,
+        "a foreign task_id was neither refused nor a new call: {:?}",
         stolen.names()
     );
     Ok(())

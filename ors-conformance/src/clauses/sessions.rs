@@ -66,6 +66,7 @@ pub const CLAUSES: &[Clause] = &[
     s("sessions.delete.ping-after-delete", "POST /ping after delete is 404 or 410, never 200", ping_after_delete),
     s("sessions.delete_session", "POST /delete_session answers {\"sid\": sid}", delete_session),
     s("sessions.codes.not-found", "a session never created answers code session_not_found on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_not_found),
+    s("sessions.codes.no-episode-yet", "an id from /create_session with no /create yet answers code no_episode_yet on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_no_episode_yet),
     s("sessions.codes.deleted", "a deleted session answers code session_deleted on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_deleted),
     s("sessions.codes.exists", "a second POST /create on a live session answers code session_exists (notes row `error-codes`)", code_exists),
     s("sessions.create.unknown-fields-ignored", "POST /create with fields the server does not know (toolset_name, extensions) starts the episode (notes row `unknown-fields-ignored`)", create_unknown_fields),
@@ -535,6 +536,11 @@ fn expect_session_code(ctx: &Ctx, sid: &str, status: u16, code: ErrorCode) -> Ch
 
 fn code_not_found(ctx: &Ctx) -> Check {
     expect_session_code(ctx, NEVER, 404, ErrorCode::SessionNotFound)
+}
+
+fn code_no_episode_yet(ctx: &Ctx) -> Check {
+    let sid = ctx.new_sid()?;
+    expect_session_code(ctx, &sid, 404, ErrorCode::NoEpisodeYet)
 }
 
 fn code_deleted(ctx: &Ctx) -> Check {
