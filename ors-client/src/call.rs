@@ -63,7 +63,10 @@ pub(crate) async fn run_call(http: &Http, spec: CallSpec<'_>) -> Result<RunToolO
 }
 
 async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
-    let mut task_id: Option<String> = None;
+    // A server that takes client ids runs the call once under this one however often it is
+    // sent, so from the first attempt any failure may be retried. Otherwise the server's id,
+    // once its task_id event arrives, is what makes a reconnect safe.
+    let mut task_id: Option<String> = http.takes_client_task_ids().then(new_call_id);
     let mut failures = 0u32;
     loop {
         let body = ToolCall {
@@ -105,6 +108,22 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
             }
         }
     }
+}
+
+/// A fresh id for a call: 32 hex digits, a process-wide counter hashed under keys the OS drew
+/// at random, so ids of concurrent clients on one session do not meet.
+fn new_call_id() -> String {
+    use std::hash::BuildHasher as _;
+    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{:016x}{:016x}",
+        keys.hash_one((n, 0u8)),
+        keys.hash_one((n, 1u8))
+    )
 }
 
 /// What one connection of a call delivered before it failed.
@@ -306,8 +325,9 @@ fn too_large(tool: &str, e: &CallStreamError, limit: usize) -> Error {
 }
 
 /// Whether a failed attempt may be repeated: always when the server certainly did not start
-/// the tool (no connection, 429, 503); with a `task_id` also after any other transient failure,
-/// because a reconnect asks for the existing result instead of running the tool again.
+/// the tool (no connection, 429, 503); with a `task_id` (the server's, or our own where the
+/// server takes client ids) also after any other transient failure, because the request asks
+/// for that call, which runs at most once.
 fn classify(f: Failure, have_task_id: bool) -> StreamFail {
     let retry_after = f.retry_after();
     let repeat = match &f {
@@ -326,9 +346,10 @@ fn classify(f: Failure, have_task_id: bool) -> StreamFail {
 }
 
 const NOT_RETRIED: &str = "(not retried: the connection broke before the call's task_id arrived, \
-                           and the tool may already have run)";
+                           the tool may already have run, and this server does not take \
+                           client-chosen task ids)";
 
-/// A connection that broke mid-stream: reconnect when the `task_id` is known; otherwise the
+/// A connection that broke mid-stream: reconnect when the call has a `task_id`; otherwise the
 /// tool may already be running and sending the call again could run it twice.
 fn dropped(task_id: &Option<String>, e: Error) -> StreamFail {
     if task_id.is_some() {

@@ -65,7 +65,8 @@ pub struct Config {
     pub ping_interval: Option<Duration>,
     /// Retries of a request that is safe to repeat (so up to `max_retries + 1` attempts).
     pub max_retries: u32,
-    /// Reconnects of a call stream that dropped after its `task_id` arrived.
+    /// Reconnects of a call stream that dropped once it had a `task_id` (the server's, or the
+    /// client's own where the server takes client ids).
     pub reconnect_attempts: u32,
     /// First backoff delay; doubled per attempt, with jitter.
     pub backoff_base: Duration,

@@ -1,7 +1,7 @@
 //! The HTTP layer: one pooled hyper client, request building, redirects (same origin only),
 //! error mapping, bounded body reading, and retries with exponential backoff and jitter.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -20,7 +20,7 @@ use crate::body::{BodyReader, Meter};
 use crate::config::Config;
 use crate::error::{Error, Result, SizeLimit};
 
-use ors_core::protocol::{HEADER_API_KEY, HEADER_SESSION_ID};
+use ors_core::protocol::{HEADER_API_KEY, HEADER_CLIENT_TASK_IDS, HEADER_SESSION_ID};
 
 /// Redirects followed for one request, at most.
 pub(crate) const MAX_REDIRECTS: usize = 5;
@@ -155,6 +155,8 @@ pub(crate) struct Http {
     pub(crate) cfg: Config,
     /// The most bytes one response has held in this client's buffers.
     pub(crate) meter: Meter,
+    /// Whether the server said it runs calls under ids clients choose (row `client-task-id`).
+    client_task_ids: AtomicBool,
 }
 
 impl Http {
@@ -173,7 +175,14 @@ impl Http {
             client,
             cfg,
             meter: Meter::default(),
+            client_task_ids: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the server runs a call under the `task_id` a client sends for it (its
+    /// responses carry [`HEADER_CLIENT_TASK_IDS`]), so a call may be named and resent.
+    pub(crate) fn takes_client_task_ids(&self) -> bool {
+        self.client_task_ids.load(Ordering::Relaxed)
     }
 
     fn build(&self, req: &Req, uri: &Uri) -> Result<Request<Full<Bytes>>> {
@@ -246,6 +255,9 @@ impl Http {
                 .request(request)
                 .await
                 .map_err(|e| request_failure(&e, req, &self.cfg.url))?;
+            if resp.headers().contains_key(HEADER_CLIENT_TASK_IDS) {
+                self.client_task_ids.store(true, Ordering::Relaxed);
+            }
             let status = resp.status();
             let location = resp.headers().get(LOCATION).cloned();
             let Some(location) = location.filter(|_| status.is_redirection()) else {

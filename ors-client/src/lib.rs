@@ -6,7 +6,10 @@
 //! [`Session`]s (episodes). A session pings the server in the background, notices when it has
 //! died, and deletes itself on [`Session::close`]. Tool calls stream over SSE and survive a
 //! dropped connection: the client reconnects with the call's `task_id`, so the tool never runs
-//! twice. All failures are one [`Error`] enum.
+//! twice. With a server that runs calls under ids clients choose (ors-server does; PROTOCOL_NOTES
+//! row `client-task-id`), every call carries its own id from the start, so even a connection
+//! that broke before the server's `task_id` event is resent safely; with one that does not
+//! (the Python reference), such a call is not resent. All failures are one [`Error`] enum.
 //!
 //! ```no_run
 //! use ors_client::{BlockText, Client, Provider};

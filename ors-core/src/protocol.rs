@@ -23,6 +23,11 @@ pub const HEADER_SESSION_ID: &str = "x-session-id";
 pub const HEADER_SECRETS: &str = "x-secrets";
 /// Header carrying the API key (row `api-key`; `Authorization: Bearer` is accepted too).
 pub const HEADER_API_KEY: &str = "x-api-key";
+/// Response header of a server that runs a call under the `task_id` a client sends when the
+/// session has never seen it (row `client-task-id`), value `1`: a client may then name each
+/// call and safely resend one whose connection broke before the `task_id` event. A server
+/// without it may treat any `task_id` as a reconnect only (the reference does).
+pub const HEADER_CLIENT_TASK_IDS: &str = "x-ors-client-task-ids";
 
 /// The MIME type of a call stream, and the `Accept` value that asks `create_session` for SSE
 /// (row `create-session-reply`).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue};
 use http::request::Parts;
 use http::Request;
 use hyper::body::Incoming;
@@ -29,6 +30,9 @@ use crate::router::{self, Endpoint, RouteMatch};
 use crate::session::SessionStore;
 use crate::sid::SessionIds;
 use crate::stats::ServerStats;
+
+const X_CLIENT_TASK_IDS: HeaderName =
+    HeaderName::from_static(ors_core::protocol::HEADER_CLIENT_TASK_IDS);
 
 /// One hosted environment with the replies that never change rendered once.
 pub(crate) struct HostedEnv {
@@ -213,7 +217,7 @@ impl App {
             tool = Empty,
         );
         let started = Instant::now();
-        let resp = match self.handle(req).instrument(span.clone()).await {
+        let mut resp = match self.handle(req).instrument(span.clone()).await {
             Ok(resp) => resp,
             Err(err) => {
                 if err.status().is_server_error() {
@@ -222,6 +226,9 @@ impl App {
                 err.to_response()
             }
         };
+        // Row `client-task-id`: tells clients they may name their calls.
+        resp.headers_mut()
+            .insert(X_CLIENT_TASK_IDS, HeaderValue::from_static("1"));
         if !span.is_disabled() {
             span.record("status", resp.status().as_u16());
             span.record("latency_us", started.elapsed().as_micros() as u64);

@@ -335,3 +335,76 @@ async fn a_call_can_be_bounded_in_time() {
     s.close().await.unwrap();
     srv.shutdown().await;
 }
+
+/// The `task_id` a call body names.
+fn named_id(req: &FakeRequest) -> Option<String> {
+    let body: serde_json::Value = serde_json::from_str(&req.body).ok()?;
+    body["task_id"].as_str().map(str::to_owned)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_server_that_takes_client_ids_a_call_cut_before_task_id_is_resent_under_its_id() {
+    // PROTOCOL_NOTES row `client-task-id`: the server says so in a header; every call then
+    // names itself, and a resend of the same id cannot run the tool twice.
+    let fake = Fake::start(|req, n| {
+        let resp = match req.line.as_str() {
+            // The connection breaks before anything of the answer arrives.
+            "POST /env/call" if n == 0 => FakeResponse::raw(|conn| async move { drop(conn) }),
+            "POST /env/call" => {
+                let id = named_id(req).unwrap_or_default();
+                FakeResponse::sse(&RESULT.replace("data: t1", &format!("data: {id}")))
+            }
+            _ => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        };
+        resp.header("x-ors-client-task-ids", "1")
+    })
+    .await;
+    let s = client(&fake.url)
+        .environment("env")
+        .session_at("train", 0)
+        .await
+        .unwrap();
+    assert_eq!(s.call("t", json!({})).await.unwrap().reward, Some(0.5));
+    s.call("t", json!({})).await.unwrap();
+    let ids: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.line == "POST /env/call")
+        .map(|r| named_id(r).expect("every call names its id"))
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[0], ids[1], "the resend names the same call");
+    assert_ne!(ids[1], ids[2], "the next call has its own id");
+    assert!(ids
+        .iter()
+        .all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())));
+    s.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_server_that_does_not_take_client_ids_a_call_cut_before_task_id_is_not_resent() {
+    // The reference treats any task_id as a reconnect: calls carry none, and one whose
+    // connection broke before the server's task_id is not sent again (it may have run).
+    let fake = Fake::start(|req, _| match req.line.as_str() {
+        "POST /env/call" => FakeResponse::raw(|conn| async move { drop(conn) }),
+        _ => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+    })
+    .await;
+    let s = client(&fake.url)
+        .environment("env")
+        .session_at("train", 0)
+        .await
+        .unwrap();
+    match s.call("t", json!({})).await {
+        Err(Error::Transport(m)) => assert!(m.contains("not retried"), "{m}"),
+        other => panic!("expected a transport error, got {other:?}"),
+    }
+    let calls: Vec<FakeRequest> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.line == "POST /env/call")
+        .collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(named_id(&calls[0]), None);
+    s.close().await.unwrap();
+}

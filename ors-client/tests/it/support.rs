@@ -2,6 +2,7 @@
 //! a raw request (over the workspace's one raw HTTP client, `ors_conformance::http`) for
 //! checking what the server thinks of a session. The scripted fake server is in `fake.rs`.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -140,13 +141,15 @@ impl Proxy {
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let plan: Arc<Mutex<Vec<Cut>>> = Arc::default();
         let p = Arc::clone(&plan);
+        let ids: Arc<Mutex<HashSet<String>>> = Arc::default();
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let upstream = upstream.clone();
                 let plan = Arc::clone(&p);
+                let ids = Arc::clone(&ids);
                 tokio::spawn(async move {
                     if let Ok(server) = TcpStream::connect(&upstream).await {
-                        pump(client, server, plan).await;
+                        pump(client, server, plan, ids).await;
                     }
                 });
             }
@@ -171,7 +174,19 @@ impl Drop for Proxy {
     }
 }
 
-async fn pump(client: TcpStream, server: TcpStream, plan: Arc<Mutex<Vec<Cut>>>) {
+/// The `task_id` a call body names, if any.
+fn named_task_id(chunk: &[u8]) -> Option<String> {
+    let start = find(chunk, b"\"task_id\":\"")? + b"\"task_id\":\"".len();
+    let len = chunk[start..].iter().position(|&b| b == b'"')?;
+    Some(String::from_utf8_lossy(&chunk[start..start + len]).into_owned())
+}
+
+async fn pump(
+    client: TcpStream,
+    server: TcpStream,
+    plan: Arc<Mutex<Vec<Cut>>>,
+    ids: Arc<Mutex<HashSet<String>>>,
+) {
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
     let armed: Arc<Mutex<Option<Cut>>> = Arc::default();
@@ -184,11 +199,16 @@ async fn pump(client: TcpStream, server: TcpStream, plan: Arc<Mutex<Vec<Cut>>>) 
                 Ok(n) => n,
             };
             let chunk = &buf[..n];
-            // A new call (not a reconnect, which carries a task_id) takes the next plan entry;
-            // arm before forwarding so the answer cannot overtake the decision.
+            // A new call takes the next plan entry: one without a task_id, or the first naming
+            // its id (a client that chooses its ids names every call); one naming an id seen
+            // before is a reconnect or a resend. Armed before forwarding so the answer cannot
+            // overtake the decision.
             let is_call = find(chunk, b"/call HTTP/1.1").is_some();
-            let is_reconnect = find(chunk, b"\"task_id\"").is_some();
-            if is_call && !is_reconnect {
+            let is_new = match named_task_id(chunk) {
+                None => true,
+                Some(id) => ids.lock().unwrap().insert(id),
+            };
+            if is_call && is_new {
                 let mut plan = plan.lock().unwrap();
                 if !plan.is_empty() {
                     *armed_up.lock().unwrap() = Some(plan.remove(0));

@@ -405,6 +405,30 @@ async fn a_new_task_id_starts_a_call_that_a_resend_never_runs_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_answer_says_the_server_takes_client_task_ids() {
+    // The client names its calls only where this header says it may (the reference would
+    // take any named call for a reconnect and run nothing).
+    let server = start().await;
+    let addr = server.local_addr();
+    let sid = new_sid(addr).await;
+    for r in [
+        get(addr, "/health").await,
+        post_s(
+            addr,
+            &sid,
+            "/create",
+            &json!({"task_spec": task(1)}).to_string(),
+        )
+        .await,
+        call(addr, &sid, "counter", json!({})).await,
+        get(addr, "/nope").await,
+    ] {
+        assert_eq!(r.header("x-ors-client-task-ids"), Some("1"), "{}", r.text());
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn task_ids_a_client_chooses_are_checked() {
     let server = start().await;
     let addr = server.local_addr();
