@@ -506,6 +506,17 @@ fn object_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     }
 }
 
+/// A serde_json error's message without its " at line L column C", for errors that name the
+/// field instead (the path says where; positions in a request body mean nothing to its sender).
+pub fn json_error_text(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&suffix) {
+        Some(message) => message.to_owned(),
+        None => text,
+    }
+}
+
 /// How a JSON value is described in error messages ("a string", "an array", ...).
 pub fn json_kind(v: &Value) -> &'static str {
     match v {

@@ -137,7 +137,7 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
         if !inner.is_data() {
             return ApiError::BadRequest(format!("request body is not valid JSON: {inner}"));
         }
-        let message = without_position(&inner);
+        let message = ors_core::types::json_error_text(&inner);
         ApiError::BadRequest(if path == "." {
             format!("invalid request body: {message}")
         } else {
@@ -147,16 +147,6 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
     de.end()
         .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
     Ok(value)
-}
-
-/// A serde_json data error without its " at line L column C" (the field path says where).
-fn without_position(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    let suffix = format!(" at line {} column {}", e.line(), e.column());
-    match text.strip_suffix(&suffix) {
-        Some(message) => message.to_owned(),
-        None => text,
-    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,15 @@ fn client(url: &str) -> Client {
         .unwrap()
 }
 
+/// A session of the fake's environment `env`.
+async fn open(fake: &Fake) -> ors_client::Session {
+    client(&fake.url)
+        .environment("env")
+        .session_at("train", 0)
+        .await
+        .unwrap()
+}
+
 const RESULT: &str = "event: task_id\ndata: t1\n\nevent: end\ndata: {\"ok\":true,\"output\":{\"blocks\":[{\"type\":\"text\",\"text\":\"hi\",\"detail\":null}],\"metadata\":null,\"reward\":0.5,\"finished\":false}}\n\n";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,11 +145,7 @@ async fn a_call_refused_with_503_is_retried_but_a_500_before_task_id_is_not() {
         },
     )
     .await;
-    let s = client(&fake.url)
-        .environment("env")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let s = open(&fake).await;
     assert_eq!(
         fake.count("POST /create"),
         2,
@@ -177,11 +182,7 @@ async fn a_500_after_task_id_reconnects_with_the_task_id() {
         },
     )
     .await;
-    let s = client(&fake.url)
-        .environment("env")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let s = open(&fake).await;
     let out = s.call("t", json!({"a": 1})).await.unwrap();
     assert_eq!(out.reward, Some(0.5));
     let calls: Vec<serde_json::Value> = fake
@@ -204,11 +205,7 @@ async fn a_bad_result_is_a_protocol_error() {
         |_| FakeResponse::sse("event: task_id\ndata: t1\n\nevent: end\ndata: {\"ok\": tru\n\n"),
     )
     .await;
-    let s = client(&fake.url)
-        .environment("env")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let s = open(&fake).await;
     assert!(matches!(
         s.call("t", json!({})).await,
         Err(Error::Protocol(_))
@@ -359,11 +356,7 @@ async fn with_a_server_that_takes_client_ids_a_call_cut_before_task_id_is_resent
         resp.header("x-ors-client-task-ids", "1")
     })
     .await;
-    let s = client(&fake.url)
-        .environment("env")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let s = open(&fake).await;
     assert_eq!(s.call("t", json!({})).await.unwrap().reward, Some(0.5));
     s.call("t", json!({})).await.unwrap();
     let ids: Vec<String> = fake
@@ -390,11 +383,7 @@ async fn with_a_server_that_does_not_take_client_ids_a_call_cut_before_task_id_i
         _ => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
     })
     .await;
-    let s = client(&fake.url)
-        .environment("env")
-        .session_at("train", 0)
-        .await
-        .unwrap();
+    let s = open(&fake).await;
     match s.call("t", json!({})).await {
         Err(Error::Transport(m)) => assert!(m.contains("not retried"), "{m}"),
         other => panic!("expected a transport error, got {other:?}"),

@@ -45,16 +45,6 @@ async fn wait_stats(server: &RunningServer, what: &str, f: impl Fn(&ServerStats)
     panic!("{what}: never happened; stats {:?}", server.stats());
 }
 
-/// Run blocking socket work; its error fails the test.
-async fn on_socket<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> T {
-    tokio::task::spawn_blocking(work)
-        .await
-        .expect("the socket work did not panic")
-        .unwrap_or_else(|e| panic!("{e}"))
-}
-
 fn assert_error(r: &Response, status: u16, code: &str) {
     assert_eq!(
         (r.status(), r.code().as_deref()),
@@ -68,7 +58,7 @@ fn assert_error(r: &Response, status: u16, code: &str) {
 async fn a_body_that_stalls_is_408_and_its_connection_closed() {
     let server = start_with(|c| c.body_timeout = Duration::from_millis(300)).await;
     let addr = server.local_addr();
-    on_socket(move || {
+    blocking(move || {
         let mut conn = connect(addr)?;
         conn.write_all(&post_head("/lab/num_tasks", 100))?;
         conn.write_all(br#"{"split""#)?;
@@ -97,7 +87,7 @@ async fn bodies_beyond_the_servers_budget_are_503_until_it_frees() {
     // One body announced at the limit and left unfinished holds the whole budget.
     let body = format!("{{\"split\": \"train\"}}{}", " ".repeat(1000 - 18));
     assert_eq!(body.len(), 1000);
-    let mut slow = on_socket(move || {
+    let mut slow = blocking(move || {
         let mut conn = connect(addr)?;
         conn.write_all(&post_head("/lab/num_tasks", 1000))?;
         conn.write_all(&body.as_bytes()[..10])?;
@@ -116,7 +106,7 @@ async fn bodies_beyond_the_servers_budget_are_503_until_it_frees() {
     );
 
     // The first body completes and is answered; its bytes go back to the budget.
-    let first = on_socket(move || {
+    let first = blocking(move || {
         slow.0.write_all(&slow.1.as_bytes()[10..])?;
         slow.0.read_response("POST")
     })
@@ -133,10 +123,10 @@ async fn connections_past_the_limit_are_answered_503_and_closed() {
     let server = start_with(|c| c.max_connections = 3).await;
     let addr = server.local_addr();
     let mut idle =
-        on_socket(move || (0..3).map(|_| connect(addr)).collect::<Result<Vec<_>, _>>()).await;
+        blocking(move || (0..3).map(|_| connect(addr)).collect::<Result<Vec<_>, _>>()).await;
     wait_stats(&server, "three connections open", |s| s.connections == 3).await;
 
-    on_socket(move || {
+    blocking(move || {
         let mut conn = connect(addr)?;
         conn.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")?;
         let r = conn.read_response("GET")?;
@@ -170,7 +160,7 @@ async fn a_client_that_half_closes_still_gets_its_streamed_result() {
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, task(1)).await;
-    let r = on_socket(move || {
+    let r = blocking(move || {
         let body = json!({"name": "sleep", "input": {"ms": 300, "key": "half-close"}}).to_string();
         let mut conn = connect(addr)?;
         let head = format!(

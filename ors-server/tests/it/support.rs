@@ -330,7 +330,7 @@ fn target(addr: SocketAddr) -> Target {
 }
 
 /// Run blocking socket work off the async workers; its error fails the test.
-async fn blocking<T: Send + 'static>(
+pub async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, String> + Send + 'static,
 ) -> T {
     tokio::task::spawn_blocking(work)
