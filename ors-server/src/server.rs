@@ -378,17 +378,22 @@ struct AcceptWarnings {
 
 impl AcceptWarnings {
     fn failed(&mut self, error: &std::io::Error) {
-        let now = tokio::time::Instant::now();
+        if let Some(also_failed) = self.report(tokio::time::Instant::now()) {
+            tracing::warn!(%error, also_failed, "accept failed");
+        }
+    }
+
+    /// Whether a failure at `now` is reported, and if so how many before it were not.
+    fn report(&mut self, now: tokio::time::Instant) -> Option<u64> {
         if self
             .last
             .is_some_and(|last| now.duration_since(last) < ACCEPT_WARNING_EVERY)
         {
             self.unreported += 1;
-            return;
+            return None;
         }
-        tracing::warn!(%error, also_failed = self.unreported, "accept failed");
         self.last = Some(now);
-        self.unreported = 0;
+        Some(std::mem::take(&mut self.unreported))
     }
 }
 
@@ -508,6 +513,19 @@ async fn reap(app: Arc<App>, stop: CancellationToken) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accept_failures_are_warned_about_at_most_every_five_seconds() {
+        let mut warnings = AcceptWarnings::default();
+        let t0 = tokio::time::Instant::now();
+        let ms = |n| t0 + Duration::from_millis(n);
+        assert_eq!(warnings.report(t0), Some(0));
+        // Twenty failures a second, as out of file descriptors: silent until 5 s have passed.
+        assert!((1..100).all(|i| warnings.report(ms(i * 50)).is_none()));
+        assert_eq!(warnings.report(ms(5000)), Some(99));
+        assert_eq!(warnings.report(ms(5001)), None);
+        assert_eq!(warnings.report(ms(10_000)), Some(1));
+    }
 
     #[test]
     fn the_ready_line_brackets_ipv6_hosts() {
