@@ -132,8 +132,12 @@
 //!   environment whatever the path segment names.
 //! - **Errors.** `{"detail": "...", "code": "..."}`: `detail` for people, a stable `code`
 //!   ([`core::ErrorCode`]) for programs. A deleted session answers 410 `session_deleted` for
-//!   an hour, a reaped one 404 `session_timed_out`, an unknown id 404 `session_not_found`.
+//!   an hour, a reaped one 404 `session_timed_out`, an unknown id 404 `session_not_found`,
+//!   one issued by `/create_session` and never created 404 `no_episode_yet`.
 //!   Unknown fields in request bodies are ignored; a missing or wrong field is a 400 naming it.
+//! - **Session ids.** `/create_session` issues ids carrying an HMAC tag under
+//!   [`ServerConfig::session_key`], and `/create` refuses others (400 `unknown_session_id`),
+//!   so clients cannot invent ids to squat; replicas sharing the key accept each other's.
 //! - **Output.** [`Server::bind`] prints nothing; [`Server::serve`] and
 //!   [`Server::serve_from_env`], meant for binaries, print one ready line to stdout.
 //! - **Logging.** `tracing`, quiet at `info`; one span and line per request at `debug`
