@@ -33,7 +33,8 @@ impl fmt::Debug for Client {
 }
 
 impl Client {
-    /// A client for the server at `url` (plain `http://`), with the key from `ORS_API_KEY`.
+    /// A client for the server at `url` (`http://` or `https://`), with the key from
+    /// `ORS_API_KEY`.
     pub fn new(url: impl Into<String>) -> Result<Self> {
         ClientBuilder::new(url).build()
     }
@@ -48,9 +49,9 @@ impl Client {
         ClientBuilder::new(url)
     }
 
-    pub(crate) fn from_config(cfg: Config) -> Self {
+    pub(crate) fn from_config(cfg: Config, tls: rustls::ClientConfig) -> Self {
         Self {
-            http: Arc::new(Http::new(cfg)),
+            http: Arc::new(Http::new(cfg, tls)),
         }
     }
 

@@ -1,10 +1,12 @@
 //! Client settings and their builder.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::client::Client;
 use crate::error::{Error, Result};
+use crate::tls::TlsRoots;
 
 /// Environment variable holding the default API key.
 pub const API_KEY_ENV: &str = "ORS_API_KEY";
@@ -20,6 +22,12 @@ pub const MAX_RESULT_BYTES_ENV: &str = "ORS_CLIENT_MAX_RESULT_BYTES";
 pub const MAX_BODY_BYTES_ENV: &str = "ORS_CLIENT_MAX_BODY_BYTES";
 /// Environment variable setting [`Config::call_timeout`] (seconds; `none` for no limit).
 pub const CALL_TIMEOUT_ENV: &str = "ORS_CLIENT_CALL_TIMEOUT";
+/// Environment variable naming a PEM file of extra CA certificates to trust for `https://`
+/// (a self-signed or private deployment).
+pub const CA_CERT_ENV: &str = "ORS_CA_CERT";
+/// Environment variable choosing the root certificates for `https://`: `mozilla` (built in,
+/// the default) or `system`.
+pub const TLS_ROOTS_ENV: &str = "ORS_CLIENT_TLS_ROOTS";
 /// The default bound on a call's result (and on one SSE line or event): 256 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = ors_core::sse::DEFAULT_MAX_RESULT_BYTES;
 /// The default bound on a JSON response body: 64 MiB.
@@ -76,6 +84,10 @@ pub struct Config {
     pub secrets_mode: SecretsMode,
     /// The `User-Agent` header.
     pub user_agent: String,
+    /// The root certificates trusted for `https://`.
+    pub tls_roots: TlsRoots,
+    /// A PEM file of CA certificates trusted in addition to the roots.
+    pub ca_cert: Option<PathBuf>,
 }
 
 impl fmt::Debug for Config {
@@ -96,6 +108,8 @@ impl fmt::Debug for Config {
             .field("backoff_max", &self.backoff_max)
             .field("secrets_mode", &self.secrets_mode)
             .field("user_agent", &self.user_agent)
+            .field("tls_roots", &self.tls_roots)
+            .field("ca_cert", &self.ca_cert)
             .finish()
     }
 }
@@ -139,6 +153,8 @@ impl ClientBuilder {
                 backoff_max: Duration::from_secs(10),
                 secrets_mode: SecretsMode::Body,
                 user_agent: concat!("ors-rs/", env!("CARGO_PKG_VERSION")).to_owned(),
+                tls_roots: TlsRoots::default(),
+                ca_cert: None,
             },
         };
         if let Some(n) = b.env_value(&var, MAX_RESULT_BYTES_ENV, parse_bytes) {
@@ -150,6 +166,12 @@ impl ClientBuilder {
         if let Some(d) = b.env_value(&var, CALL_TIMEOUT_ENV, parse_timeout) {
             b.cfg.call_timeout = d;
         }
+        if let Some(roots) = b.env_value(&var, TLS_ROOTS_ENV, str::parse) {
+            b.cfg.tls_roots = roots;
+        }
+        b.cfg.ca_cert = var(CA_CERT_ENV)
+            .filter(|v| !v.trim().is_empty())
+            .map(PathBuf::from);
         b
     }
 
@@ -266,6 +288,21 @@ impl ClientBuilder {
         self
     }
 
+    /// Trust the CA certificates of this PEM file for `https://`, on top of the roots (also
+    /// `ORS_CA_CERT`): how a client reaches a deployment with a self-signed certificate.
+    pub fn ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
+        self.cfg.ca_cert = Some(path.into());
+        self
+    }
+
+    /// The root certificates to trust for `https://` (default: Mozilla's, built in; also
+    /// `ORS_CLIENT_TLS_ROOTS`).
+    pub fn tls_roots(mut self, roots: TlsRoots) -> Self {
+        self.cfg.tls_roots = roots;
+        self.overridden(TLS_ROOTS_ENV);
+        self
+    }
+
     /// The `User-Agent` header.
     pub fn user_agent(mut self, ua: impl Into<String>) -> Self {
         self.cfg.user_agent = ua.into();
@@ -277,7 +314,8 @@ impl ClientBuilder {
         &self.cfg
     }
 
-    /// Check the URL and the limits and build the client (no connection is made yet).
+    /// Check the URL and the limits, load the TLS roots and CA file, and build the client (no
+    /// connection is made yet).
     pub fn build(self) -> Result<Client> {
         if let Some((var, problem)) = self.env_errors.first() {
             return Err(Error::InvalidArgument(format!("{var}={problem}")));
@@ -289,7 +327,8 @@ impl ClientBuilder {
         }
         let mut cfg = self.cfg;
         cfg.url = normalize_url(&cfg.url)?;
-        Ok(Client::from_config(cfg))
+        let tls = crate::tls::client_config(cfg.tls_roots, cfg.ca_cert.as_deref())?;
+        Ok(Client::from_config(cfg, tls))
     }
 }
 
@@ -334,25 +373,17 @@ fn parse_timeout(text: &str) -> std::result::Result<Option<Duration>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Check that `url` is a plain-HTTP URL with a host, and strip its trailing slash.
-fn normalize_url(url: &str) -> Result<String> {
+/// Check that `url` is an `http://` or `https://` URL with a host, and strip its trailing
+/// slash.
+pub(crate) fn normalize_url(url: &str) -> Result<String> {
     let url = url.trim();
     let uri: http::Uri = url
         .parse()
         .map_err(|e| Error::InvalidArgument(format!("bad server URL {url:?}: {e}")))?;
-    match uri.scheme_str() {
-        Some("http") => {}
-        Some("https") => {
-            return Err(Error::InvalidArgument(format!(
-                "{url}: https is not supported (this client speaks plain HTTP; put a \
-                 TLS-terminating proxy in front or use http://)"
-            )))
-        }
-        _ => {
-            return Err(Error::InvalidArgument(format!(
-                "bad server URL {url:?}: it must start with http://"
-            )))
-        }
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err(Error::InvalidArgument(format!(
+            "bad server URL {url:?}: it must start with http:// or https://"
+        )));
     }
     if uri.host().is_none_or(str::is_empty) {
         return Err(Error::InvalidArgument(format!(
@@ -381,9 +412,10 @@ mod tests {
             normalize_url("http://host/prefix/").unwrap(),
             "http://host/prefix"
         );
+        assert_eq!(normalize_url("https://host/").unwrap(), "https://host");
         assert!(matches!(
-            normalize_url("https://host"),
-            Err(Error::InvalidArgument(m)) if m.contains("https")
+            normalize_url("ftp://host"),
+            Err(Error::InvalidArgument(m)) if m.contains("https://")
         ));
         assert!(normalize_url("localhost:8080").is_err());
         assert!(normalize_url("not a url").is_err());

@@ -53,6 +53,16 @@ pub enum Error {
     /// The server sent something that is not valid ORS (bad SSE, bad JSON, missing fields).
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// The TLS handshake with an `https://` server failed: its certificate is not trusted
+    /// (add its CA with [`crate::ClientBuilder::ca_cert`] or `ORS_CA_CERT`), names another
+    /// host, has expired, or the server does not speak TLS. Not retried.
+    #[error("TLS handshake with {host} failed: {detail}")]
+    Tls {
+        /// The `host:port` the client was connecting to.
+        host: String,
+        /// What rustls found wrong, and what the client trusts.
+        detail: String,
+    },
     /// The caller passed something the client cannot send (a bad URL, a non-object tool input).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

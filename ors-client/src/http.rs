@@ -11,6 +11,7 @@ use http::header::{
 use http::{Method, Request, Response, StatusCode, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
@@ -151,7 +152,7 @@ impl Req {
 
 /// The transport shared by every clone of a client.
 pub(crate) struct Http {
-    client: HyperClient<HttpConnector, Full<Bytes>>,
+    client: HyperClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
     pub(crate) cfg: Config,
     /// The most bytes one response has held in this client's buffers.
     pub(crate) meter: Meter,
@@ -160,13 +161,18 @@ pub(crate) struct Http {
 }
 
 impl Http {
-    /// A pooled keep-alive client for `cfg`.
-    pub fn new(cfg: Config) -> Self {
+    /// A pooled keep-alive client for `cfg`, speaking `https://` with `tls`.
+    pub fn new(cfg: Config, tls: rustls::ClientConfig) -> Self {
         let mut connector = HttpConnector::new();
         // Tool calls are small request/response exchanges; Nagle only adds latency.
         connector.set_nodelay(true);
         connector.set_connect_timeout(Some(cfg.connect_timeout));
-        connector.enforce_http(true);
+        connector.enforce_http(false);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let client = HyperClient::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(60))
             .pool_max_idle_per_host(256)
@@ -254,7 +260,7 @@ impl Http {
                 .client
                 .request(request)
                 .await
-                .map_err(|e| request_failure(&e, req, &self.cfg.url))?;
+                .map_err(|e| request_failure(&e, req, &uri, &self.cfg))?;
             if resp.headers().contains_key(HEADER_CLIENT_TASK_IDS) {
                 self.client_task_ids.store(true, Ordering::Relaxed);
             }
@@ -381,10 +387,28 @@ impl std::fmt::Display for DisplayFailure<'_> {
     }
 }
 
-/// How a request that got no response failed. A malformed or endless response head is not
-/// worth repeating; a connection that broke may be. A connection that could not be made names
-/// the server's URL (`url`), so a wrong `ORS_URL` is obvious.
-fn request_failure(e: &hyper_util::client::legacy::Error, req: &Req, url: &str) -> Failure {
+/// How a request that got no response failed. A failed TLS handshake or a malformed or
+/// endless response head is not worth repeating; a connection that broke may be. A connection
+/// that could not be made names the server's URL, so a wrong `ORS_URL` is obvious.
+fn request_failure(
+    e: &hyper_util::client::legacy::Error,
+    req: &Req,
+    uri: &Uri,
+    cfg: &Config,
+) -> Failure {
+    if let Some(tls) = crate::tls::tls_cause(e) {
+        let host = uri.authority().map_or("?", |a| a.as_str()).to_owned();
+        let detail = match tls {
+            rustls::Error::InvalidCertificate(why) => format!(
+                "{} ({tls}); the client trusts {}",
+                crate::tls::certificate_problem(why),
+                crate::tls::trust_note(cfg.tls_roots, cfg.ca_cert.as_ref())
+            ),
+            _ => format!("{tls} (does {host} speak https on this port?)"),
+        };
+        return Failure::Fatal(Error::Tls { host, detail });
+    }
+    let url = &cfg.url;
     if e.is_connect() {
         return Failure::Connect(Error::Transport(format!(
             "cannot connect to {url}: {}",

@@ -51,12 +51,14 @@ mod error;
 mod http;
 mod rollout;
 mod session;
+mod tls;
 
 pub use call::{Progress, ProgressFn};
 pub use client::{Client, Environment, TaskRef};
 pub use config::{
-    ClientBuilder, Config, SecretsMode, API_KEY_ENV, CALL_TIMEOUT_ENV, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_RESULT_BYTES, DEFAULT_URL, MAX_BODY_BYTES_ENV, MAX_RESULT_BYTES_ENV, URL_ENV,
+    ClientBuilder, Config, SecretsMode, API_KEY_ENV, CALL_TIMEOUT_ENV, CA_CERT_ENV,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_URL, MAX_BODY_BYTES_ENV,
+    MAX_RESULT_BYTES_ENV, TLS_ROOTS_ENV, URL_ENV,
 };
 pub use error::{Error, Result, SizeLimit};
 pub use ors_core::provider::Provider;
@@ -69,6 +71,7 @@ pub use rollout::{
     Outcome, Policy, PolicyError, Turn,
 };
 pub use session::{Session, SessionBuilder};
+pub use tls::TlsRoots;
 
 #[cfg(test)]
 mod tests {

@@ -12,3 +12,4 @@ mod reconnect;
 mod retry;
 mod sessions;
 mod support;
+mod tls;
