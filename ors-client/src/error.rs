@@ -69,6 +69,16 @@ pub enum Error {
     /// A rollout policy failed to choose the next call.
     #[error("policy error: {0}")]
     Policy(String),
+    /// An agent's model server failed: it answered an error status other than 429 and 5xx
+    /// (with the API's message), or kept failing with those, timeouts or broken connections
+    /// through every retry, or sent a reply that is not its API's.
+    #[error("model error: {message}")]
+    Model {
+        /// The last HTTP status, when the server answered.
+        status: Option<u16>,
+        /// What went wrong, with the API's own message when it sent one.
+        message: String,
+    },
     /// A response was larger than a limit of this client (a call's result, one SSE line or
     /// event, a JSON body). The connection was dropped and the request is not retried (its
     /// answer would be just as large); the session is still usable.
@@ -138,11 +148,31 @@ pub(crate) fn human_bytes(n: usize) -> String {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// The HTTP status of an [`Error::Http`].
+    /// The HTTP status of an [`Error::Http`] or [`Error::Model`].
     pub fn status(&self) -> Option<u16> {
         match self {
             Error::Http { status, .. } => Some(*status),
+            Error::Model { status, .. } => *status,
             _ => None,
+        }
+    }
+
+    /// A stable snake_case name of the variant, for logs and trajectories (`http`, `model`,
+    /// `transport`, `timeout`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::ToolError { .. } => "tool_error",
+            Error::ToolCrashed { .. } => "tool_crashed",
+            Error::Http { .. } => "http",
+            Error::SessionTerminated { .. } => "session_terminated",
+            Error::Transport(_) => "transport",
+            Error::Timeout(_) => "timeout",
+            Error::Protocol(_) => "protocol",
+            Error::Tls { .. } => "tls",
+            Error::InvalidArgument(_) => "invalid_argument",
+            Error::Policy(_) => "policy",
+            Error::Model { .. } => "model",
+            Error::ResponseTooLarge { .. } => "too_large",
         }
     }
 

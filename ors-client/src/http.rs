@@ -100,6 +100,33 @@ pub(crate) struct Req {
     pub sid: Option<String>,
     pub accept: &'static str,
     pub extra: Vec<(HeaderName, HeaderValue)>,
+    /// The base URL of another server (an agent's model server) instead of the ORS server's;
+    /// the ORS API key is then not sent.
+    pub base: Option<std::sync::Arc<str>>,
+    /// A limit for this request instead of the configured request timeout.
+    pub timeout: Option<Duration>,
+}
+
+/// How often and how patiently a request is repeated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backoff {
+    /// Retries after the first attempt.
+    pub retries: u32,
+    /// First delay, doubled per retry, with jitter.
+    pub base: Duration,
+    /// Largest delay, and cap on a server's `Retry-After`.
+    pub max: Duration,
+}
+
+impl Backoff {
+    /// The delay before retry number `attempt + 1`: the server's `Retry-After` (capped), or
+    /// exponential backoff with jitter.
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        match retry_after {
+            Some(d) => d.min(self.max),
+            None => backoff(attempt, self.base, self.max),
+        }
+    }
 }
 
 impl Req {
@@ -112,6 +139,8 @@ impl Req {
             sid: None,
             accept: "application/json",
             extra: Vec::new(),
+            base: None,
+            timeout: None,
         }
     }
 
@@ -146,6 +175,13 @@ impl Req {
     /// Add a header.
     pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
         self.extra.push((name, value));
+        self
+    }
+
+    /// Send to the server at `base` (not the ORS server), within `timeout` per attempt.
+    pub fn elsewhere(mut self, base: std::sync::Arc<str>, timeout: Duration) -> Self {
+        self.base = Some(base);
+        self.timeout = Some(timeout);
         self
     }
 }
@@ -197,7 +233,7 @@ impl Http {
             .uri(uri.clone())
             .header(ACCEPT, req.accept)
             .header(USER_AGENT, &self.cfg.user_agent);
-        if let Some(key) = &self.cfg.api_key {
+        if let Some(key) = self.cfg.api_key.as_ref().filter(|_| req.base.is_none()) {
             let mut v = HeaderValue::from_str(key).map_err(|_| {
                 Error::InvalidArgument("the API key has characters a header cannot carry".into())
             })?;
@@ -245,14 +281,13 @@ impl Http {
     /// some paths, and a redirect elsewhere would hand the API key and session id to another
     /// server.
     async fn send_following(&self, req: &Req) -> std::result::Result<Response<Incoming>, Failure> {
-        let mut uri: Uri = format!("{}{}", self.cfg.url, req.path)
-            .parse()
-            .map_err(|e| {
-                Failure::Fatal(Error::InvalidArgument(format!(
-                    "cannot build a URL for {}: {e}",
-                    req.path
-                )))
-            })?;
+        let origin = req.base.as_deref().unwrap_or(&self.cfg.url);
+        let mut uri: Uri = format!("{origin}{}", req.path).parse().map_err(|e| {
+            Failure::Fatal(Error::InvalidArgument(format!(
+                "cannot build a URL for {}: {e}",
+                req.path
+            )))
+        })?;
         let mut hops = 0;
         loop {
             let request = self.build(req, &uri).map_err(Failure::Fatal)?;
@@ -295,8 +330,8 @@ impl Http {
             if !same_origin(&uri, &next) {
                 return Err(Failure::Fatal(Error::Protocol(format!(
                     "{} {} was redirected to another server ({next}); not followed, so the API \
-                     key and session id stay with {}",
-                    req.method, req.path, self.cfg.url
+                     key and session id stay with {origin}",
+                    req.method, req.path
                 ))));
             }
             tracing::debug!(method = %req.method, from = %uri, to = %next, status = status.as_u16(), "following a redirect");
@@ -308,7 +343,7 @@ impl Http {
     /// One attempt: send, read the whole body within the JSON body limit, turn an error
     /// status into a [`Failure::Status`].
     async fn attempt(&self, req: &Req) -> std::result::Result<(http::HeaderMap, Bytes), Failure> {
-        let timeout = self.cfg.request_timeout;
+        let timeout = req.timeout.unwrap_or(self.cfg.request_timeout);
         let work = async {
             let resp = self.send_once(req, timeout).await?;
             let (parts, body) = resp.into_parts();
@@ -341,12 +376,22 @@ impl Http {
 
     /// Send with retries as `retry` allows; returns the headers and body of a 2xx answer.
     pub async fn fetch(&self, req: &Req, retry: Retry) -> Result<(http::HeaderMap, Bytes)> {
+        self.fetch_with(req, retry, self.backoff()).await.0
+    }
+
+    /// [`Http::fetch`] with its own backoff; also returns the attempts made.
+    pub async fn fetch_with(
+        &self,
+        req: &Req,
+        retry: Retry,
+        backoff: Backoff,
+    ) -> (Result<(http::HeaderMap, Bytes)>, u32) {
         let mut attempt = 0u32;
         loop {
             match self.attempt(req).await {
-                Ok(ok) => return Ok(ok),
-                Err(f) if attempt < self.cfg.max_retries && f.retryable(retry) => {
-                    let delay = self.delay(attempt, f.retry_after());
+                Ok(ok) => return (Ok(ok), attempt + 1),
+                Err(f) if attempt < backoff.retries && f.retryable(retry) => {
+                    let delay = backoff.delay(attempt, f.retry_after());
                     tracing::debug!(
                         method = %req.method, path = %req.path, attempt, ?delay,
                         error = %DisplayFailure(&f), "retrying request"
@@ -354,7 +399,7 @@ impl Http {
                     tokio::time::sleep(delay).await;
                     attempt += 1;
                 }
-                Err(f) => return Err(f.into_error()),
+                Err(f) => return (Err(f.into_error()), attempt + 1),
             }
         }
     }
@@ -365,12 +410,18 @@ impl Http {
         decode_json(&req.path, &body)
     }
 
+    /// The configured backoff of requests to the ORS server.
+    pub fn backoff(&self) -> Backoff {
+        Backoff {
+            retries: self.cfg.max_retries,
+            base: self.cfg.backoff_base,
+            max: self.cfg.backoff_max,
+        }
+    }
+
     /// The backoff before retry number `attempt + 1`, or the server's `Retry-After` (capped).
     pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        match retry_after {
-            Some(d) => d.min(self.cfg.backoff_max),
-            None => backoff(attempt, self.cfg.backoff_base, self.cfg.backoff_max),
-        }
+        self.backoff().delay(attempt, retry_after)
     }
 }
 
@@ -522,11 +573,17 @@ pub(crate) fn status_failure(
     headers: &http::HeaderMap,
     body: &[u8],
 ) -> Failure {
-    let retry_after = headers
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // OpenAI's servers also send the delay in milliseconds, which is more precise.
+    let retry_after = header("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1e3))
+        .or_else(|| {
+            header(RETRY_AFTER.as_str())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs)
+        });
     let (code, detail) = code_and_detail(status, body);
     Failure::Status {
         error: Error::Http {
@@ -552,6 +609,24 @@ pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String
             Some(serde_json::Value::String(s)) => return (code, s),
             Some(other) => return (code, other.to_string()),
             None => {}
+        }
+        // OpenAI's and Anthropic's `{"error": {"message", "type", "code"}}`, and the bare
+        // `{"error": "..."}` of some compatible servers.
+        match v.remove("error") {
+            Some(serde_json::Value::String(s)) => return (code, s),
+            Some(serde_json::Value::Object(mut e)) => {
+                if let Some(serde_json::Value::String(message)) = e.remove("message") {
+                    let code = [e.remove("code"), e.remove("type")]
+                        .into_iter()
+                        .flatten()
+                        .find_map(|c| match c {
+                            serde_json::Value::String(c) => Some(c),
+                            _ => None,
+                        });
+                    return (code, message);
+                }
+            }
+            _ => {}
         }
     }
     let text = preview(body);
@@ -655,6 +730,21 @@ mod tests {
             r#"[{"loc":["body","split"]}]"#
         );
         assert_eq!(detail(b"plain\ntext"), "plain text");
+        assert_eq!(
+            code_and_detail(
+                s,
+                br#"{"error":{"message":"bad role","type":"invalid_request_error","code":null}}"#
+            ),
+            (Some("invalid_request_error".into()), "bad role".into())
+        );
+        assert_eq!(
+            code_and_detail(
+                s,
+                br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#
+            ),
+            (Some("rate_limit_error".into()), "slow down".into())
+        );
+        assert_eq!(detail(br#"{"error":"model not found"}"#), "model not found");
         assert_eq!(
             code_and_detail(StatusCode::NOT_FOUND, b""),
             (None, "Not Found".into())

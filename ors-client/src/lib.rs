@@ -37,11 +37,15 @@
 //! silence is bounded by the connect, request and heartbeat timeouts.
 //!
 //! Rollouts: implement [`Policy`] and hand it to [`evaluate`], which runs many episodes at
-//! once and reports per-episode returns, mean reward and success rate. Code without an async
-//! runtime can use the [`blocking`] facade.
+//! once and keeps each one's trajectory ([`Episode`], one JSON object). An [`Agent`] is the
+//! policy of a language model behind the OpenAI Chat Completions or Anthropic Messages API
+//! (see [`agent`]). `https://` servers are reached with rustls (Mozilla's roots by default,
+//! [`ClientBuilder::ca_cert`] for a private CA). Code without an async runtime can use the
+//! [`blocking`] facade.
 
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod blocking;
 mod body;
 mod call;
@@ -53,6 +57,7 @@ mod rollout;
 mod session;
 mod tls;
 
+pub use agent::{Agent, AgentOptions, AgentTrace, Api, ChatModel, ModelOptions, OnText};
 pub use call::{Progress, ProgressFn};
 pub use client::{Client, Environment, TaskRef};
 pub use config::{
@@ -67,8 +72,9 @@ pub use ors_core::{
     SplitType, TextBlock, ToolOutput, ToolSpec,
 };
 pub use rollout::{
-    evaluate, Action, Episode, EvalOptions, EvalProgress, EvalProgressFn, EvalReport, Observation,
-    Outcome, Policy, PolicyError, Turn,
+    evaluate, Action, Call, Episode, EpisodeError, EvalOptions, EvalProgress, EvalProgressFn,
+    EvalReport, Observation, Outcome, Policy, PolicyError, StopHandle, StopReason, Summary,
+    Timings, Turn,
 };
 pub use session::{Session, SessionBuilder};
 pub use tls::TlsRoots;

@@ -19,6 +19,7 @@ pub type TaskJson = Value;
 
 /// Text content with optional metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct TextBlock {
     /// The text.
     pub text: String,
@@ -29,6 +30,7 @@ pub struct TextBlock {
 
 /// Base64-encoded image content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ImageBlock {
     /// Base64-encoded image bytes.
     pub data: String,
@@ -45,6 +47,7 @@ pub struct ImageBlock {
 /// Deserializing also accepts a block without `type` (the reference models default it), taking
 /// it from the keys present: `text` makes a text block, `data` or `mimeType` an image block.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Block {
     /// A text block (`"type": "text"`).
@@ -159,6 +162,7 @@ impl BlockText for ToolOutput {
 
 /// The result of executing a tool: content, reward, and whether the episode ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolOutput {
     /// Output content.
     pub blocks: Blocks,

@@ -3,7 +3,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ors_client::{evaluate, Action, EvalOptions, Observation, Outcome, Policy, PolicyError};
+use ors_client::{
+    evaluate, Action, EvalOptions, Observation, Outcome, Policy, PolicyError, StopReason,
+};
 use serde_json::json;
 
 use crate::support::{client, server, server_with};
@@ -12,9 +14,13 @@ use crate::support::{client, server, server_with};
 struct Oracle;
 
 impl Policy for Oracle {
-    async fn next_action(&self, obs: Observation<'_>) -> Result<Action, PolicyError> {
+    type State = ();
+
+    fn start(&self, _: Observation<'_>) {}
+
+    async fn act(&self, _: &mut (), obs: Observation<'_>) -> Result<Action, PolicyError> {
         if !obs.history.is_empty() {
-            return Ok(Action::Stop);
+            return Ok(Action::stop());
         }
         assert!(obs.tools.iter().any(|t| t.name == "submit"));
         assert!(!obs.prompt.is_empty());
@@ -50,8 +56,12 @@ async fn an_oracle_scores_full_marks_on_the_gsm8k_test_split() {
         assert!(ep.error.is_none(), "episode {}: {:?}", ep.index, ep.error);
         assert_eq!(ep.steps, 1);
         assert!(ep.finished);
-        assert_eq!(ep.turns.len(), 1);
-        assert!(matches!(&ep.turns[0].outcome, Outcome::Output(o) if o.reward == Some(1.0)));
+        assert_eq!(ep.stop_reason, StopReason::Finished);
+        assert_eq!(ep.tool_calls.len(), 1);
+        assert!(matches!(&ep.tool_calls[0].outcome, Outcome::Output(o) if o.reward == Some(1.0)));
+        assert_eq!((ep.env.as_str(), ep.split.as_str()), ("gsm8k", "test"));
+        assert!(ep.task.as_ref().is_some_and(|t| t["answer"].is_string()));
+        assert!(ep.agent.is_none());
     }
     assert_eq!(report.mean_reward(), 1.0);
     assert_eq!(report.success_rate(), 1.0);
@@ -70,7 +80,11 @@ async fn an_oracle_scores_full_marks_on_the_gsm8k_test_split() {
 struct Chatty;
 
 impl Policy for Chatty {
-    async fn next_action(&self, obs: Observation<'_>) -> Result<Action, PolicyError> {
+    type State = ();
+
+    fn start(&self, _: Observation<'_>) {}
+
+    async fn act(&self, _: &mut (), obs: Observation<'_>) -> Result<Action, PolicyError> {
         if let Some(last) = obs.history.last() {
             assert!(matches!(&last.outcome, Outcome::Output(o) if !o.finished));
         }
@@ -85,14 +99,18 @@ impl Policy for Chatty {
 struct Clumsy;
 
 impl Policy for Clumsy {
-    async fn next_action(&self, obs: Observation<'_>) -> Result<Action, PolicyError> {
+    type State = ();
+
+    fn start(&self, _: Observation<'_>) {}
+
+    async fn act(&self, _: &mut (), obs: Observation<'_>) -> Result<Action, PolicyError> {
         match obs.history {
             [] => Ok(Action::call("fail", json!({"message": "oops"}))),
             [first] => {
                 assert_eq!(first.outcome, Outcome::ToolError("oops".into()));
                 Err("giving up".into())
             }
-            _ => Ok(Action::Stop),
+            _ => Ok(Action::stop()),
         }
     }
 }
@@ -112,6 +130,7 @@ async fn step_limits_policy_errors_and_bad_tasks_are_per_episode() {
     .await;
     for ep in &report.episodes {
         assert_eq!(ep.steps, 3);
+        assert_eq!(ep.stop_reason, StopReason::MaxSteps);
         assert!(!ep.finished);
         assert!(ep.error.is_none());
         assert!(!ep.success());
@@ -132,24 +151,99 @@ async fn step_limits_policy_errors_and_bad_tasks_are_per_episode() {
     assert_eq!(report.episodes.len(), 5);
     for ep in &report.episodes {
         if ep.index == 99 {
-            assert_eq!(
-                ep.error.as_ref().and_then(|e| e.status()),
-                Some(400),
-                "no task 99"
-            );
+            let error = ep.error.as_ref().expect("no task 99");
+            assert_eq!((error.kind.as_str(), error.status), ("http", Some(400)));
             assert_eq!(ep.steps, 0);
         } else {
-            assert!(
-                matches!(&ep.error, Some(ors_client::Error::Policy(m)) if m == "giving up"),
-                "episode {}: {:?}",
-                ep.index,
-                ep.error
-            );
+            let error = ep.error.as_ref().expect("the policy gave up");
+            assert_eq!(error.kind, "policy");
+            assert_eq!(error.message, "policy error: giving up");
+            assert_eq!(ep.stop_reason, StopReason::Error);
             assert_eq!(ep.steps, 1);
         }
     }
     assert_eq!(report.errors(), 5);
     assert_eq!(report.success_rate(), 0.0);
     srv2.shutdown().await;
+    srv.shutdown().await;
+}
+
+/// Sleeps once for the given time, then stops.
+struct Sleeper(u64);
+
+impl Policy for Sleeper {
+    type State = ();
+
+    fn start(&self, _: Observation<'_>) {}
+
+    async fn act(&self, _: &mut (), obs: Observation<'_>) -> Result<Action, PolicyError> {
+        Ok(if obs.history.is_empty() {
+            Action::call("sleep", json!({ "ms": self.0 }))
+        } else {
+            Action::stop()
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_starts_no_more_episodes_and_lets_running_ones_finish() {
+    let srv = server_with(|c| c.max_sessions = 2).await;
+    let c = client(&srv.url());
+    let env = c.environment("conformance");
+    let options = EvalOptions::default().concurrency(2);
+    let stop = options.stop_handle();
+    let options = options.on_progress(move |p| {
+        if p.done == 1 {
+            stop.stop();
+        }
+    });
+    let report = evaluate(&env, "train", 0..6, Arc::new(Sleeper(200)), options).await;
+    // The first to end stopped the run; the other one running then finished.
+    assert!(
+        (2..=3).contains(&report.episodes.len()),
+        "{} episodes ran",
+        report.episodes.len()
+    );
+    for ep in &report.episodes {
+        assert_eq!(ep.stop_reason, StopReason::Stopped, "ran to its end");
+        assert!(ep.error.is_none());
+    }
+    assert_eq!(report.episodes.len() + report.not_run.len(), 6);
+    // Every session was deleted: both slots are free.
+    let a = env.session_at("train", 0).await.unwrap();
+    let b = env.session_at("train", 1).await.unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_ends_running_episodes_and_deletes_their_sessions() {
+    let srv = server_with(|c| c.max_sessions = 2).await;
+    let c = client(&srv.url());
+    let env = c.environment("conformance");
+    let options = EvalOptions::default().concurrency(2);
+    let stop = options.stop_handle();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        stop.abort();
+    });
+    let report = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        evaluate(&env, "train", 0..4, Arc::new(Sleeper(60_000)), options),
+    )
+    .await
+    .expect("the abort ended the minute-long calls");
+    assert_eq!(report.episodes.len(), 2);
+    assert_eq!(report.not_run, vec![2, 3]);
+    for ep in &report.episodes {
+        assert_eq!(ep.stop_reason, StopReason::Cancelled);
+        assert!(ep.error.is_none(), "{:?}", ep.error);
+        assert!(ep.tool_calls.is_empty(), "the cut call is not recorded");
+    }
+    let a = env.session_at("train", 0).await.unwrap();
+    let b = env.session_at("train", 1).await.unwrap();
+    a.close().await.unwrap();
+    b.close().await.unwrap();
     srv.shutdown().await;
 }

@@ -147,9 +147,13 @@ impl Report {
 struct Oracle;
 
 impl Policy for Oracle {
-    async fn next_action(&self, obs: Observation<'_>) -> Result<Action, PolicyError> {
+    type State = ();
+
+    fn start(&self, _: Observation<'_>) {}
+
+    async fn act(&self, _: &mut (), obs: Observation<'_>) -> Result<Action, PolicyError> {
         if !obs.history.is_empty() {
-            return Ok(Action::Stop);
+            return Ok(Action::stop());
         }
         let answer = obs.task["answer"].as_str().ok_or("task without answer")?;
         Ok(Action::call("submit", json!({ "answer": answer })))
@@ -673,7 +677,7 @@ async fn rollouts(r: &mut Report, client: &Client) {
         let report = evaluate(&env, "test", 0..n, Arc::new(Oracle), opts).await;
         for ep in &report.episodes {
             if let Some(e) = &ep.error {
-                return Err(format!("episode {}: {e}", ep.index));
+                return Err(format!("episode {}: {}", ep.index, e.message));
             }
             eq(&format!("episode {} steps", ep.index), ep.steps, 1)?;
         }

@@ -1,0 +1,328 @@
+//! The agent loop: a language model playing episodes through its API's tool calling.
+//!
+//! An [`Agent`] is a [`Policy`], so [`crate::evaluate`] runs it like any other. Per episode:
+//! the prompt becomes the first user message (text and images); the session's tools become
+//! the model's tools (through [`ors_core::provider`]); each answer's tool calls are made on the
+//! session in order, and each result goes back as the API's tool-result message (images too).
+//! Arguments that are not a JSON object go back as an error result for the model to fix. The
+//! episode ends when a call says `finished`, when the model answers without a tool call (or,
+//! with [`OnText::Nudge`], it is told to go on), at the step limit, or when the token budget
+//! is spent. The whole exchange is kept in the trajectory ([`AgentTrace`]).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use ors_client::{evaluate, Agent, Api, Client, EvalOptions, ModelOptions};
+//!
+//! # async fn run() -> Result<(), ors_client::Error> {
+//! let client = Client::new("http://127.0.0.1:8080")?;
+//! // vLLM serving Qwen; OpenAI itself would be https://api.openai.com/v1 (key: OPENAI_API_KEY).
+//! let model = ModelOptions::new(Api::OpenAi, "http://127.0.0.1:8000/v1", "Qwen/Qwen3-8B")
+//!     .temperature(0.6)
+//!     .connect(&client)?;
+//! let agent = Arc::new(Agent::new(model));
+//! let env = client.environment("gsm8k");
+//! let report = evaluate(&env, "test", 0..50, agent, EvalOptions::default().max_steps(8)).await;
+//! println!("mean reward {}", report.mean_reward());
+//! for episode in &report.episodes {
+//!     println!("{}", serde_json::to_string(episode).unwrap()); // one trajectory per line
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod anthropic;
+mod model;
+mod openai;
+mod trace;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Instant;
+
+use ors_core::Block;
+use serde_json::Value;
+
+use crate::rollout::{Action, Call, Observation, Outcome, Policy, PolicyError, StopReason, Turn};
+
+pub use anthropic::DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS;
+pub use model::{
+    AnthropicMessages, Api, ChatModel, ChatRequest, ModelInfo, ModelOptions, ModelReply,
+    OpenAiChat, ANTHROPIC_VERSION,
+};
+pub use trace::{AgentTrace, Message, ModelCall, Sampling, ToolCall, Usage};
+
+/// The nudge of [`OnText::nudge`].
+pub const DEFAULT_NUDGE: &str = "Continue the task by calling one of the tools.";
+
+/// What the agent does when the model answers without calling a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum OnText {
+    /// End the episode ([`StopReason::NoToolCall`]).
+    #[default]
+    Stop,
+    /// Reply with this user message and ask again (each answer counts as a step).
+    Nudge(String),
+}
+
+impl OnText {
+    /// Nudge with [`DEFAULT_NUDGE`].
+    pub fn nudge() -> Self {
+        OnText::Nudge(DEFAULT_NUDGE.to_owned())
+    }
+}
+
+/// How an [`Agent`] plays.
+#[derive(Debug, Clone, Default)]
+pub struct AgentOptions {
+    /// A system prompt, sent before the environment's prompt.
+    pub system: Option<String>,
+    /// What to do when the model answers without a tool call.
+    pub on_text: OnText,
+    /// End the episode once the model has read and written this many tokens in all.
+    pub token_budget: Option<u64>,
+}
+
+/// A language model as a [`Policy`].
+pub struct Agent {
+    model: Arc<dyn ChatModel>,
+    options: AgentOptions,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("model", &self.model.info())
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Agent {
+    /// An agent of `model` with the default options (stop on an answer without tools, no
+    /// system prompt, no token budget).
+    pub fn new(model: Arc<dyn ChatModel>) -> Self {
+        Self::with_options(model, AgentOptions::default())
+    }
+
+    /// An agent of `model` playing by `options`.
+    pub fn with_options(model: Arc<dyn ChatModel>, options: AgentOptions) -> Self {
+        Self { model, options }
+    }
+
+    /// Its model.
+    pub fn model(&self) -> &Arc<dyn ChatModel> {
+        &self.model
+    }
+}
+
+/// A call of the last answer, waiting for its result.
+#[derive(Debug)]
+enum Pending {
+    /// Made on the session: its result is in the history.
+    Made { id: String, name: String },
+    /// Not made: its arguments were not a JSON object; the model is told why.
+    Refused {
+        id: String,
+        name: String,
+        why: String,
+    },
+}
+
+/// What an [`Agent`] keeps during one episode: the conversation and the record of its model
+/// calls.
+#[derive(Debug)]
+pub struct AgentState {
+    tools: Vec<Value>,
+    messages: Vec<Message>,
+    calls: Vec<ModelCall>,
+    usage: Usage,
+    pending: Vec<Pending>,
+    pending_step: usize,
+}
+
+impl AgentState {
+    /// The results of the last answer's calls, as tool messages, in the order of the calls.
+    /// Calls never made (the episode ended first) get none.
+    fn answer_pending(&mut self, history: &[Turn]) {
+        let mut made = history.iter().filter(|t| t.step == self.pending_step);
+        for p in std::mem::take(&mut self.pending) {
+            match p {
+                Pending::Made { id, name } => {
+                    let Some(turn) = made.next() else { break };
+                    let (content, is_error) = match &turn.outcome {
+                        Outcome::Output(o) if o.blocks.is_empty() => {
+                            (vec![Block::text("(no output)")], false)
+                        }
+                        Outcome::Output(o) => (o.blocks.clone(), false),
+                        Outcome::ToolError(m) => (vec![Block::text(format!("Error: {m}"))], true),
+                        Outcome::Crashed(m) => {
+                            (vec![Block::text(format!("The tool crashed: {m}"))], true)
+                        }
+                    };
+                    self.messages.push(Message::Tool {
+                        tool_call_id: id,
+                        name,
+                        content,
+                        is_error,
+                    });
+                }
+                Pending::Refused { id, name, why } => self.messages.push(Message::Tool {
+                    tool_call_id: id,
+                    content: vec![Block::text(format!(
+                        "Error: the arguments of {name} are not a JSON object ({why}). Call \
+                         {name} again with valid JSON arguments."
+                    ))],
+                    name,
+                    is_error: true,
+                }),
+            }
+        }
+    }
+}
+
+/// The input of a call from the model's argument text: a JSON object (empty text or `null`
+/// mean no input).
+fn parse_arguments(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Null) => Ok(Value::Object(Default::default())),
+        Ok(v @ Value::Object(_)) => Ok(v),
+        Ok(other) => Err(format!("got {}", ors_core::types::json_kind(&other))),
+        Err(e) => Err(format!("invalid JSON: {e}")),
+    }
+}
+
+impl Policy for Agent {
+    type State = AgentState;
+
+    fn start(&self, obs: Observation<'_>) -> AgentState {
+        let mut messages = Vec::with_capacity(8);
+        if let Some(system) = &self.options.system {
+            messages.push(Message::System {
+                content: system.clone(),
+            });
+        }
+        messages.push(Message::User {
+            content: obs.prompt.to_vec(),
+        });
+        AgentState {
+            tools: self.model.provider().tools(obs.tools),
+            messages,
+            calls: Vec::new(),
+            usage: Usage::default(),
+            pending: Vec::new(),
+            pending_step: 0,
+        }
+    }
+
+    async fn act(
+        &self,
+        state: &mut AgentState,
+        obs: Observation<'_>,
+    ) -> Result<Action, PolicyError> {
+        state.answer_pending(obs.history);
+        if let Some(budget) = self.options.token_budget {
+            if state.usage.total() >= budget {
+                return Ok(Action::Stop(StopReason::TokenBudget));
+            }
+        }
+        let step = obs.steps + 1;
+        let started = Instant::now();
+        let request = ChatRequest {
+            messages: &state.messages,
+            tools: &state.tools,
+        };
+        let reply = self.model.complete(request).await.map_err(Box::new)?;
+        let mut record = reply.record;
+        record.step = step;
+        record.latency_ms = started.elapsed().as_secs_f64() * 1e3;
+        if let Some(u) = record.usage {
+            state.usage.add(u);
+        }
+        state.calls.push(record);
+
+        // Ids link results to calls: make up the missing and repeated ones.
+        let mut seen = HashSet::new();
+        let tool_calls: Vec<ToolCall> = reply
+            .tool_calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut c)| {
+                if c.id.is_empty() || !seen.insert(c.id.clone()) {
+                    c.id = format!("call_{step}_{i}");
+                    seen.insert(c.id.clone());
+                }
+                c
+            })
+            .collect();
+        state.messages.push(Message::Assistant {
+            content: reply.content,
+            tool_calls: tool_calls.clone(),
+        });
+        if tool_calls.is_empty() {
+            return Ok(match &self.options.on_text {
+                OnText::Stop => Action::Stop(StopReason::NoToolCall),
+                OnText::Nudge(text) => {
+                    state.messages.push(Message::User {
+                        content: vec![Block::text(text)],
+                    });
+                    Action::Calls(Vec::new())
+                }
+            });
+        }
+        let mut calls = Vec::with_capacity(tool_calls.len());
+        state.pending_step = step;
+        for c in tool_calls {
+            match parse_arguments(&c.arguments) {
+                Ok(input) => {
+                    calls.push(Call::new(&c.name, input).with_id(&c.id));
+                    state.pending.push(Pending::Made {
+                        id: c.id,
+                        name: c.name,
+                    });
+                }
+                Err(why) => state.pending.push(Pending::Refused {
+                    id: c.id,
+                    name: c.name,
+                    why,
+                }),
+            }
+        }
+        Ok(Action::Calls(calls))
+    }
+
+    fn finish(&self, mut state: AgentState, obs: Observation<'_>) -> Option<AgentTrace> {
+        state.answer_pending(obs.history);
+        let info = self.model.info();
+        Some(AgentTrace {
+            api: info.api,
+            base_url: info.base_url,
+            model: info.model,
+            sampling: info.sampling,
+            messages: state.messages,
+            model_calls: state.calls,
+            usage: state.usage,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        assert_eq!(
+            parse_arguments(r#"{"answer": "4"}"#),
+            Ok(serde_json::json!({"answer": "4"}))
+        );
+        assert_eq!(parse_arguments(""), Ok(serde_json::json!({})));
+        assert_eq!(parse_arguments("null"), Ok(serde_json::json!({})));
+        assert!(parse_arguments(r#"{"answer": "4""#)
+            .unwrap_err()
+            .starts_with("invalid JSON"));
+        assert_eq!(parse_arguments("[1]"), Err("got an array".to_owned()));
+    }
+}

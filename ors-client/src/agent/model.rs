@@ -1,0 +1,403 @@
+//! Language models behind an HTTP API: the [`ChatModel`] trait, its settings, and the two
+//! implementations (OpenAI Chat Completions, Anthropic Messages), which send through the
+//! client's own transport: the same connection pool, TLS roots, body limits, same-origin
+//! redirects and retry rules as the ORS requests.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::future::BoxFuture;
+use http::header::{HeaderName, HeaderValue};
+use ors_core::provider::Provider;
+use ors_core::JsonObject;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::trace::{Message, ModelCall, Sampling, ToolCall};
+use super::{anthropic, openai};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::http::{preview, Backoff, Http, Req, Retry};
+
+/// The HTTP API a model server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Api {
+    /// OpenAI Chat Completions, `POST {base}/chat/completions`: OpenAI, vLLM, SGLang,
+    /// llama.cpp's server, Ollama and every compatible server.
+    OpenAi,
+    /// Anthropic Messages, `POST {base}/v1/messages`.
+    Anthropic,
+}
+
+impl Api {
+    /// The name [`FromStr`] accepts (`openai`, `anthropic`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+
+    /// The environment variable the API key is read from when none is given.
+    pub fn key_env(self) -> &'static str {
+        match self {
+            Api::OpenAi => "OPENAI_API_KEY",
+            Api::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The tool format of this API.
+    pub fn provider(self) -> Provider {
+        match self {
+            Api::OpenAi => Provider::OpenAi,
+            Api::Anthropic => Provider::Anthropic,
+        }
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Api {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "openai" => Ok(Api::OpenAi),
+            "anthropic" => Ok(Api::Anthropic),
+            other => Err(format!("unknown API {other:?} (use openai or anthropic)")),
+        }
+    }
+}
+
+/// Which model to ask, where, and how.
+#[derive(Clone)]
+pub struct ModelOptions {
+    /// The API.
+    pub api: Api,
+    /// The server's base URL: `https://api.openai.com/v1`, `http://localhost:8000/v1` (vLLM),
+    /// `https://api.anthropic.com`.
+    pub base_url: String,
+    /// The model name.
+    pub model: String,
+    /// The API key; `None` reads [`Api::key_env`] (a local server may need none).
+    pub api_key: Option<String>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Completion token limit (`max_tokens`; Anthropic requires one: 4096 when unset).
+    pub max_tokens: Option<u32>,
+    /// Other body fields, sent as given (`top_p`, `seed`, vLLM's `logprobs`,
+    /// `return_token_ids`, ...); they override the fields above.
+    pub extra: JsonObject,
+    /// Limit on one request (the whole answer).
+    pub timeout: Duration,
+    /// Retries after a 429, a 5xx, a timeout or a broken connection.
+    pub max_retries: u32,
+    /// Longest wait between attempts, and cap on a server's `Retry-After`.
+    pub max_backoff: Duration,
+}
+
+impl fmt::Debug for ModelOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelOptions")
+            .field("api", &self.api)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("temperature", &self.temperature)
+            .field("max_tokens", &self.max_tokens)
+            .field("extra", &self.extra)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("max_backoff", &self.max_backoff)
+            .finish()
+    }
+}
+
+impl ModelOptions {
+    /// `model` at `base_url` speaking `api`, with the key from the API's variable.
+    pub fn new(api: Api, base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        Self {
+            api,
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            temperature: None,
+            max_tokens: None,
+            extra: JsonObject::new(),
+            timeout: Duration::from_secs(600),
+            max_retries: 6,
+            max_backoff: Duration::from_secs(60),
+        }
+    }
+
+    /// Use this API key.
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Sample at this temperature.
+    pub fn temperature(mut self, t: f64) -> Self {
+        self.temperature = Some(t);
+        self
+    }
+
+    /// Write at most `n` tokens per completion.
+    pub fn max_tokens(mut self, n: u32) -> Self {
+        self.max_tokens = Some(n);
+        self
+    }
+
+    /// Send these body fields too.
+    pub fn extra(mut self, fields: JsonObject) -> Self {
+        self.extra.extend(fields);
+        self
+    }
+
+    /// Limit one request to `d`.
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = d;
+        self
+    }
+
+    /// Retry up to `n` times.
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = n;
+        self
+    }
+
+    /// The sampling options, as recorded.
+    pub fn sampling(&self) -> Sampling {
+        Sampling {
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            extra: self.extra.clone(),
+        }
+    }
+
+    /// The model these options describe, sending through `client`'s transport (so its TLS
+    /// roots, CA file and limits apply to the model server too).
+    pub fn connect(self, client: &Client) -> Result<Arc<dyn ChatModel>> {
+        Ok(match self.api {
+            Api::OpenAi => Arc::new(OpenAiChat::new(client, self)?),
+            Api::Anthropic => Arc::new(AnthropicMessages::new(client, self)?),
+        })
+    }
+}
+
+/// What an agent sends the model: the conversation and the tools, in the model API's tool
+/// format (see [`ChatModel::provider`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ChatRequest<'a> {
+    /// The conversation so far.
+    pub messages: &'a [Message],
+    /// The tools.
+    pub tools: &'a [Value],
+}
+
+/// The model's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelReply {
+    /// What it wrote, if anything.
+    pub content: Option<String>,
+    /// The tools it called, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// The record of the request (step and latency are filled in by the agent).
+    pub record: ModelCall,
+}
+
+/// What a trajectory records about a model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    /// The API's name.
+    pub api: String,
+    /// The server's base URL.
+    pub base_url: String,
+    /// The model's name.
+    pub model: String,
+    /// The sampling options sent.
+    pub sampling: Sampling,
+}
+
+/// A language model that answers a conversation, possibly with tool calls. Implemented for
+/// OpenAI-compatible servers ([`OpenAiChat`]) and Anthropic ([`AnthropicMessages`]); implement
+/// it to plug in any other inference.
+pub trait ChatModel: Send + Sync {
+    /// The tool format the model expects.
+    fn provider(&self) -> Provider;
+
+    /// The model's API, server, name and sampling options, for the trajectory.
+    fn info(&self) -> ModelInfo;
+
+    /// Answer the conversation. Errors are [`Error::Model`] (after any retries).
+    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>>;
+}
+
+/// The transport and settings both HTTP models share.
+struct Endpoint {
+    http: Arc<Http>,
+    opts: ModelOptions,
+    base: Arc<str>,
+    headers: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl Endpoint {
+    fn new(client: &Client, mut opts: ModelOptions) -> Result<Self> {
+        let base = crate::config::normalize_url(&opts.base_url)
+            .map_err(|e| Error::InvalidArgument(format!("model base URL: {e}")))?;
+        opts.base_url = base.clone();
+        if opts.api_key.is_none() {
+            opts.api_key = std::env::var(opts.api.key_env())
+                .ok()
+                .filter(|k| !k.trim().is_empty());
+        }
+        Ok(Self {
+            http: Arc::clone(&client.http),
+            base: Arc::from(base),
+            headers: Vec::new(),
+            opts,
+        })
+    }
+
+    /// Send the secret `value` (`Bearer KEY`, or the bare key) in the header `name`.
+    fn secret_header(&mut self, name: HeaderName, value: String) -> Result<()> {
+        let mut v = HeaderValue::from_str(&value).map_err(|_| {
+            Error::InvalidArgument("the model API key has characters a header cannot carry".into())
+        })?;
+        v.set_sensitive(true);
+        self.headers.push((name, v));
+        Ok(())
+    }
+
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            api: self.opts.api.as_str().to_owned(),
+            base_url: self.opts.base_url.clone(),
+            model: self.opts.model.clone(),
+            sampling: self.opts.sampling(),
+        }
+    }
+
+    /// POST `body` to `path`, retrying as the agent loop should (429, 5xx, timeouts, broken
+    /// connections; honouring `Retry-After`), and decode the answer as `T`.
+    async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> Result<(T, u32)> {
+        let model_error = |status: Option<u16>, message: String| Error::Model { status, message };
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| Error::InvalidArgument(format!("model request is not JSON: {e}")))?;
+        let mut req = Req::post(path).elsewhere(Arc::clone(&self.base), self.opts.timeout);
+        req.body = Some(Bytes::from(bytes));
+        req.extra.clone_from(&self.headers);
+        let first = self.http.backoff().base;
+        let backoff = Backoff {
+            retries: self.opts.max_retries,
+            base: first,
+            max: self.opts.max_backoff.max(first),
+        };
+        let (result, attempts) = self.http.fetch_with(&req, Retry::Idempotent, backoff).await;
+        let tries = if attempts > 1 {
+            format!(" (after {attempts} attempts)")
+        } else {
+            String::new()
+        };
+        let (_, body) = result
+            .map_err(|e| model_error(e.status(), format!("{}{path}{tries}: {e}", self.base)))?;
+        let decoded = serde_json::from_slice(&body).map_err(|e| {
+            model_error(
+                None,
+                format!(
+                    "{}{path} sent a reply that is not the API's: {e} (body: {})",
+                    self.base,
+                    preview(&body)
+                ),
+            )
+        })?;
+        Ok((decoded, attempts))
+    }
+}
+
+/// A model behind the OpenAI Chat Completions API (`POST {base}/chat/completions`).
+pub struct OpenAiChat(Endpoint);
+
+impl OpenAiChat {
+    /// The model of `opts`, reached through `client`'s transport.
+    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
+        let mut endpoint = Endpoint::new(client, opts)?;
+        if let Some(key) = endpoint.opts.api_key.clone() {
+            endpoint.secret_header(http::header::AUTHORIZATION, format!("Bearer {key}"))?;
+        }
+        Ok(Self(endpoint))
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    fn provider(&self) -> Provider {
+        Provider::OpenAi
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.0.info()
+    }
+
+    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+        Box::pin(async move {
+            let body = openai::request_body(&self.0.opts, &req);
+            let (resp, attempts) = self
+                .0
+                .post::<openai::Response>("/chat/completions", &body)
+                .await?;
+            openai::reply(resp, attempts).map_err(|message| Error::Model {
+                status: None,
+                message: format!("{}/chat/completions: {message}", self.0.base),
+            })
+        })
+    }
+}
+
+/// A model behind the Anthropic Messages API (`POST {base}/v1/messages`).
+pub struct AnthropicMessages(Endpoint);
+
+/// The `anthropic-version` header sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl AnthropicMessages {
+    /// The model of `opts`, reached through `client`'s transport.
+    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
+        let mut endpoint = Endpoint::new(client, opts)?;
+        if let Some(key) = endpoint.opts.api_key.clone() {
+            endpoint.secret_header(HeaderName::from_static("x-api-key"), key)?;
+        }
+        endpoint.headers.push((
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        ));
+        Ok(Self(endpoint))
+    }
+}
+
+impl ChatModel for AnthropicMessages {
+    fn provider(&self) -> Provider {
+        Provider::Anthropic
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.0.info()
+    }
+
+    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+        Box::pin(async move {
+            let body = anthropic::request_body(&self.0.opts, &req);
+            let (resp, attempts) = self
+                .0
+                .post::<anthropic::Response>("/v1/messages", &body)
+                .await?;
+            Ok(anthropic::reply(resp, attempts))
+        })
+    }
+}

@@ -1,0 +1,295 @@
+//! What an episode leaves behind: its trajectory (one JSON object, the line `ors eval` writes)
+//! and the summary of many.
+
+use std::collections::BTreeMap;
+
+use ors_core::ToolOutput;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent::AgentTrace;
+use crate::error::Error;
+
+/// How one tool call turned out, as the policy sees it next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool's output, with its reward and whether it finished the episode.
+    Output(ToolOutput),
+    /// The tool answered `ok: false` with this message (the agent may try again).
+    ToolError(String),
+    /// The tool crashed with this message (the agent may try again).
+    Crashed(String),
+}
+
+impl Outcome {
+    /// The reward of an output (0 for an error).
+    pub fn reward(&self) -> f64 {
+        match self {
+            Outcome::Output(o) => o.reward.unwrap_or(0.0),
+            _ => 0.0,
+        }
+    }
+
+    /// Whether the call ended the episode.
+    pub fn finished(&self) -> bool {
+        matches!(self, Outcome::Output(o) if o.finished)
+    }
+}
+
+/// One tool call of an episode: what was called and what it gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Turn {
+    /// The step (policy decision) that made the call, from 1.
+    pub step: usize,
+    /// The id the policy gave the call (a model's tool-call id), if any.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// The tool called.
+    pub name: String,
+    /// Its input.
+    pub input: Value,
+    /// What it gave.
+    pub outcome: Outcome,
+    /// How long the call took, in milliseconds.
+    #[serde(default)]
+    pub latency_ms: f64,
+}
+
+/// Why an episode ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// A tool call reported `finished`.
+    Finished,
+    /// The policy chose to stop.
+    Stopped,
+    /// The model answered without calling a tool (an agent told to stop then).
+    NoToolCall,
+    /// The step limit was reached.
+    MaxSteps,
+    /// The agent's token budget was spent.
+    TokenBudget,
+    /// The evaluation was aborted while the episode ran.
+    Cancelled,
+    /// An error ended it (see `error`).
+    Error,
+}
+
+impl StopReason {
+    /// The snake_case name used in trajectories.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Finished => "finished",
+            StopReason::Stopped => "stopped",
+            StopReason::NoToolCall => "no_tool_call",
+            StopReason::MaxSteps => "max_steps",
+            StopReason::TokenBudget => "token_budget",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Error => "error",
+        }
+    }
+}
+
+/// The error that ended an episode, as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct EpisodeError {
+    /// What failed, from [`Error::kind`]: `model`, `http`, `transport`, `timeout`, ...
+    pub kind: String,
+    /// The HTTP status, when a server answered with one.
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// The error, for people.
+    pub message: String,
+}
+
+impl From<&Error> for EpisodeError {
+    fn from(e: &Error) -> Self {
+        EpisodeError {
+            kind: e.kind().to_owned(),
+            status: e.status(),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Where an episode's time went.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Timings {
+    /// When it started, in milliseconds since the Unix epoch.
+    pub started_at_ms: u64,
+    /// From start to end (session deleted), in milliseconds.
+    pub wall_ms: f64,
+    /// Spent waiting for the ORS server (task, session, prompt, tools, calls, delete).
+    pub env_ms: f64,
+    /// Spent in the policy (for an agent: its model calls).
+    pub policy_ms: f64,
+}
+
+/// One episode, start to end: the trajectory. Serialized, it is one line of `ors eval --out`
+/// (its JSON Schema is printed by `ors eval --print-schema`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Episode {
+    /// The environment.
+    pub env: String,
+    /// The split of the task.
+    pub split: String,
+    /// The task's index in the split.
+    pub index: i64,
+    /// The task, as `POST /{env}/task` returned it (absent when that failed).
+    #[serde(default)]
+    pub task: Option<Value>,
+    /// The sum of the rewards of the tool calls.
+    pub total_reward: f64,
+    /// Policy decisions made (for an agent: model turns).
+    pub steps: usize,
+    /// Whether a tool call reported `finished`.
+    pub finished: bool,
+    /// Why the episode ended.
+    pub stop_reason: StopReason,
+    /// The error that ended it early, if one did (the reward so far is kept).
+    #[serde(default)]
+    pub error: Option<EpisodeError>,
+    /// Every tool call, in order.
+    pub tool_calls: Vec<Turn>,
+    /// The model's side, when the policy is an [`crate::Agent`]: model, sampling options,
+    /// messages, and each model call's token usage (and logprobs, when returned).
+    #[serde(default)]
+    pub agent: Option<AgentTrace>,
+    /// Where the time went.
+    pub timings: Timings,
+    /// The version of ors-rs that ran the episode.
+    pub ors_rs_version: String,
+}
+
+impl Episode {
+    /// An episode of `env` on task `index` of `split` that has not started.
+    pub(crate) fn new(env: &str, split: &str, index: i64) -> Self {
+        Self {
+            env: env.to_owned(),
+            split: split.to_owned(),
+            index,
+            task: None,
+            total_reward: 0.0,
+            steps: 0,
+            finished: false,
+            stop_reason: StopReason::Stopped,
+            error: None,
+            tool_calls: Vec::new(),
+            agent: None,
+            timings: Timings::default(),
+            ors_rs_version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+
+    /// Finished without error and with a positive total reward.
+    pub fn success(&self) -> bool {
+        self.finished && self.error.is_none() && self.total_reward > 0.0
+    }
+
+    /// Tokens read and written by the agent's model (0 without an agent).
+    pub fn tokens(&self) -> (u64, u64) {
+        self.agent
+            .as_ref()
+            .map_or((0, 0), |a| (a.usage.input_tokens, a.usage.output_tokens))
+    }
+}
+
+/// The results of an evaluation, in the order of the indices given.
+#[derive(Debug)]
+pub struct EvalReport {
+    /// One entry per episode run.
+    pub episodes: Vec<Episode>,
+    /// Indices that were never started because the evaluation was stopped.
+    pub not_run: Vec<i64>,
+}
+
+impl EvalReport {
+    /// The per-episode total rewards.
+    pub fn returns(&self) -> Vec<f64> {
+        self.episodes.iter().map(|e| e.total_reward).collect()
+    }
+
+    /// The mean total reward over all episodes (0 for none); episodes that failed count with
+    /// the reward they had collected.
+    pub fn mean_reward(&self) -> f64 {
+        self.summary().mean_reward
+    }
+
+    /// The fraction of episodes that [succeeded](Episode::success) (0 for none).
+    pub fn success_rate(&self) -> f64 {
+        self.summary().success_rate
+    }
+
+    /// How many episodes ended in an error.
+    pub fn errors(&self) -> usize {
+        self.episodes.iter().filter(|e| e.error.is_some()).count()
+    }
+
+    /// The summary of the episodes.
+    pub fn summary(&self) -> Summary {
+        Summary::of(&self.episodes)
+    }
+}
+
+/// Aggregate figures over episodes: what `ors eval` prints at the end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Episodes counted.
+    pub episodes: usize,
+    /// Mean total reward.
+    pub mean_reward: f64,
+    /// Fraction finished with a total reward above 0 and no error.
+    pub success_rate: f64,
+    /// Mean steps.
+    pub mean_steps: f64,
+    /// Episodes that ended in an error, by [`EpisodeError::kind`].
+    pub errors: BTreeMap<String, usize>,
+    /// Episodes by why they ended.
+    pub stop_reasons: BTreeMap<String, usize>,
+    /// Tokens the model read.
+    pub input_tokens: u64,
+    /// Tokens the model wrote.
+    pub output_tokens: u64,
+}
+
+impl Summary {
+    /// The summary of `episodes`.
+    pub fn of<'a>(episodes: impl IntoIterator<Item = &'a Episode>) -> Self {
+        let mut s = Summary::default();
+        let (mut reward, mut successes, mut steps) = (0.0, 0usize, 0usize);
+        for e in episodes {
+            s.episodes += 1;
+            reward += e.total_reward;
+            steps += e.steps;
+            successes += usize::from(e.success());
+            if let Some(err) = &e.error {
+                *s.errors.entry(err.kind.clone()).or_default() += 1;
+            }
+            *s.stop_reasons
+                .entry(e.stop_reason.as_str().to_owned())
+                .or_default() += 1;
+            let (input, output) = e.tokens();
+            s.input_tokens += input;
+            s.output_tokens += output;
+        }
+        if s.episodes > 0 {
+            let n = s.episodes as f64;
+            s.mean_reward = reward / n;
+            s.success_rate = successes as f64 / n;
+            s.mean_steps = steps as f64 / n;
+        }
+        s
+    }
+
+    /// Episodes that ended in an error.
+    pub fn error_count(&self) -> usize {
+        self.errors.values().sum()
+    }
+}

@@ -1,0 +1,557 @@
+//! Rollouts: run many episodes of a policy at once and keep their trajectories.
+
+mod episode;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ors_core::{Block, ToolSpec};
+use serde_json::Value;
+use tokio::sync::{watch, Semaphore};
+
+use crate::agent::AgentTrace;
+use crate::client::{Environment, TaskRef};
+use crate::error::{Error, Result};
+use crate::session::Session;
+
+pub use episode::{Episode, EpisodeError, EvalReport, Outcome, StopReason, Summary, Timings, Turn};
+
+/// One tool call a policy wants made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// An id to find the call by in the trajectory (a model's tool-call id), if any.
+    pub id: Option<String>,
+    /// The tool name.
+    pub name: String,
+    /// The tool input (a JSON object; `null` means none).
+    pub input: Value,
+}
+
+impl Call {
+    /// A call of `name` with `input`, without an id.
+    pub fn new(name: impl Into<String>, input: Value) -> Self {
+        Self {
+            id: None,
+            name: name.into(),
+            input,
+        }
+    }
+
+    /// The same call with this id.
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = Some(id.into());
+        self
+    }
+}
+
+/// What a policy decides after seeing the episode so far.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Make these calls, in order, stopping at one that finishes the episode or fails. The
+    /// decision counts as one step even with no call in it (an agent nudging its model).
+    Calls(Vec<Call>),
+    /// End the episode, for this reason.
+    Stop(StopReason),
+}
+
+impl Action {
+    /// A single call of `name` with `input`.
+    pub fn call(name: impl Into<String>, input: Value) -> Self {
+        Action::Calls(vec![Call::new(name, input)])
+    }
+
+    /// End the episode because the policy chose to ([`StopReason::Stopped`]).
+    pub fn stop() -> Self {
+        Action::Stop(StopReason::Stopped)
+    }
+}
+
+/// Everything a policy may look at when choosing what to do.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    /// The split the task comes from.
+    pub split: &'a str,
+    /// The task's index in its split.
+    pub index: i64,
+    /// The task itself (as `POST /{env}/task` returns it).
+    pub task: &'a Value,
+    /// The episode's prompt.
+    pub prompt: &'a [Block],
+    /// The tools available in this episode (`task_tools`, or the shared tools).
+    pub tools: &'a [ToolSpec],
+    /// The calls made so far, oldest first; those of the last decision are at the end, with
+    /// its step number.
+    pub history: &'a [Turn],
+    /// Decisions made so far.
+    pub steps: usize,
+}
+
+/// The error type a policy may return. Returning a boxed [`Error`] keeps its kind in the
+/// trajectory (an [`crate::Agent`] returns [`Error::Model`] this way); anything else is
+/// recorded as [`Error::Policy`].
+pub type PolicyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// An agent: given the episode so far, choose the next tool calls (or stop).
+///
+/// A policy is shared by every episode of an evaluation; what it remembers during one
+/// episode (an agent's conversation) is its [`Policy::State`], made by [`Policy::start`] and
+/// handed to each [`Policy::act`]. A stateless policy uses `()`:
+///
+/// ```
+/// use ors_client::{Action, Observation, Policy, PolicyError};
+/// use serde_json::json;
+///
+/// struct AlwaysFour;
+///
+/// impl Policy for AlwaysFour {
+///     type State = ();
+///     fn start(&self, _: Observation<'_>) {}
+///     async fn act(&self, _: &mut (), obs: Observation<'_>) -> Result<Action, PolicyError> {
+///         Ok(if obs.history.is_empty() {
+///             Action::call("submit", json!({ "answer": "4" }))
+///         } else {
+///             Action::stop()
+///         })
+///     }
+/// }
+/// ```
+///
+/// The futures must be `Send` because episodes run on tokio's worker threads.
+pub trait Policy: Send + Sync + 'static {
+    /// What the policy keeps during one episode.
+    type State: Send;
+
+    /// A new episode: its state, from the first observation (no history yet).
+    fn start(&self, obs: Observation<'_>) -> Self::State;
+
+    /// The next action of the episode described by `obs`.
+    fn act(
+        &self,
+        state: &mut Self::State,
+        obs: Observation<'_>,
+    ) -> impl Future<Output = std::result::Result<Action, PolicyError>> + Send;
+
+    /// The episode ended (`obs` holds every call made): what the policy adds to the
+    /// trajectory. An [`crate::Agent`] gives its model's side; the default adds nothing.
+    fn finish(&self, state: Self::State, obs: Observation<'_>) -> Option<AgentTrace> {
+        let _ = (state, obs);
+        None
+    }
+}
+
+/// A progress callback of [`evaluate`]: called after each episode ends.
+pub type EvalProgressFn = Arc<dyn Fn(&EvalProgress<'_>) + Send + Sync>;
+
+/// How far an evaluation is.
+#[derive(Debug, Clone, Copy)]
+pub struct EvalProgress<'a> {
+    /// Episodes finished so far (including this one).
+    pub done: usize,
+    /// Episodes in the evaluation.
+    pub total: usize,
+    /// The episode that just ended.
+    pub episode: &'a Episode,
+}
+
+/// How far a [`StopHandle`] has gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    Running,
+    /// Start no more episodes.
+    Stopping,
+    /// End the running ones too.
+    Aborting,
+}
+
+/// Stops an evaluation from outside (a Ctrl-C handler): [`StopHandle::stop`] starts no more
+/// episodes and lets the running ones finish; [`StopHandle::abort`] also ends the running
+/// ones at their next model or tool call. Either way every session is deleted.
+#[derive(Debug, Clone)]
+pub struct StopHandle(Arc<watch::Sender<Level>>);
+
+impl Default for StopHandle {
+    fn default() -> Self {
+        Self(Arc::new(watch::Sender::new(Level::Running)))
+    }
+}
+
+impl StopHandle {
+    /// Start no more episodes.
+    pub fn stop(&self) {
+        self.raise(Level::Stopping);
+    }
+
+    /// Start no more episodes and end the running ones now ([`StopReason::Cancelled`]).
+    pub fn abort(&self) {
+        self.raise(Level::Aborting);
+    }
+
+    /// Whether [`StopHandle::stop`] (or `abort`) was called.
+    pub fn is_stopped(&self) -> bool {
+        *self.0.borrow() >= Level::Stopping
+    }
+
+    fn raise(&self, to: Level) {
+        self.0.send_if_modified(|level| {
+            let raised = *level < to;
+            *level = (*level).max(to);
+            raised
+        });
+    }
+
+    /// `fut`, or `None` if the evaluation is aborted first.
+    async fn unless_aborted<T>(&self, fut: impl Future<Output = T>) -> Option<T> {
+        let mut rx = self.0.subscribe();
+        tokio::select! {
+            biased;
+            r = fut => Some(r),
+            _ = rx.wait_for(|l| *l >= Level::Aborting) => None,
+        }
+    }
+}
+
+/// Settings of an evaluation.
+#[derive(Clone)]
+pub struct EvalOptions {
+    /// Episodes run at once (at least 1).
+    pub concurrency: usize,
+    /// Decisions per episode before it is cut off.
+    pub max_steps: usize,
+    /// Secrets for every session.
+    pub secrets: ors_core::Secrets,
+    /// Called after each episode.
+    pub on_progress: Option<EvalProgressFn>,
+    /// Stops the evaluation from outside.
+    pub stop: StopHandle,
+}
+
+impl Default for EvalOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 8,
+            max_steps: 32,
+            secrets: ors_core::Secrets::default(),
+            on_progress: None,
+            stop: StopHandle::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for EvalOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EvalOptions")
+            .field("concurrency", &self.concurrency)
+            .field("max_steps", &self.max_steps)
+            .field("secrets", &self.secrets)
+            .field("on_progress", &self.on_progress.is_some())
+            .field("stopped", &self.stop.is_stopped())
+            .finish()
+    }
+}
+
+impl EvalOptions {
+    /// Run `n` episodes at once.
+    pub fn concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// Cut episodes off after `n` decisions.
+    pub fn max_steps(mut self, n: usize) -> Self {
+        self.max_steps = n;
+        self
+    }
+
+    /// Pass these secrets to every session.
+    pub fn secrets(mut self, secrets: ors_core::Secrets) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    /// Report each finished episode to `f`.
+    pub fn on_progress(mut self, f: impl Fn(&EvalProgress<'_>) + Send + Sync + 'static) -> Self {
+        self.on_progress = Some(Arc::new(f));
+        self
+    }
+
+    /// A handle that stops this evaluation (clone it before handing the options over).
+    pub fn stop_handle(&self) -> StopHandle {
+        self.stop.clone()
+    }
+}
+
+/// Run the tasks `indices` of `split` with `policy`, `options.concurrency` at a time. Each
+/// episode fetches its task, creates a session, reads prompt and tools, then asks the policy
+/// for calls until one says `finished`, the policy stops, or `max_steps` decisions were made;
+/// the session is deleted in every case. Failures are recorded per episode, never fatal to
+/// the evaluation. After [`StopHandle::stop`], episodes not yet started are listed in
+/// [`EvalReport::not_run`].
+pub async fn evaluate<P: Policy>(
+    env: &Environment,
+    split: &str,
+    indices: impl IntoIterator<Item = i64>,
+    policy: Arc<P>,
+    options: EvalOptions,
+) -> EvalReport {
+    let indices: Vec<i64> = indices.into_iter().collect();
+    let total = indices.len();
+    let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
+    let split: Arc<str> = Arc::from(split);
+    let done = Arc::new(AtomicUsize::new(0));
+    let on_progress = options.on_progress.clone();
+    let report = Arc::new(move |episode: &Episode| {
+        let done = done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(cb) = &on_progress {
+            cb(&EvalProgress {
+                done,
+                total,
+                episode,
+            });
+        }
+    });
+    let mut handles = Vec::with_capacity(total);
+    for &index in &indices {
+        let (env, split, policy, permits, report) = (
+            env.clone(),
+            Arc::clone(&split),
+            Arc::clone(&policy),
+            Arc::clone(&permits),
+            Arc::clone(&report),
+        );
+        let (max_steps, secrets, stop) = (
+            options.max_steps,
+            options.secrets.clone(),
+            options.stop.clone(),
+        );
+        handles.push(tokio::spawn(async move {
+            // The semaphore is never closed, so acquiring cannot fail.
+            let _permit = permits.acquire_owned().await;
+            if stop.is_stopped() {
+                return None;
+            }
+            let run = Run {
+                env: &env,
+                split: &split,
+                index,
+                max_steps,
+                stop: &stop,
+            };
+            let episode = run.episode(&*policy, secrets).await;
+            report(&episode);
+            Some(episode)
+        }));
+    }
+    let mut episodes = Vec::with_capacity(total);
+    let mut not_run = Vec::new();
+    for (handle, &index) in handles.into_iter().zip(&indices) {
+        match handle.await {
+            Ok(Some(episode)) => episodes.push(episode),
+            Ok(None) => not_run.push(index),
+            Err(e) => {
+                let mut episode = Episode::new(env.name(), &split, index);
+                episode.stop_reason = StopReason::Error;
+                episode.error = Some(EpisodeError {
+                    kind: "panic".to_owned(),
+                    status: None,
+                    message: format!("the episode panicked: {e}"),
+                });
+                report(&episode);
+                episodes.push(episode);
+            }
+        }
+    }
+    EvalReport { episodes, not_run }
+}
+
+/// One episode to run.
+struct Run<'a> {
+    env: &'a Environment,
+    split: &'a str,
+    index: i64,
+    max_steps: usize,
+    stop: &'a StopHandle,
+}
+
+/// What an episode's observations share: the task, its prompt and its tools.
+struct Scene<'a> {
+    split: &'a str,
+    index: i64,
+    task: Value,
+    prompt: Vec<Block>,
+    tools: Vec<ToolSpec>,
+}
+
+impl Scene<'_> {
+    fn observe<'s>(&'s self, ep: &'s Episode) -> Observation<'s> {
+        Observation {
+            split: self.split,
+            index: self.index,
+            task: &self.task,
+            prompt: &self.prompt,
+            tools: &self.tools,
+            history: &ep.tool_calls,
+            steps: ep.steps,
+        }
+    }
+}
+
+/// Time spent waiting for the ORS server and for the policy.
+#[derive(Default)]
+struct Clock {
+    env: Duration,
+    policy: Duration,
+}
+
+impl Clock {
+    async fn env<T>(&mut self, fut: impl Future<Output = T>) -> T {
+        let t = Instant::now();
+        let r = fut.await;
+        self.env += t.elapsed();
+        r
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+impl Run<'_> {
+    async fn episode<P: Policy>(&self, policy: &P, secrets: ors_core::Secrets) -> Episode {
+        let started = Instant::now();
+        let mut ep = Episode::new(self.env.name(), self.split, self.index);
+        ep.timings.started_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let mut clock = Clock::default();
+        let result = self
+            .open_and_play(policy, secrets, &mut ep, &mut clock)
+            .await;
+        if let Err(e) = result {
+            ep.error = Some(EpisodeError::from(&e));
+            ep.stop_reason = StopReason::Error;
+        }
+        ep.timings.wall_ms = ms(started.elapsed());
+        ep.timings.env_ms = ms(clock.env);
+        ep.timings.policy_ms = ms(clock.policy);
+        ep
+    }
+
+    async fn open_and_play<P: Policy>(
+        &self,
+        policy: &P,
+        secrets: ors_core::Secrets,
+        ep: &mut Episode,
+        clock: &mut Clock,
+    ) -> Result<()> {
+        let task = clock.env(self.env.task(self.split, self.index)).await?;
+        ep.task = Some(task.clone());
+        // Opened by split and index, which works for any task shape; the task fetched above
+        // is for the policy to read.
+        let opening = self
+            .env
+            .session(TaskRef::at(self.split, self.index))
+            .secrets(secrets)
+            .open();
+        let session = clock.env(opening).await?;
+        let played = self.play(&session, task, policy, ep, clock).await;
+        let closed = clock.env(session.close()).await;
+        played.and(closed)
+    }
+
+    async fn play<P: Policy>(
+        &self,
+        session: &Session,
+        task: Value,
+        policy: &P,
+        ep: &mut Episode,
+        clock: &mut Clock,
+    ) -> Result<()> {
+        let scene = Scene {
+            split: self.split,
+            index: self.index,
+            task,
+            prompt: clock.env(session.prompt()).await?,
+            tools: clock.env(session.tools()).await?,
+        };
+        let mut state = policy.start(scene.observe(ep));
+        let result = self
+            .steps(session, policy, &mut state, &scene, ep, clock)
+            .await;
+        ep.agent = policy.finish(state, scene.observe(ep));
+        result
+    }
+
+    async fn steps<P: Policy>(
+        &self,
+        session: &Session,
+        policy: &P,
+        state: &mut P::State,
+        scene: &Scene<'_>,
+        ep: &mut Episode,
+        clock: &mut Clock,
+    ) -> Result<()> {
+        loop {
+            if ep.steps >= self.max_steps {
+                ep.stop_reason = StopReason::MaxSteps;
+                return Ok(());
+            }
+            let t = Instant::now();
+            let decided = self
+                .stop
+                .unless_aborted(policy.act(state, scene.observe(ep)))
+                .await;
+            clock.policy += t.elapsed();
+            let calls = match decided {
+                None => {
+                    ep.stop_reason = StopReason::Cancelled;
+                    return Ok(());
+                }
+                Some(Ok(Action::Stop(reason))) => {
+                    ep.stop_reason = reason;
+                    return Ok(());
+                }
+                Some(Ok(Action::Calls(calls))) => calls,
+                Some(Err(e)) => {
+                    return Err(match e.downcast::<Error>() {
+                        Ok(e) => *e,
+                        Err(other) => Error::Policy(other.to_string()),
+                    })
+                }
+            };
+            ep.steps += 1;
+            for call in calls {
+                let t = Instant::now();
+                let made = self
+                    .stop
+                    .unless_aborted(session.call(&call.name, call.input.clone()));
+                let Some(result) = clock.env(made).await else {
+                    ep.stop_reason = StopReason::Cancelled;
+                    return Ok(());
+                };
+                let outcome = match result {
+                    Ok(out) => Outcome::Output(out),
+                    Err(Error::ToolError { message }) => Outcome::ToolError(message),
+                    Err(Error::ToolCrashed { message }) => Outcome::Crashed(message),
+                    Err(e) => return Err(e),
+                };
+                ep.total_reward += outcome.reward();
+                let finished = outcome.finished();
+                ep.tool_calls.push(Turn {
+                    step: ep.steps,
+                    id: call.id,
+                    name: call.name,
+                    input: call.input,
+                    outcome,
+                    latency_ms: ms(t.elapsed()),
+                });
+                if finished {
+                    ep.finished = true;
+                    ep.stop_reason = StopReason::Finished;
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
