@@ -8,6 +8,9 @@
 //!   `submit` running hidden tests with `python3`.
 //! - [`conformance`]: the fixture the conformance and interop tests drive; every tool exercises
 //!   one corner of the protocol (chunking, images, errors, panics, cancellation, secrets).
+//! - [`scripted_model`]: not an environment but the other side of `ors eval`, a model server
+//!   speaking the OpenAI and Anthropic APIs strictly and answering from a script, so agents
+//!   can be run and tested without a GPU.
 //!
 //! Each module is one environment type, so tests and other crates can host them in-process:
 //!
@@ -33,3 +36,4 @@ pub mod cli;
 pub mod code;
 pub mod conformance;
 pub mod gsm8k;
+pub mod scripted_model;

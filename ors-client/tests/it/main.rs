@@ -1,6 +1,7 @@
 //! Integration tests of the client against the in-process server, a
 //! sabotaging proxy, and scripted fake servers. One test binary, to keep link time down.
 
+mod agent;
 mod blocking;
 mod discovery;
 mod evaluate;
