@@ -3,13 +3,14 @@
 
 mod call;
 mod check;
+mod eval;
 mod play;
 mod render;
 
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use ors_client::{Client, ClientBuilder, Environment, Error, Provider};
+use ors_client::{Client, ClientBuilder, Environment, Error, Provider, TlsRoots};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -24,6 +25,14 @@ struct Cli {
     /// API key sent as X-API-Key.
     #[arg(long, global = true, env = "ORS_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
+    /// A PEM file of CA certificates to trust for https:// (a self-signed or private
+    /// deployment), on top of the root certificates.
+    #[arg(long, global = true, env = ors_client::CA_CERT_ENV, value_name = "FILE")]
+    ca_cert: Option<std::path::PathBuf>,
+    /// Root certificates to trust for https://: mozilla (built in) or system.
+    #[arg(long, global = true, env = ors_client::TLS_ROOTS_ENV, value_name = "ROOTS",
+          value_parser = parse_roots)]
+    tls_roots: Option<TlsRoots>,
     #[command(subcommand)]
     command: Command,
 }
@@ -95,6 +104,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Check a server hosting the conformance fixture against the protocol, clause by clause.
     Conformance(ors_conformance::ConformanceArgs),
+    /// Evaluate a language model as an agent over a split's tasks (OpenAI-compatible or
+    /// Anthropic API): one trajectory per line in --out, a summary at the end.
+    Eval(Box<eval::EvalArgs>),
 }
 
 /// `--json` of the commands that print data (`ors conformance` takes `--json FILE` instead).
@@ -117,6 +129,10 @@ struct TaskArgs {
     /// The task as JSON, instead of --split/--index.
     #[arg(long)]
     task: Option<String>,
+}
+
+fn parse_roots(s: &str) -> Result<TlsRoots, String> {
+    s.parse()
 }
 
 fn parse_provider(s: &str) -> Result<Provider, String> {
@@ -162,10 +178,11 @@ async fn main() -> ExitCode {
             }
         };
     }
+    let builder = client_builder(&cli);
     if let Command::Check(args) = cli.command {
-        return check::run(args, client_builder(cli.api_key.as_deref(), &url)).await;
+        return check::run(args, builder).await;
     }
-    match run(cli).await {
+    match run(cli, builder).await {
         Ok(code) => code,
         Err(e) => {
             let msg = match &e {
@@ -183,17 +200,27 @@ async fn main() -> ExitCode {
     }
 }
 
-/// A client builder for `url` with the key of `--api-key` / `ORS_API_KEY`, if any.
-fn client_builder(api_key: Option<&str>, url: &str) -> ClientBuilder {
-    let builder = Client::builder(url);
-    match api_key {
+/// A client builder for the global options: URL, API key, CA file and roots.
+fn client_builder(cli: &Cli) -> ClientBuilder {
+    let mut builder = Client::builder(&cli.url);
+    builder = match &cli.api_key {
         Some(k) if !k.is_empty() => builder.api_key(k),
         _ => builder.no_api_key(),
+    };
+    if let Some(path) = &cli.ca_cert {
+        builder = builder.ca_cert(path);
     }
+    if let Some(roots) = cli.tls_roots {
+        builder = builder.tls_roots(roots);
+    }
+    builder
 }
 
-async fn run(cli: Cli) -> Result<ExitCode, Error> {
-    let client = client_builder(cli.api_key.as_deref(), &cli.url).build()?;
+async fn run(cli: Cli, builder: ClientBuilder) -> Result<ExitCode, Error> {
+    if let Command::Eval(args) = cli.command {
+        return eval::run(*args, builder).await;
+    }
+    let client = builder.build()?;
     match cli.command {
         Command::Envs {
             out: JsonOut { json },
@@ -263,6 +290,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Error> {
             play::run(&client.environment(env), &split, index).await?;
         }
         Command::Check(_) | Command::Conformance(_) => unreachable!("handled in main"),
+        Command::Eval(_) => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)
 }

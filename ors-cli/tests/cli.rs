@@ -1,6 +1,9 @@
 //! The `ors` binary, run as a user would, against an in-process server hosting the
 //! conformance fixture and the gsm8k example.
 
+#[path = "cli/eval.rs"]
+mod eval;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 

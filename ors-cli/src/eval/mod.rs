@@ -1,0 +1,381 @@
+//! `ors eval`: a language model as an agent over an environment's tasks, one trajectory per
+//! line, a summary at the end.
+
+mod out;
+mod progress;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use ors_client::agent::ModelOptions;
+use ors_client::{
+    evaluate, Agent, AgentOptions, Api, ClientBuilder, Episode, Error, EvalOptions, OnText,
+    StopHandle, Summary,
+};
+use serde_json::{json, Value};
+
+use self::progress::Progress;
+
+/// Arguments of `ors eval`.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// Environment name.
+    #[arg(required_unless_present = "print_schema")]
+    env: Option<String>,
+    /// Split of the tasks.
+    #[arg(long, required_unless_present = "print_schema")]
+    split: Option<String>,
+    /// Model name, as the model server knows it.
+    #[arg(long, required_unless_present = "print_schema")]
+    model: Option<String>,
+    /// The model server's base URL: https://api.openai.com/v1, http://localhost:8000/v1
+    /// (vLLM), https://api.anthropic.com.
+    #[arg(long, value_name = "URL", required_unless_present = "print_schema")]
+    base_url: Option<String>,
+    /// The model server's API.
+    #[arg(long, default_value = "openai", value_parser = parse_api)]
+    api: Api,
+    /// The model server's API key [default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY, by --api].
+    /// (`--api-key` is the ORS server's.)
+    #[arg(long, value_name = "KEY", hide_env_values = true)]
+    model_api_key: Option<String>,
+    /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
+    #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = crate::parse_range)]
+    indices: Option<(Option<i64>, Option<i64>)>,
+    /// At most N episodes (the first N of the selected tasks).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Episodes run at once.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    concurrency: usize,
+    /// Model turns per episode before it is cut off.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    max_steps: usize,
+    /// Sampling temperature.
+    #[arg(long, value_name = "T")]
+    temperature: Option<f64>,
+    /// Completion token limit per model call (`max_tokens`).
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<u32>,
+    /// More request body fields, as a JSON object (e.g. '{"top_p": 0.9, "seed": 1}'; vLLM:
+    /// '{"logprobs": true, "return_token_ids": true}').
+    #[arg(long, value_name = "JSON", value_parser = parse_object)]
+    extra: Option<serde_json::Map<String, Value>>,
+    /// A system prompt.
+    #[arg(long, value_name = "TEXT")]
+    system: Option<String>,
+    /// When the model answers without a tool call, tell it to go on instead of ending the
+    /// episode.
+    #[arg(long)]
+    nudge: bool,
+    /// End an episode once its model calls have used this many tokens.
+    #[arg(long, value_name = "TOKENS")]
+    token_budget: Option<u64>,
+    /// Limit on each step's model request and each tool call, in seconds.
+    #[arg(long, default_value_t = 600.0, value_name = "SECS")]
+    step_timeout: f64,
+    /// Append one trajectory (JSON) per line to FILE as each episode ends.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Skip the tasks that already have a trajectory without error in --out.
+    #[arg(long, requires = "out")]
+    resume: bool,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Print the JSON Schema of a trajectory and exit.
+    #[arg(long)]
+    print_schema: bool,
+}
+
+fn parse_api(s: &str) -> Result<Api, String> {
+    s.parse()
+}
+
+fn parse_object(s: &str) -> Result<serde_json::Map<String, Value>, String> {
+    match serde_json::from_str(s) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err("expected a JSON object".into()),
+        Err(e) => Err(format!("not JSON: {e}")),
+    }
+}
+
+/// The JSON Schema of one trajectory line.
+pub fn schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(Episode)).unwrap_or(Value::Null)
+}
+
+/// Run `ors eval`.
+pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Error> {
+    if args.print_schema {
+        use std::io::Write;
+        // `ors eval --print-schema | head` closes the pipe early: not an error.
+        let _ = writeln!(std::io::stdout(), "{}", crate::render::pretty(&schema()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let missing = |what: &str| Error::InvalidArgument(format!("{what} is required"));
+    let env_name = args.env.clone().ok_or_else(|| missing("ENV"))?;
+    let split = args.split.clone().ok_or_else(|| missing("--split"))?;
+    let model = args.model.clone().ok_or_else(|| missing("--model"))?;
+    let base_url = args.base_url.clone().ok_or_else(|| missing("--base-url"))?;
+    if !(args.step_timeout.is_finite() && args.step_timeout > 0.0) {
+        return Err(Error::InvalidArgument(
+            "--step-timeout must be a number of seconds above 0".into(),
+        ));
+    }
+    let step = Duration::from_secs_f64(args.step_timeout);
+    let client = builder.call_timeout(Some(step)).build()?;
+
+    let mut opts = ModelOptions::new(args.api, base_url, model).timeout(step);
+    if let Some(k) = args.model_api_key.clone().filter(|k| !k.is_empty()) {
+        opts = opts.api_key(k);
+    }
+    if let Some(t) = args.temperature {
+        opts = opts.temperature(t);
+    }
+    if let Some(n) = args.max_tokens {
+        opts = opts.max_tokens(n);
+    }
+    if let Some(extra) = args.extra.clone() {
+        opts = opts.extra(extra);
+    }
+    let agent = Agent::with_options(
+        opts.connect(&client)?,
+        AgentOptions {
+            system: args.system.clone(),
+            on_text: if args.nudge {
+                OnText::nudge()
+            } else {
+                OnText::Stop
+            },
+            token_budget: args.token_budget,
+        },
+    );
+
+    let env = client.environment(&env_name);
+    let n = env.num_tasks(&split).await?;
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let (start, stop) = args.indices.unwrap_or((None, None));
+    let mut selected: Vec<i64> = ors_core::slice_bounds(start, stop, n)
+        .map(|i| i as i64)
+        .collect();
+    if let Some(limit) = args.limit {
+        selected.truncate(limit);
+    }
+
+    let previous = match (&args.out, args.resume) {
+        (Some(path), true) => out::read(path).map_err(Error::InvalidArgument)?,
+        _ => out::Previous::default(),
+    };
+    if previous.unreadable > 0 {
+        eprintln!(
+            "ors eval: {} line(s) of the --out file are not trajectories and were ignored",
+            previous.unreadable
+        );
+    }
+    let (skipped, to_run): (Vec<i64>, Vec<i64>) =
+        selected.iter().partition(|&&i| previous.done(&split, i));
+    let writer = match &args.out {
+        Some(path) => Some(Arc::new(
+            out::Writer::append(path).map_err(Error::InvalidArgument)?,
+        )),
+        None => None,
+    };
+
+    let progress = Arc::new(Progress::new(to_run.len()));
+    if !skipped.is_empty() {
+        progress.note(&format!(
+            "ors eval: {} of {} tasks already have a trajectory; running {}",
+            skipped.len(),
+            selected.len(),
+            to_run.len()
+        ));
+    }
+    let options = EvalOptions::default()
+        .concurrency(args.concurrency)
+        .max_steps(args.max_steps);
+    let stop = options.stop_handle();
+    let ctrl_c = tokio::spawn(stop_on_ctrl_c(stop.clone(), Arc::clone(&progress)));
+    let watch = Arc::new(Watch::new(stop, Arc::clone(&progress), writer));
+    let options = {
+        let watch = Arc::clone(&watch);
+        options.on_progress(move |p| watch.episode(p.episode))
+    };
+
+    let started = Instant::now();
+    let report = evaluate(&env, &split, to_run, Arc::new(agent), options).await;
+    let wall = started.elapsed();
+    ctrl_c.abort();
+    progress.finish();
+
+    let resumed: Vec<&Episode> = skipped
+        .iter()
+        .filter_map(|&i| previous.latest.get(&(split.clone(), i)))
+        .collect();
+    let summary = Summary::of(report.episodes.iter().chain(resumed.iter().copied()));
+    print_summary(&summary, &report, resumed.len(), wall, &args);
+    let failed = report.errors() > 0
+        || !report.not_run.is_empty()
+        || watch.write_failed.load(Ordering::Relaxed);
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Consecutive episodes that could not reach the ORS server after which no more are started:
+/// when the server is gone, the rest would fail too (run again with --resume).
+const UNREACHABLE_LIMIT: usize = 3;
+
+/// What happens as each episode ends: its trajectory written, progress shown, the first error
+/// of each kind told, and the run stopped when the ORS server has gone away.
+struct Watch {
+    stop: StopHandle,
+    progress: Arc<Progress>,
+    writer: Option<Arc<out::Writer>>,
+    write_failed: AtomicBool,
+    unreachable: AtomicUsize,
+    kinds_seen: Mutex<BTreeSet<String>>,
+}
+
+impl Watch {
+    fn new(stop: StopHandle, progress: Arc<Progress>, writer: Option<Arc<out::Writer>>) -> Self {
+        Self {
+            stop,
+            progress,
+            writer,
+            write_failed: AtomicBool::new(false),
+            unreachable: AtomicUsize::new(0),
+            kinds_seen: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    fn episode(&self, e: &Episode) {
+        if let Some(w) = &self.writer {
+            if let Err(msg) = w.write(e) {
+                if !self.write_failed.swap(true, Ordering::Relaxed) {
+                    self.progress.note(&format!("ors eval: error: {msg}"));
+                }
+            }
+        }
+        self.progress.episode(e);
+        let Some(error) = &e.error else {
+            self.unreachable.store(0, Ordering::Relaxed);
+            return;
+        };
+        let first = self
+            .kinds_seen
+            .lock()
+            .is_ok_and(|mut seen| seen.insert(error.kind.clone()));
+        if first {
+            self.progress.note(&format!(
+                "ors eval: episode {} failed: {}",
+                e.index,
+                crate::render::one_line(&error.message)
+            ));
+        }
+        if error.kind != "transport" {
+            self.unreachable.store(0, Ordering::Relaxed);
+        } else if self.unreachable.fetch_add(1, Ordering::Relaxed) + 1 == UNREACHABLE_LIMIT {
+            self.stop.stop();
+            self.progress.note(&format!(
+                "ors eval: {UNREACHABLE_LIMIT} episodes in a row could not reach the ORS \
+                 server; no more are started (run again with --resume to complete the rest)"
+            ));
+        }
+    }
+}
+
+/// First Ctrl-C: start no more episodes; second: end the running ones too. Sessions are
+/// deleted either way.
+async fn stop_on_ctrl_c(stop: StopHandle, progress: Arc<Progress>) {
+    if tokio::signal::ctrl_c().await.is_err() {
+        return;
+    }
+    stop.stop();
+    progress.note(
+        "ors eval: stopping: no new episodes; the running ones finish and their sessions are \
+         deleted (Ctrl-C again to end them now)",
+    );
+    if tokio::signal::ctrl_c().await.is_ok() {
+        stop.abort();
+        progress.note("ors eval: ending the running episodes");
+    }
+}
+
+fn print_summary(
+    s: &Summary,
+    report: &ors_client::EvalReport,
+    resumed: usize,
+    wall: Duration,
+    args: &EvalArgs,
+) {
+    let ran = report.episodes.len();
+    let rate = ran as f64 / wall.as_secs_f64().max(1e-9);
+    if args.json {
+        let doc = json!({
+            "summary": s,
+            "ran": ran,
+            "resumed": resumed,
+            "not_run": report.not_run.len(),
+            "wall_s": wall.as_secs_f64(),
+            "episodes_per_s": rate,
+            "out": args.out,
+        });
+        println!("{}", crate::render::pretty(&doc));
+        return;
+    }
+    let mut lines = vec![
+        (
+            "episodes",
+            format!(
+                "{}{}{}",
+                s.episodes,
+                if resumed > 0 {
+                    format!(" ({resumed} from an earlier run)")
+                } else {
+                    String::new()
+                },
+                if report.not_run.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} not run (stopped)", report.not_run.len())
+                }
+            ),
+        ),
+        ("mean reward", format!("{:.4}", s.mean_reward)),
+        ("success rate", format!("{:.1}%", 100.0 * s.success_rate)),
+        ("mean steps", format!("{:.2}", s.mean_steps)),
+        ("errors", kinds(&s.errors, s.error_count())),
+        ("stop reasons", kinds(&s.stop_reasons, s.episodes)),
+        (
+            "tokens",
+            format!("{} in, {} out", s.input_tokens, s.output_tokens),
+        ),
+        (
+            "wall time",
+            format!("{:.1} s ({rate:.1} episodes/s)", wall.as_secs_f64()),
+        ),
+    ];
+    if let Some(path) = &args.out {
+        lines.push(("trajectories", path.display().to_string()));
+    }
+    for (k, v) in lines {
+        println!("{k:<13} {v}");
+    }
+}
+
+/// `3 (model 2, timeout 1)`, or `0`.
+fn kinds(by: &std::collections::BTreeMap<String, usize>, total: usize) -> String {
+    if by.is_empty() {
+        return total.to_string();
+    }
+    let parts: Vec<String> = by.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    format!("{total} ({})", parts.join(", "))
+}

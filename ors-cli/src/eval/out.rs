@@ -1,0 +1,101 @@
+//! The trajectory file of `ors eval --out`: one JSON object per line, appended and flushed as
+//! each episode ends, and read back by `--resume`.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ors_client::Episode;
+
+/// What an existing trajectory file holds.
+#[derive(Debug, Default)]
+pub struct Previous {
+    /// The last trajectory of each `(split, index)`.
+    pub latest: HashMap<(String, i64), Episode>,
+    /// Lines that are not trajectories (a line cut short by a crash, say).
+    pub unreadable: usize,
+}
+
+impl Previous {
+    /// Whether `(split, index)` has a trajectory that did not end in an error: `--resume`
+    /// skips those and runs the rest again.
+    pub fn done(&self, split: &str, index: i64) -> bool {
+        self.latest
+            .get(&(split.to_owned(), index))
+            .is_some_and(|e| e.error.is_none())
+    }
+}
+
+/// Read the trajectories of `path` (none if it does not exist).
+pub fn read(path: &Path) -> Result<Previous, String> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Previous::default()),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut prev = Previous::default();
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Episode>(&line) {
+            Ok(e) => {
+                prev.latest.insert((e.split.clone(), e.index), e);
+            }
+            Err(_) => prev.unreadable += 1,
+        }
+    }
+    Ok(prev)
+}
+
+/// The file trajectories are appended to.
+pub struct Writer {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl Writer {
+    /// Open `path` for appending (created if missing).
+    pub fn append(path: &Path) -> Result<Self, String> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        // A line cut short by a crash must not swallow the next trajectory.
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len > 0 && !ends_with_newline(path) {
+            file.write_all(b"\n")
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(Self {
+            path: path.to_owned(),
+            file: Mutex::new(file),
+        })
+    }
+
+    /// Append one trajectory as a line, written through to the file at once.
+    pub fn write(&self, episode: &Episode) -> Result<(), String> {
+        let mut line = serde_json::to_vec(episode).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        let mut file = self
+            .file
+            .lock()
+            .map_err(|_| "the writer panicked".to_owned())?;
+        file.write_all(&line)
+            .and_then(|()| file.flush())
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    }
+}
+
+fn ends_with_newline(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = File::open(path) else {
+        return true;
+    };
+    let mut last = [0u8; 1];
+    f.seek(SeekFrom::End(-1)).is_ok() && f.read_exact(&mut last).is_ok() && last[0] == b'\n'
+}

@@ -1,0 +1,107 @@
+//! Progress of `ors eval` on stderr: a bar when stderr is a terminal, a plain line every few
+//! seconds when it is not (a log file, CI).
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ors_client::Episode;
+
+/// How often the plain lines come.
+const EVERY: Duration = Duration::from_secs(5);
+
+/// Running figures of the episodes finished so far.
+#[derive(Default)]
+struct Tally {
+    done: usize,
+    reward: f64,
+    successes: usize,
+    errors: usize,
+}
+
+/// The progress display.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+    total: usize,
+    started: Instant,
+    tally: Mutex<(Tally, Instant)>,
+}
+
+impl Progress {
+    /// Progress over `total` episodes.
+    pub fn new(total: usize) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            let style =
+                ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {per_sec} ETA {eta}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Self {
+            bar,
+            total,
+            started: Instant::now(),
+            tally: Mutex::new((Tally::default(), Instant::now())),
+        }
+    }
+
+    /// One more episode ended.
+    pub fn episode(&self, e: &Episode) {
+        let Ok(mut guard) = self.tally.lock() else {
+            return;
+        };
+        let (tally, last) = &mut *guard;
+        tally.done += 1;
+        tally.reward += e.total_reward;
+        tally.successes += usize::from(e.success());
+        tally.errors += usize::from(e.error.is_some());
+        let line = self.line(tally);
+        match &self.bar {
+            Some(bar) => {
+                bar.set_message(line);
+                bar.inc(1);
+            }
+            None if last.elapsed() >= EVERY || tally.done == self.total => {
+                *last = Instant::now();
+                let rate = tally.done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+                eprintln!(
+                    "ors eval: {}/{} done, {line}, {rate:.1} episodes/s",
+                    tally.done, self.total
+                );
+            }
+            None => {}
+        }
+    }
+
+    fn line(&self, t: &Tally) -> String {
+        let n = t.done.max(1) as f64;
+        let mut line = format!(
+            "mean reward {:.3}, success {:.1}%",
+            t.reward / n,
+            100.0 * t.successes as f64 / n
+        );
+        if t.errors > 0 {
+            line.push_str(&format!(", {} errors", t.errors));
+        }
+        line
+    }
+
+    /// Print a note without breaking the bar.
+    pub fn note(&self, msg: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{msg}")),
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    /// Remove the bar.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

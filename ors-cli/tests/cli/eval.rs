@@ -1,0 +1,449 @@
+//! `ors eval` end to end: the binary against the in-process fixture and the strict scripted
+//! model server (both in this process), as a user runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use ors_examples::scripted_model::{sum_question, Reply, RunningModel, ScriptedModel};
+use ors_server::{Server, ServerConfig};
+use serde_json::{json, Value};
+
+use super::{client, ok, ors, server, server_with, stderr, stdout};
+
+/// A fresh path for an --out file.
+fn out_file(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ors-cli-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.jsonl"));
+    let _ = std::fs::remove_file(&path);
+    path
+}
+
+/// The trajectories of an --out file.
+fn trajectories(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("each line is one JSON trajectory"))
+        .collect()
+}
+
+/// `eval conformance --split train` against `url` with the scripted model at `model`.
+fn eval_args(url: &str, model: &RunningModel, more: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "--url",
+        url,
+        "eval",
+        "conformance",
+        "--split",
+        "train",
+        "--model",
+        "scripted",
+        "--base-url",
+        &model.openai_base(),
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    args.extend(more.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+async fn run_ors(args: Vec<String>) -> Output {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    ors(&refs, "").await
+}
+
+/// The summary in what `--json` printed.
+fn summary(printed: &str) -> Value {
+    let v: Value = serde_json::from_str(printed).expect("--json prints JSON");
+    v["summary"].clone()
+}
+
+fn right_answer(text: &str) -> String {
+    let (a, b) = sum_question(text).expect("a sum question");
+    (a + b).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eval_over_the_fixture_scores_full_marks_and_writes_valid_trajectories() {
+    let srv = server().await;
+    let model = ScriptedModel::arithmetic()
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let out = out_file("full");
+    let o = run_ors(eval_args(
+        &srv.url(),
+        &model,
+        &[
+            "--out",
+            out.to_str().unwrap(),
+            "--concurrency",
+            "4",
+            "--temperature",
+            "0.2",
+            "--json",
+        ],
+    ))
+    .await;
+    let s = summary(&ok(&o));
+    assert_eq!(s["episodes"], 25);
+    assert_eq!(s["mean_reward"], 1.0);
+    assert_eq!(s["success_rate"], 1.0);
+    assert_eq!(s["mean_steps"], 1.0);
+    assert!(s["input_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(model.rejections(), Vec::<String>::new());
+
+    let lines = trajectories(&out);
+    assert_eq!(lines.len(), 25);
+    let mut indices: Vec<i64> = lines.iter().map(|t| t["index"].as_i64().unwrap()).collect();
+    indices.sort_unstable();
+    assert_eq!(indices, (0..25).collect::<Vec<_>>());
+    let schema: Value =
+        serde_json::from_str(&ok(
+            &run_ors(vec!["eval".into(), "--print-schema".into()]).await
+        ))
+        .unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
+    for t in &lines {
+        assert!(
+            validator.is_valid(t),
+            "{:?}",
+            validator.iter_errors(t).next()
+        );
+        assert_eq!(t["agent"]["sampling"]["temperature"], 0.2);
+        assert_eq!(t["ors_rs_version"], env!("CARGO_PKG_VERSION"));
+    }
+    // The human summary, on the Anthropic API, over a slice.
+    let o = run_ors(vec![
+        "--url".into(),
+        srv.url(),
+        "eval".into(),
+        "conformance".into(),
+        "--split".into(),
+        "test".into(),
+        "--model".into(),
+        "scripted".into(),
+        "--api".into(),
+        "anthropic".into(),
+        "--base-url".into(),
+        model.anthropic_base(),
+        "--indices".into(),
+        "1:".into(),
+        "--limit".into(),
+        "2".into(),
+    ])
+    .await;
+    let text = ok(&o);
+    assert!(text.contains("episodes      2\n"), "{text}");
+    assert!(text.contains("mean reward   1.0000"), "{text}");
+    assert!(text.contains("success rate  100.0%"), "{text}");
+    assert_eq!(model.rejections(), Vec::<String>::new());
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eval_runs_over_gsm8k_and_writes_trajectories() {
+    let srv = server().await;
+    // It answers 0 to word problems: episodes end at the submit, unrewarded.
+    let model = ScriptedModel::arithmetic()
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let out = out_file("gsm8k");
+    let o = ors(
+        &[
+            "--url",
+            &srv.url(),
+            "eval",
+            "gsm8k",
+            "--split",
+            "test",
+            "--model",
+            "scripted",
+            "--base-url",
+            &model.openai_base(),
+            "--limit",
+            "3",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "",
+    )
+    .await;
+    let text = ok(&o);
+    assert!(text.contains("episodes      3"), "{text}");
+    let lines = trajectories(&out);
+    assert_eq!(lines.len(), 3);
+    for t in &lines {
+        assert_eq!(
+            (t["env"].as_str(), t["stop_reason"].as_str()),
+            (Some("gsm8k"), Some("finished"))
+        );
+        assert_eq!(t["tool_calls"][0]["name"], "submit");
+        assert!(t["task"]["question"].is_string());
+    }
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_without_tools_broken_arguments_and_rate_limits() {
+    let srv = server().await;
+    let url = srv.url();
+
+    // Answers in words: the episode ends without reward, unless nudged.
+    let talker = ScriptedModel::new(|x| {
+        if x.last_user_text.contains("calling one of the tools") {
+            Reply::call(
+                "submit",
+                json!({ "answer": right_answer(&x.first_user_text) }),
+            )
+        } else {
+            Reply::Text("It is the sum.".into())
+        }
+    })
+    .bind("127.0.0.1:0")
+    .await
+    .unwrap();
+    let o = run_ors(eval_args(&url, &talker, &["--limit", "3", "--json"])).await;
+    let s = summary(&ok(&o));
+    assert_eq!(
+        (
+            s["mean_reward"].as_f64(),
+            s["stop_reasons"]["no_tool_call"].as_u64()
+        ),
+        (Some(0.0), Some(3))
+    );
+    let o = run_ors(eval_args(
+        &url,
+        &talker,
+        &["--limit", "3", "--nudge", "--json"],
+    ))
+    .await;
+    assert_eq!(summary(&ok(&o))["mean_reward"], 1.0);
+
+    // Broken JSON arguments first: the model is told and fixes them.
+    let broken = ScriptedModel::new(|x| match x.tool_results.first() {
+        None => Reply::Tools(vec![("submit".into(), r#"{"answer": "#.into())]),
+        Some(r) if r.text.contains("not a JSON object") => Reply::call(
+            "submit",
+            json!({ "answer": right_answer(&x.first_user_text) }),
+        ),
+        Some(r) => Reply::Text(format!("unexpected {r:?}")),
+    })
+    .bind("127.0.0.1:0")
+    .await
+    .unwrap();
+    let out = out_file("broken");
+    let o = run_ors(eval_args(
+        &url,
+        &broken,
+        &["--limit", "4", "--json", "--out", out.to_str().unwrap()],
+    ))
+    .await;
+    let s = summary(&ok(&o));
+    assert_eq!(
+        (s["mean_reward"].as_f64(), s["mean_steps"].as_f64()),
+        (Some(1.0), Some(2.0))
+    );
+    let t = &trajectories(&out)[0];
+    assert_eq!(
+        t["tool_calls"].as_array().unwrap().len(),
+        1,
+        "the broken call is not made"
+    );
+    assert_eq!(t["agent"]["messages"][2]["is_error"], true);
+    assert_eq!(broken.rejections(), Vec::<String>::new());
+
+    // 429 twice, then answers.
+    let limited = ScriptedModel::new(|x| {
+        if x.request_index < 2 {
+            Reply::Error {
+                status: 429,
+                message: "Rate limit reached".into(),
+                retry_after: Some(Duration::from_millis(10)),
+            }
+        } else {
+            Reply::call(
+                "submit",
+                json!({ "answer": right_answer(&x.first_user_text) }),
+            )
+        }
+    })
+    .bind("127.0.0.1:0")
+    .await
+    .unwrap();
+    let out = out_file("limited");
+    let o = run_ors(eval_args(
+        &url,
+        &limited,
+        &["--limit", "1", "--json", "--out", out.to_str().unwrap()],
+    ))
+    .await;
+    assert_eq!(summary(&ok(&o))["mean_reward"], 1.0);
+    assert_eq!(
+        trajectories(&out)[0]["agent"]["model_calls"][0]["attempts"],
+        3
+    );
+    srv.shutdown().await;
+}
+
+/// Start `ors ARGS` without waiting for it.
+fn spawn_ors(args: &[String]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_ors"))
+        .args(args)
+        .env_remove("ORS_URL")
+        .env_remove("ORS_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the ors binary runs")
+}
+
+/// Wait (at most a minute: only to turn a hang into a failure) until `path` holds `n` lines.
+async fn wait_for_lines(path: &Path, n: usize) {
+    for _ in 0..1200 {
+        if trajectories(path).len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{} never reached {n} trajectories", path.display());
+}
+
+async fn wait_output(child: Child) -> Output {
+    tokio::task::spawn_blocking(move || child.wait_with_output().expect("ors finishes"))
+        .await
+        .expect("the blocking task")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_run_is_completed_by_resume_without_repeats() {
+    let srv = server().await;
+    let port = srv.local_addr().port();
+    let model = ScriptedModel::arithmetic()
+        .delay(Duration::from_millis(100))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let out = out_file("killed");
+    let args = eval_args(
+        &srv.url(),
+        &model,
+        &["--out", out.to_str().unwrap(), "--concurrency", "2"],
+    );
+    let child = spawn_ors(&args);
+    wait_for_lines(&out, 4).await;
+    srv.shutdown().await;
+    let first = wait_output(child).await;
+    assert!(
+        !first.status.success(),
+        "episodes failed: {}",
+        stdout(&first)
+    );
+    let before = trajectories(&out);
+    let finished: Vec<i64> = before
+        .iter()
+        .filter(|t| t["error"].is_null())
+        .map(|t| t["index"].as_i64().unwrap())
+        .collect();
+    assert!(finished.len() >= 4 && finished.len() < 25, "{finished:?}");
+    assert!(
+        stderr(&first).contains("--resume"),
+        "says how to complete: {}",
+        stderr(&first)
+    );
+
+    // The server is back on the same port; --resume runs only what is missing.
+    let cfg = ServerConfig {
+        host: "127.0.0.1".into(),
+        port,
+        ..ServerConfig::default()
+    };
+    let srv = Server::with_config(cfg)
+        .environment::<ors_examples::conformance::Conformance>()
+        .bind()
+        .await
+        .expect("the server restarts on its port");
+    let mut resume = args.clone();
+    resume.extend(["--resume".into(), "--json".into()]);
+    let o = run_ors(resume).await;
+    let s = summary(&ok(&o));
+    assert_eq!(
+        (s["episodes"].as_u64(), s["mean_reward"].as_f64()),
+        (Some(25), Some(1.0))
+    );
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["resumed"].as_u64(), Some(finished.len() as u64));
+    let after = trajectories(&out);
+    for i in 0..25 {
+        let good = after
+            .iter()
+            .filter(|t| t["index"] == i && t["error"].is_null())
+            .count();
+        assert_eq!(good, 1, "task {i} has one finished trajectory, never two");
+    }
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_launching_finishes_running_deletes_sessions_and_summarizes() {
+    // Two sessions at most: had an episode kept its session, the check below could not open two.
+    let srv = server_with(|c| c.max_sessions = 2).await;
+    let model = ScriptedModel::arithmetic()
+        .delay(Duration::from_millis(300))
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let out = out_file("interrupted");
+    let args = eval_args(
+        &srv.url(),
+        &model,
+        &[
+            "--out",
+            out.to_str().unwrap(),
+            "--concurrency",
+            "2",
+            "--json",
+        ],
+    );
+    let child = spawn_ors(&args);
+    wait_for_lines(&out, 2).await;
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupted.success());
+    let o = wait_output(child).await;
+    let doc: Value = serde_json::from_str(&stdout(&o)).expect("the summary so far");
+    let ran = doc["ran"].as_u64().unwrap();
+    assert!((2..25).contains(&ran), "{doc}");
+    assert_eq!(doc["not_run"].as_u64().unwrap() + ran, 25);
+    assert_eq!(
+        doc["summary"]["mean_reward"], 1.0,
+        "the running ones finished"
+    );
+    assert_eq!(trajectories(&out).len() as u64, ran);
+    assert!(stderr(&o).contains("stopping"), "{}", stderr(&o));
+    let env = client(&srv.url()).environment("conformance");
+    let a = env.session_at("train", 0).await.expect("a free slot");
+    let b = env.session_at("train", 1).await.expect("another free slot");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_options_reach_the_client() {
+    let o = ors(&["--ca-cert", "/nonexistent/ca.pem", "envs"], "").await;
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("/nonexistent/ca.pem"), "{}", stderr(&o));
+    let o = ors(&["--tls-roots", "both", "envs"], "").await;
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("mozilla or system"), "{}", stderr(&o));
+}
