@@ -3,6 +3,7 @@
 //! `ors-bench load --workload calls --url http://127.0.0.1:PORT ...` runs one workload and
 //! prints one JSON object on stdout; `ors-bench bare --port 0` serves canned ORS answers.
 
+mod agent;
 mod bare;
 mod client;
 mod stats;
@@ -55,6 +56,9 @@ enum Workload {
     Big,
     /// Idle sessions and the server's memory.
     Idle,
+    /// Agent episodes (`ors_client::evaluate` with the `Agent`) against a scripted model
+    /// server (`--model-base`).
+    Agent,
 }
 
 #[derive(clap::Args)]
@@ -95,6 +99,9 @@ struct LoadArgs {
     /// Give up after this many seconds, whatever the workload reached.
     #[arg(long, default_value_t = 300.0)]
     time_limit: f64,
+    /// The scripted model server's OpenAI base URL (`agent` workload).
+    #[arg(long, value_name = "URL")]
+    model_base: Option<String>,
 }
 
 fn secs(s: f64) -> Duration {
@@ -131,6 +138,13 @@ fn load(args: LoadArgs) -> Result<(), String> {
     };
     let rt = runtime(args.threads).map_err(|e| format!("tokio runtime: {e}"))?;
     let workload = args.workload;
+    let (url, model_base) = (
+        args.url.clone(),
+        args.model_base.clone().unwrap_or_default(),
+    );
+    if matches!(workload, Workload::Agent) && model_base.is_empty() {
+        return Err("the agent workload needs --model-base".into());
+    }
     let report = rt.block_on(async move {
         let run = async {
             match workload {
@@ -138,6 +152,7 @@ fn load(args: LoadArgs) -> Result<(), String> {
                 Workload::Episodes => workloads::episodes(&opts).await,
                 Workload::Big => workloads::big(&opts).await,
                 Workload::Idle => workloads::idle(&opts).await,
+                Workload::Agent => agent::agent(&url, &model_base, &opts).await,
             }
         };
         match tokio::time::timeout(limit, run).await {

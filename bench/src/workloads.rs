@@ -22,7 +22,7 @@ use crate::stats::{Errors, Recorder};
 pub const ECHO_TEXT: &str = "the quick brown fox jumps over the lazy dog";
 
 /// How many tasks the fixture's `train` split has.
-const TRAIN_TASKS: u64 = 25;
+pub const TRAIN_TASKS: u64 = 25;
 
 /// How long workers may take to finish their last operation after the window closes.
 const GRACE: Duration = Duration::from_secs(20);

@@ -23,6 +23,11 @@ struct Args {
     delay_ms: u64,
 }
 
+/// jemalloc, like the example servers: the model answers thousands of requests a second in
+/// the benchmark, and glibc's allocator costs it more CPU.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();

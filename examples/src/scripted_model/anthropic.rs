@@ -184,7 +184,8 @@ pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
         tool_results: Vec::new(),
         last_user_text: String::new(),
         tools,
-        body: body.clone(),
+        body: Value::Null,
+        request_bytes: 0,
         request_index: 0,
     };
     // The tool_use ids of the previous assistant turn.
@@ -310,7 +311,7 @@ pub(crate) fn answer(x: &Exchange, reply: &Reply, index: usize) -> Result<Value,
         }
         Reply::Error { .. } => return Err("an error is not an answer".into()),
     };
-    let output_tokens = tokens(&Value::Array(content.clone()).to_string());
+    let output_tokens = tokens(Value::Array(content.clone()).to_string().len());
     Ok(json!({
         "id": format!("msg_{index}"),
         "type": "message",
@@ -320,7 +321,7 @@ pub(crate) fn answer(x: &Exchange, reply: &Reply, index: usize) -> Result<Value,
         "stop_reason": stop,
         "stop_sequence": null,
         "usage": {
-            "input_tokens": tokens(&x.body["messages"].to_string()),
+            "input_tokens": tokens(x.request_bytes),
             "output_tokens": output_tokens,
         },
     }))

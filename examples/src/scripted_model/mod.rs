@@ -78,8 +78,10 @@ pub struct Exchange {
     pub last_user_text: String,
     /// The names of the tools offered.
     pub tools: Vec<String>,
-    /// The request body's other fields (`temperature`, `seed`, ...).
+    /// The request body.
     pub body: Value,
+    /// Its size in bytes.
+    pub request_bytes: usize,
     /// Requests this server received before this one.
     pub request_index: usize,
 }
@@ -246,6 +248,7 @@ impl State {
             Ok(b) => b.to_bytes(),
             Err(e) => return self.reject(api, invalid(format!("cannot read the body: {e}"))),
         };
+        let request_bytes = body.len();
         let body: Value = match serde_json::from_slice(&body) {
             Ok(v @ Value::Object(_)) => v,
             Ok(_) => return self.reject(api, invalid("the body must be a JSON object")),
@@ -260,6 +263,8 @@ impl State {
             Err(r) => return self.reject(api, r),
         };
         exchange.request_index = index;
+        exchange.request_bytes = request_bytes;
+        exchange.body = body;
         let reply = (self.model.script)(&exchange);
         if !self.model.delay.is_zero() {
             tokio::time::sleep(self.model.delay).await;
@@ -414,9 +419,9 @@ impl Drop for RunningModel {
     }
 }
 
-/// Rough token counts for the `usage` of an answer: a token per 4 bytes.
-pub(crate) fn tokens(text: &str) -> u64 {
-    (text.len() as u64).div_ceil(4).max(1)
+/// Rough token counts for the `usage` of an answer: a token per 4 bytes of JSON.
+pub(crate) fn tokens(bytes: usize) -> u64 {
+    (bytes as u64).div_ceil(4).max(1)
 }
 
 #[cfg(test)]

@@ -168,7 +168,8 @@ pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
         tool_results: Vec::new(),
         last_user_text: String::new(),
         tools,
-        body: body.clone(),
+        body: Value::Null,
+        request_bytes: 0,
         request_index: 0,
     };
     let mut seen_user = false;
@@ -313,8 +314,8 @@ pub(crate) fn answer(x: &Exchange, reply: &Reply, index: usize) -> Result<Value,
         }
         Reply::Error { .. } => return Err("an error is not an answer".into()),
     };
-    let output_tokens = tokens(&written);
-    let input_tokens = tokens(&x.body["messages"].to_string());
+    let output_tokens = tokens(written.len());
+    let input_tokens = tokens(x.request_bytes);
     let mut choice = json!({
         "index": 0,
         "message": message,

@@ -196,9 +196,11 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
             to_run.len()
         ));
     }
+    // Trajectories go to the file as they end; only the summary stays in memory.
     let options = EvalOptions::default()
         .concurrency(args.concurrency)
-        .max_steps(args.max_steps);
+        .max_steps(args.max_steps)
+        .keep_episodes(false);
     let stop = options.stop_handle();
     let ctrl_c = tokio::spawn(stop_on_ctrl_c(stop.clone(), Arc::clone(&progress)));
     let watch = Arc::new(Watch::new(stop, Arc::clone(&progress), writer));
@@ -213,15 +215,24 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     ctrl_c.abort();
     progress.finish();
 
-    let resumed: Vec<&Episode> = skipped
+    let ran = watch.summary.lock().map(|s| s.clone()).unwrap_or_default();
+    let mut summary = ran.clone();
+    let mut resumed = 0;
+    for e in skipped
         .iter()
         .filter_map(|&i| previous.latest.get(&(split.clone(), i)))
-        .collect();
-    let summary = Summary::of(report.episodes.iter().chain(resumed.iter().copied()));
-    print_summary(&summary, &report, resumed.len(), wall, &args);
-    let failed = report.errors() > 0
-        || !report.not_run.is_empty()
-        || watch.write_failed.load(Ordering::Relaxed);
+    {
+        summary.add(e);
+        resumed += 1;
+    }
+    let counts = Counts {
+        ran: ran.episodes,
+        resumed,
+        not_run: report.not_run.len(),
+    };
+    print_summary(&summary, &counts, wall, &args);
+    let failed =
+        ran.error_count() > 0 || counts.not_run > 0 || watch.write_failed.load(Ordering::Relaxed);
     Ok(if failed {
         ExitCode::FAILURE
     } else {
@@ -242,6 +253,8 @@ struct Watch {
     write_failed: AtomicBool,
     unreachable: AtomicUsize,
     kinds_seen: Mutex<BTreeSet<String>>,
+    /// The episodes of this run.
+    summary: Mutex<Summary>,
 }
 
 impl Watch {
@@ -253,6 +266,7 @@ impl Watch {
             write_failed: AtomicBool::new(false),
             unreachable: AtomicUsize::new(0),
             kinds_seen: Mutex::new(BTreeSet::new()),
+            summary: Mutex::new(Summary::default()),
         }
     }
 
@@ -265,6 +279,9 @@ impl Watch {
             }
         }
         self.progress.episode(e);
+        if let Ok(mut s) = self.summary.lock() {
+            s.add(e);
+        }
         let Some(error) = &e.error else {
             self.unreachable.store(0, Ordering::Relaxed);
             return;
@@ -309,21 +326,26 @@ async fn stop_on_ctrl_c(stop: StopHandle, progress: Arc<Progress>) {
     }
 }
 
-fn print_summary(
-    s: &Summary,
-    report: &ors_client::EvalReport,
+/// How many episodes ran, came from the file, were never started.
+struct Counts {
+    ran: usize,
     resumed: usize,
-    wall: Duration,
-    args: &EvalArgs,
-) {
-    let ran = report.episodes.len();
+    not_run: usize,
+}
+
+fn print_summary(s: &Summary, counts: &Counts, wall: Duration, args: &EvalArgs) {
+    let Counts {
+        ran,
+        resumed,
+        not_run,
+    } = *counts;
     let rate = ran as f64 / wall.as_secs_f64().max(1e-9);
     if args.json {
         let doc = json!({
             "summary": s,
             "ran": ran,
             "resumed": resumed,
-            "not_run": report.not_run.len(),
+            "not_run": not_run,
             "wall_s": wall.as_secs_f64(),
             "episodes_per_s": rate,
             "out": args.out,
@@ -342,10 +364,10 @@ fn print_summary(
                 } else {
                     String::new()
                 },
-                if report.not_run.is_empty() {
+                if not_run == 0 {
                     String::new()
                 } else {
-                    format!(", {} not run (stopped)", report.not_run.len())
+                    format!(", {not_run} not run (stopped)")
                 }
             ),
         ),

@@ -8,20 +8,21 @@ use ors_core::Block;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::model::{ChatRequest, ModelOptions, ModelReply};
+use super::model::{Body, ChatRequest, ModelOptions, ModelReply};
 use super::trace::{Message, ModelCall, ToolCall, Usage};
 
 /// The completion limit sent when none is set (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// The request body.
-pub(crate) fn request_body(opts: &ModelOptions, req: &ChatRequest<'_>) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(opts.model.clone()));
-    body.insert(
-        "max_tokens".into(),
-        json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
-    );
+pub(crate) fn request_body<'a>(opts: &'a ModelOptions, req: &ChatRequest<'a>) -> Body<'a> {
+    let mut fields = vec![
+        ("model", Value::String(opts.model.clone())),
+        (
+            "max_tokens",
+            json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+        ),
+    ];
     let system: Vec<&str> = req
         .messages
         .iter()
@@ -31,19 +32,17 @@ pub(crate) fn request_body(opts: &ModelOptions, req: &ChatRequest<'_>) -> Value 
         })
         .collect();
     if !system.is_empty() {
-        body.insert("system".into(), Value::String(system.join("\n\n")));
+        fields.push(("system", Value::String(system.join("\n\n"))));
     }
-    body.insert("messages".into(), Value::Array(messages(req.messages)));
-    if !req.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(req.tools.to_vec()));
-    }
+    fields.push(("messages", Value::Array(messages(req.messages))));
     if let Some(t) = opts.temperature {
-        body.insert("temperature".into(), json!(t));
+        fields.push(("temperature", json!(t)));
     }
-    for (k, v) in &opts.extra {
-        body.insert(k.clone(), v.clone());
+    Body {
+        fields,
+        tools: req.tools,
+        extra: &opts.extra,
     }
-    Value::Object(body)
 }
 
 /// Text and image blocks as content blocks (empty text left out).

@@ -36,10 +36,10 @@ mod openai;
 mod trace;
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use ors_core::Block;
+use ors_core::{Block, ToolSpec};
 use serde_json::Value;
 
 use crate::rollout::{Action, Call, Observation, Outcome, Policy, PolicyError, StopReason, Turn};
@@ -86,7 +86,13 @@ pub struct AgentOptions {
 pub struct Agent {
     model: Arc<dyn ChatModel>,
     options: AgentOptions,
+    /// The last tool list converted to the model's format: episodes of one environment
+    /// usually share it, and converting schemas is work.
+    tools: Mutex<Option<ConvertedTools>>,
 }
+
+/// Tool specs and their conversion to a model's format.
+type ConvertedTools = (Vec<ToolSpec>, Arc<[Value]>);
 
 impl std::fmt::Debug for Agent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -106,7 +112,26 @@ impl Agent {
 
     /// An agent of `model` playing by `options`.
     pub fn with_options(model: Arc<dyn ChatModel>, options: AgentOptions) -> Self {
-        Self { model, options }
+        Self {
+            model,
+            options,
+            tools: Mutex::new(None),
+        }
+    }
+
+    /// `specs` in the model's tool format (from the cache when they are the last ones seen).
+    fn tools_for(&self, specs: &[ToolSpec]) -> Arc<[Value]> {
+        let Ok(mut cache) = self.tools.lock() else {
+            return self.model.provider().tools(specs).into();
+        };
+        if let Some((seen, converted)) = cache.as_ref() {
+            if seen.as_slice() == specs {
+                return Arc::clone(converted);
+            }
+        }
+        let converted: Arc<[Value]> = self.model.provider().tools(specs).into();
+        *cache = Some((specs.to_vec(), Arc::clone(&converted)));
+        converted
     }
 
     /// Its model.
@@ -132,7 +157,7 @@ enum Pending {
 /// calls.
 #[derive(Debug)]
 pub struct AgentState {
-    tools: Vec<Value>,
+    tools: Arc<[Value]>,
     messages: Vec<Message>,
     calls: Vec<ModelCall>,
     usage: Usage,
@@ -208,7 +233,7 @@ impl Policy for Agent {
             content: obs.prompt.to_vec(),
         });
         AgentState {
-            tools: self.model.provider().tools(obs.tools),
+            tools: self.tools_for(obs.tools),
             messages,
             calls: Vec::new(),
             usage: Usage::default(),

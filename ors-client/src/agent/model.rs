@@ -14,6 +14,7 @@ use http::header::{HeaderName, HeaderValue};
 use ors_core::provider::Provider;
 use ors_core::JsonObject;
 use serde::de::DeserializeOwned;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use super::trace::{Message, ModelCall, Sampling, ToolCall};
@@ -240,6 +241,35 @@ pub trait ChatModel: Send + Sync {
     fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>>;
 }
 
+/// A request body: the API's own fields, the tools (borrowed: they are the same every turn),
+/// then the extra fields, which win over an own field of the same name.
+pub(crate) struct Body<'a> {
+    /// The API's fields, in order.
+    pub fields: Vec<(&'static str, Value)>,
+    /// The tools, left out when empty.
+    pub tools: &'a [Value],
+    /// The extra fields.
+    pub extra: &'a JsonObject,
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in &self.fields {
+            if !self.extra.contains_key(*k) {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        if !self.tools.is_empty() && !self.extra.contains_key("tools") {
+            map.serialize_entry("tools", self.tools)?;
+        }
+        for (k, v) in self.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
 /// The transport and settings both HTTP models share.
 struct Endpoint {
     http: Arc<Http>,
@@ -287,7 +317,7 @@ impl Endpoint {
 
     /// POST `body` to `path`, retrying as the agent loop should (429, 5xx, timeouts, broken
     /// connections; honouring `Retry-After`), and decode the answer as `T`.
-    async fn post<T: DeserializeOwned>(&self, path: &str, body: &Value) -> Result<(T, u32)> {
+    async fn post<T: DeserializeOwned>(&self, path: &str, body: &Body<'_>) -> Result<(T, u32)> {
         let model_error = |status: Option<u16>, message: String| Error::Model { status, message };
         let bytes = serde_json::to_vec(body)
             .map_err(|e| Error::InvalidArgument(format!("model request is not JSON: {e}")))?;

@@ -7,27 +7,26 @@ use ors_core::Block;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::model::{ChatRequest, ModelOptions, ModelReply};
+use super::model::{Body, ChatRequest, ModelOptions, ModelReply};
 use super::trace::{Message, ModelCall, ToolCall, Usage};
 
 /// The request body.
-pub(crate) fn request_body(opts: &ModelOptions, req: &ChatRequest<'_>) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), Value::String(opts.model.clone()));
-    body.insert("messages".into(), Value::Array(messages(req.messages)));
-    if !req.tools.is_empty() {
-        body.insert("tools".into(), Value::Array(req.tools.to_vec()));
-    }
+pub(crate) fn request_body<'a>(opts: &'a ModelOptions, req: &ChatRequest<'a>) -> Body<'a> {
+    let mut fields = vec![
+        ("model", Value::String(opts.model.clone())),
+        ("messages", Value::Array(messages(req.messages))),
+    ];
     if let Some(t) = opts.temperature {
-        body.insert("temperature".into(), json!(t));
+        fields.push(("temperature", json!(t)));
     }
     if let Some(n) = opts.max_tokens {
-        body.insert("max_tokens".into(), json!(n));
+        fields.push(("max_tokens", json!(n)));
     }
-    for (k, v) in &opts.extra {
-        body.insert(k.clone(), v.clone());
+    Body {
+        fields,
+        tools: req.tools,
+        extra: &opts.extra,
     }
-    Value::Object(body)
 }
 
 /// A user message's content: a plain string for one text block (what every compatible server

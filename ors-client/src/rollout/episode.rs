@@ -204,7 +204,7 @@ impl Episode {
 /// The results of an evaluation, in the order of the indices given.
 #[derive(Debug)]
 pub struct EvalReport {
-    /// One entry per episode run.
+    /// One entry per episode run (none with [`crate::EvalOptions::keep_episodes`] off).
     pub episodes: Vec<Episode>,
     /// Indices that were never started because the evaluation was stopped.
     pub not_run: Vec<i64>,
@@ -263,29 +263,30 @@ impl Summary {
     /// The summary of `episodes`.
     pub fn of<'a>(episodes: impl IntoIterator<Item = &'a Episode>) -> Self {
         let mut s = Summary::default();
-        let (mut reward, mut successes, mut steps) = (0.0, 0usize, 0usize);
         for e in episodes {
-            s.episodes += 1;
-            reward += e.total_reward;
-            steps += e.steps;
-            successes += usize::from(e.success());
-            if let Some(err) = &e.error {
-                *s.errors.entry(err.kind.clone()).or_default() += 1;
-            }
-            *s.stop_reasons
-                .entry(e.stop_reason.as_str().to_owned())
-                .or_default() += 1;
-            let (input, output) = e.tokens();
-            s.input_tokens += input;
-            s.output_tokens += output;
-        }
-        if s.episodes > 0 {
-            let n = s.episodes as f64;
-            s.mean_reward = reward / n;
-            s.success_rate = successes as f64 / n;
-            s.mean_steps = steps as f64 / n;
+            s.add(e);
         }
         s
+    }
+
+    /// Count one more episode.
+    pub fn add(&mut self, e: &Episode) {
+        self.episodes += 1;
+        // Running means: no sums to keep beside the public figures.
+        let n = self.episodes as f64;
+        self.mean_reward += (e.total_reward - self.mean_reward) / n;
+        self.success_rate += (f64::from(u8::from(e.success())) - self.success_rate) / n;
+        self.mean_steps += (e.steps as f64 - self.mean_steps) / n;
+        if let Some(err) = &e.error {
+            *self.errors.entry(err.kind.clone()).or_default() += 1;
+        }
+        *self
+            .stop_reasons
+            .entry(e.stop_reason.as_str().to_owned())
+            .or_default() += 1;
+        let (input, output) = e.tokens();
+        self.input_tokens += input;
+        self.output_tokens += output;
     }
 
     /// Episodes that ended in an error.

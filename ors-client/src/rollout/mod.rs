@@ -2,14 +2,15 @@
 
 mod episode;
 
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ors_core::{Block, ToolSpec};
 use serde_json::Value;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
 
 use crate::agent::AgentTrace;
 use crate::client::{Environment, TaskRef};
@@ -225,6 +226,9 @@ pub struct EvalOptions {
     pub on_progress: Option<EvalProgressFn>,
     /// Stops the evaluation from outside.
     pub stop: StopHandle,
+    /// Whether [`EvalReport::episodes`] keeps every episode; without, each is only handed to
+    /// `on_progress` (which can write it out), so memory stays flat over any number of tasks.
+    pub keep_episodes: bool,
 }
 
 impl Default for EvalOptions {
@@ -235,6 +239,7 @@ impl Default for EvalOptions {
             secrets: ors_core::Secrets::default(),
             on_progress: None,
             stop: StopHandle::default(),
+            keep_episodes: true,
         }
     }
 }
@@ -247,6 +252,7 @@ impl std::fmt::Debug for EvalOptions {
             .field("secrets", &self.secrets)
             .field("on_progress", &self.on_progress.is_some())
             .field("stopped", &self.stop.is_stopped())
+            .field("keep_episodes", &self.keep_episodes)
             .finish()
     }
 }
@@ -276,6 +282,12 @@ impl EvalOptions {
         self
     }
 
+    /// Keep the episodes in the report (the default), or only hand them to `on_progress`.
+    pub fn keep_episodes(mut self, keep: bool) -> Self {
+        self.keep_episodes = keep;
+        self
+    }
+
     /// A handle that stops this evaluation (clone it before handing the options over).
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
@@ -297,72 +309,73 @@ pub async fn evaluate<P: Policy>(
 ) -> EvalReport {
     let indices: Vec<i64> = indices.into_iter().collect();
     let total = indices.len();
-    let permits = Arc::new(Semaphore::new(options.concurrency.max(1)));
     let split: Arc<str> = Arc::from(split);
-    let done = Arc::new(AtomicUsize::new(0));
-    let on_progress = options.on_progress.clone();
-    let report = Arc::new(move |episode: &Episode| {
-        let done = done.fetch_add(1, Ordering::Relaxed) + 1;
-        if let Some(cb) = &on_progress {
+    let concurrency = options.concurrency.max(1);
+    // Episodes are started as others end, so a long list costs nothing until its turn.
+    let mut next = 0;
+    let mut running = JoinSet::new();
+    let mut positions: HashMap<tokio::task::Id, (usize, i64)> = HashMap::new();
+    let mut ended: Vec<(usize, Episode)> = Vec::new();
+    let mut done = 0;
+    loop {
+        while running.len() < concurrency && next < total && !options.stop.is_stopped() {
+            let (pos, index) = (next, indices[next]);
+            next += 1;
+            let (env, split, policy) = (env.clone(), Arc::clone(&split), Arc::clone(&policy));
+            let (max_steps, secrets, stop) = (
+                options.max_steps,
+                options.secrets.clone(),
+                options.stop.clone(),
+            );
+            let task = running.spawn(async move {
+                let run = Run {
+                    env: &env,
+                    split: &split,
+                    index,
+                    max_steps,
+                    stop: &stop,
+                };
+                run.episode(&*policy, secrets).await
+            });
+            positions.insert(task.id(), (pos, index));
+        }
+        let Some(joined) = running.join_next_with_id().await else {
+            break;
+        };
+        let (id, result) = match joined {
+            Ok((id, episode)) => (id, Ok(episode)),
+            Err(e) => (e.id(), Err(e)),
+        };
+        let Some((pos, index)) = positions.remove(&id) else {
+            continue;
+        };
+        let episode = result.unwrap_or_else(|e| {
+            let mut episode = Episode::new(env.name(), &split, index);
+            episode.stop_reason = StopReason::Error;
+            episode.error = Some(EpisodeError {
+                kind: "panic".to_owned(),
+                status: None,
+                message: format!("the episode panicked: {e}"),
+            });
+            episode
+        });
+        done += 1;
+        if let Some(cb) = &options.on_progress {
             cb(&EvalProgress {
                 done,
                 total,
-                episode,
+                episode: &episode,
             });
         }
-    });
-    let mut handles = Vec::with_capacity(total);
-    for &index in &indices {
-        let (env, split, policy, permits, report) = (
-            env.clone(),
-            Arc::clone(&split),
-            Arc::clone(&policy),
-            Arc::clone(&permits),
-            Arc::clone(&report),
-        );
-        let (max_steps, secrets, stop) = (
-            options.max_steps,
-            options.secrets.clone(),
-            options.stop.clone(),
-        );
-        handles.push(tokio::spawn(async move {
-            // The semaphore is never closed, so acquiring cannot fail.
-            let _permit = permits.acquire_owned().await;
-            if stop.is_stopped() {
-                return None;
-            }
-            let run = Run {
-                env: &env,
-                split: &split,
-                index,
-                max_steps,
-                stop: &stop,
-            };
-            let episode = run.episode(&*policy, secrets).await;
-            report(&episode);
-            Some(episode)
-        }));
-    }
-    let mut episodes = Vec::with_capacity(total);
-    let mut not_run = Vec::new();
-    for (handle, &index) in handles.into_iter().zip(&indices) {
-        match handle.await {
-            Ok(Some(episode)) => episodes.push(episode),
-            Ok(None) => not_run.push(index),
-            Err(e) => {
-                let mut episode = Episode::new(env.name(), &split, index);
-                episode.stop_reason = StopReason::Error;
-                episode.error = Some(EpisodeError {
-                    kind: "panic".to_owned(),
-                    status: None,
-                    message: format!("the episode panicked: {e}"),
-                });
-                report(&episode);
-                episodes.push(episode);
-            }
+        if options.keep_episodes {
+            ended.push((pos, episode));
         }
     }
-    EvalReport { episodes, not_run }
+    ended.sort_unstable_by_key(|(pos, _)| *pos);
+    EvalReport {
+        episodes: ended.into_iter().map(|(_, e)| e).collect(),
+        not_run: indices[next..].to_vec(),
+    }
 }
 
 /// One episode to run.

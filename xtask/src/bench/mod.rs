@@ -6,6 +6,7 @@
 //! runs one `ors-bench load` process per workload (so a stuck workload can be killed), and
 //! prints the table and the JSON.
 
+mod agent;
 mod report;
 pub(crate) mod servers;
 
@@ -38,6 +39,31 @@ pub struct BenchArgs {
     /// Override the measurement window of each workload, in seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Only these workloads (default: all).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Only>,
+}
+
+/// The workloads `--only` can pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Only {
+    /// `echo` calls on warm sessions (16 and 256 at once).
+    Calls,
+    /// Whole episodes without a model (16 and 256 at once).
+    Episodes,
+    /// 1 MiB results through SSE.
+    Big,
+    /// Idle sessions and the server's memory.
+    Idle,
+    /// Agent episodes with an instant scripted model: our client against the reference's.
+    Agent,
+}
+
+impl BenchArgs {
+    /// Whether `what` is to be measured.
+    fn runs(&self, what: Only) -> bool {
+        self.only.is_empty() || self.only.contains(&what)
+    }
 }
 
 impl BenchArgs {
@@ -49,6 +75,7 @@ impl BenchArgs {
             servers: Vec::new(),
             client_threads: 1,
             duration: None,
+            only: Vec::new(),
         }
     }
 }
@@ -99,7 +126,7 @@ impl Plan {
         }
     }
 
-    fn window(&self, kind: Kind) -> (f64, f64) {
+    pub(crate) fn window(&self, kind: Kind) -> (f64, f64) {
         match kind {
             Kind::Reference => (self.ref_duration, self.ref_warmup),
             _ => (self.duration, self.warmup),
@@ -107,13 +134,13 @@ impl Plan {
     }
 }
 
-/// The timed workloads: key, `ors-bench` workload, concurrent sessions.
-const WORKLOADS: [(&str, &str, usize); 5] = [
-    ("calls_16", "calls", 16),
-    ("calls_256", "calls", 256),
-    ("episodes_16", "episodes", 16),
-    ("episodes_256", "episodes", 256),
-    ("big", "big", 1),
+/// The timed workloads: key, `ors-bench` workload, concurrent sessions, `--only` name.
+const WORKLOADS: [(&str, &str, usize, Only); 5] = [
+    ("calls_16", "calls", 16, Only::Calls),
+    ("calls_256", "calls", 256, Only::Calls),
+    ("episodes_16", "episodes", 16, Only::Episodes),
+    ("episodes_256", "episodes", 256, Only::Episodes),
+    ("big", "big", 1, Only::Big),
 ];
 
 /// Size of the `big` result.
@@ -133,6 +160,12 @@ fn run_load(bench: &Path, url: &str, canned: bool, args: &[String]) -> Result<Va
     if canned {
         cmd.arg("--canned");
     }
+    run_json(cmd, limit + 30.0)
+}
+
+/// Run a workload process and return the JSON object of its last line; it is killed after
+/// `limit` seconds.
+fn run_json(mut cmd: Command, limit: f64) -> Result<Value, String> {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stdin(Stdio::null())
@@ -144,16 +177,14 @@ fn run_load(bench: &Path, url: &str, canned: bool, args: &[String]) -> Result<Va
         let _ = stdout.read_to_string(&mut out);
         out
     });
-    let deadline = Instant::now() + Duration::from_secs_f64(limit + 30.0);
+    let deadline = Instant::now() + Duration::from_secs_f64(limit);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if Instant::now() > deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "the load generator ran past {limit} s and was killed"
-                ));
+                return Err(format!("the workload ran past {limit} s and was killed"));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(format!("waiting for the load generator: {e}")),
@@ -161,14 +192,14 @@ fn run_load(bench: &Path, url: &str, canned: bool, args: &[String]) -> Result<Va
     };
     let out = reader.join().unwrap_or_default();
     if !status.success() {
-        return Err(format!("the load generator failed ({status})"));
+        return Err(format!("the workload process failed ({status})"));
     }
     let line = out
         .lines()
         .rev()
         .find(|l| !l.trim().is_empty())
         .unwrap_or("");
-    serde_json::from_str(line).map_err(|e| format!("the load generator printed no JSON: {e}"))
+    serde_json::from_str(line).map_err(|e| format!("the workload printed no JSON: {e}"))
 }
 
 /// The error count of a workload report.
@@ -360,10 +391,21 @@ fn settle_after_delete(v: &mut Value, pid: u32) {
 
 /// Measure every server. Each workload runs on the servers back to back, so the ratios
 /// compare figures taken within seconds of each other on this shared machine.
-fn measure(kinds: &[Kind], launcher: &Launcher, plan: &Plan) -> BTreeMap<&'static str, Measured> {
+fn measure(
+    kinds: &[Kind],
+    launcher: &Launcher,
+    plan: &Plan,
+    args: &BenchArgs,
+) -> BTreeMap<&'static str, Measured> {
     let mut results: BTreeMap<&'static str, Measured> = BTreeMap::new();
+    let workloads: Vec<_> = WORKLOADS
+        .into_iter()
+        .filter(|w| args.runs(w.3))
+        .map(|(key, workload, sessions, _)| (key, workload, sessions))
+        .collect();
     let mut running = Vec::new();
-    for &kind in kinds {
+    let servers_needed = !workloads.is_empty() || args.runs(Only::Idle);
+    for &kind in kinds.iter().filter(|_| servers_needed) {
         let m = results.entry(kind.name()).or_default();
         if kind == Kind::Ours && launcher.ours.is_none() {
             continue;
@@ -373,14 +415,14 @@ fn measure(kinds: &[Kind], launcher: &Launcher, plan: &Plan) -> BTreeMap<&'stati
             running.push((kind, server));
         }
     }
-    for workload in WORKLOADS {
+    for &workload in &workloads {
         for (kind, server) in running.iter_mut() {
             let m = results.entry(kind.name()).or_default();
             run_workload(*kind, workload, server, launcher, plan, m);
         }
     }
     drop(running);
-    for &kind in kinds {
+    for &kind in kinds.iter().filter(|_| args.runs(Only::Idle)) {
         if kind == Kind::Ours && launcher.ours.is_none() {
             continue;
         }
@@ -390,22 +432,44 @@ fn measure(kinds: &[Kind], launcher: &Launcher, plan: &Plan) -> BTreeMap<&'stati
         }
         run_idle(kind, launcher, plan, m);
     }
+    // The clients are compared here: both need our server; the reference only its venv.
+    if args.runs(Only::Agent) && kinds.contains(&Kind::Ours) && launcher.ours.is_some() {
+        agent::measure(launcher, plan, &mut results);
+    }
     results
 }
 
+/// The release binaries: the load generator, our server and the scripted model server.
+struct Built {
+    bench: PathBuf,
+    ours: Option<PathBuf>,
+    model: Option<PathBuf>,
+    failure: Option<String>,
+}
+
 /// Build the release binaries; our server may fail to build (reported, the rest still runs).
-fn build(kinds: &[Kind]) -> Result<(Option<PathBuf>, PathBuf, Option<String>), String> {
+fn build(kinds: &[Kind], agent: bool) -> Result<Built, String> {
     let dir = crate::procs::cargo_build(&["-p", "ors-bench", "--bin", "ors-bench"], true)?;
-    let bench = dir.join("ors-bench");
-    let mut ours = None;
-    let mut failure = None;
+    let mut built = Built {
+        bench: dir.join("ors-bench"),
+        ours: None,
+        model: None,
+        failure: None,
+    };
     if kinds.contains(&Kind::Ours) {
-        match crate::procs::cargo_build(&["-p", "ors-examples", "--bin", "conformance"], true) {
-            Ok(dir) => ours = Some(dir.join("conformance")),
-            Err(e) => failure = Some(e),
+        let mut args = vec!["-p", "ors-examples", "--bin", "conformance"];
+        if agent {
+            args.extend(["--bin", "scripted-model"]);
+        }
+        match crate::procs::cargo_build(&args, true) {
+            Ok(dir) => {
+                built.ours = Some(dir.join("conformance"));
+                built.model = agent.then(|| dir.join("scripted-model"));
+            }
+            Err(e) => built.failure = Some(e),
         }
     }
-    Ok((ours, bench, failure))
+    Ok(built)
 }
 
 /// The 1-minute load average, from `/proc/loadavg`.
@@ -434,7 +498,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
             .collect()
     };
     let root = crate::python::workspace_root();
-    let (ours, bench, build_failure) = build(&kinds)?;
+    let Built {
+        bench,
+        ours,
+        model,
+        failure: build_failure,
+    } = build(&kinds, args.runs(Only::Agent))?;
     let python = if kinds.contains(&Kind::Reference) {
         Some(crate::python::ensure_venv()?)
     } else {
@@ -447,6 +516,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
     std::fs::create_dir_all(&logs).map_err(|e| format!("creating {}: {e}", logs.display()))?;
     let launcher = Launcher {
         ours,
+        model,
         bench,
         python,
         fixture: servers::fixture_path(&root),
@@ -454,7 +524,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
     };
     // Read after the build, which loads the machine itself.
     let load_before = load_average();
-    let mut results = measure(&kinds, &launcher, &plan);
+    let mut results = measure(&kinds, &launcher, &plan, &args);
     if let Some(e) = build_failure {
         results
             .entry(Kind::Ours.name())

@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 
 use super::{Measured, Plan};
 
+/// The row of the agent workload (where ours and the reference are clients).
+const AGENT_ROW: &str = "agent episodes (client), 16 at once";
+
 /// Column order of the three servers.
 const SERVERS: [&str; 3] = ["ours", "reference", "limit"];
 
@@ -172,6 +175,16 @@ impl Report {
         row("  latency p50".into(), "ms", &|m| {
             workload(m, "big", "p50_ms")
         });
+        // Clients, not servers: our Agent and the reference client's loop, same server.
+        row(AGENT_ROW.into(), "episodes/s", &|m| {
+            workload(m, super::agent::KEY, "rate")
+        });
+        for p in ["p50", "p99"] {
+            let field = format!("{p}_ms");
+            row(format!("  latency {p}"), "ms", &|m| {
+                workload(m, super::agent::KEY, &field)
+            });
+        }
         for &n in &plan.idle_ours {
             row(format!("idle sessions: memory at {n}"), "B/session", &|m| {
                 idle_step(m, n)?["bytes_per_session"].as_f64()
@@ -243,9 +256,11 @@ impl Report {
             "ours/ref",
             "ours/limit",
         ];
+        // Rows nothing was measured for (a run with --only) are left out.
         let cells: Vec<[String; 7]> = self
             .rows
             .iter()
+            .filter(|r| r.values.iter().any(Option::is_some))
             .map(|r| {
                 [
                     r.metric.clone(),
@@ -421,6 +436,7 @@ fn targets(rows: &[Row], results: &BTreeMap<&str, Measured>, plan: &Plan) -> Vec
         met: returned.map(|r| r >= 0.75),
         detail: returned.map_or("-".into(), |r| format!("{:.0}% returned", r * 100.0)),
     });
+    t.push(ratio_target(rows, AGENT_ROW, 1, 20.0));
     let mbs = find(rows, "1 MiB result through SSE").and_then(|r| r.values[0]);
     t.push(Target {
         name: "1 MiB result: >= 200 MB/s".into(),

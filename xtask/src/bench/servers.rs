@@ -39,6 +39,8 @@ impl Kind {
 pub struct Launcher {
     /// The release `conformance` binary, when it built.
     pub ours: Option<PathBuf>,
+    /// The release `scripted-model` binary, when the agent workload runs and it built.
+    pub model: Option<PathBuf>,
     /// The release `ors-bench` binary (bare server and load generator).
     pub bench: PathBuf,
     /// The reference venv's python.
