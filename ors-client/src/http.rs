@@ -459,7 +459,8 @@ fn request_failure(
         };
         return Failure::Fatal(Error::Tls { host, detail });
     }
-    let url = &cfg.url;
+    // The server the request was for: the ORS server, or an agent's model server.
+    let url = req.base.as_deref().unwrap_or(&cfg.url);
     if e.is_connect() {
         return Failure::Connect(Error::Transport(format!(
             "cannot connect to {url}: {}",

@@ -372,3 +372,37 @@ async fn a_model_server_cannot_exhaust_the_client() {
     assert_eq!(fake.count("POST /v1/chat/completions"), 1, "not retried");
     srv.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_model_server_is_named() {
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let srv = server().await;
+    let c = client(&srv.url());
+    let model = ModelOptions::new(Api::OpenAi, &base, "m")
+        .max_retries(0)
+        .connect(&c)
+        .unwrap();
+    let env = c.environment("conformance");
+    let report = evaluate(
+        &env,
+        "train",
+        [0],
+        Arc::new(Agent::new(model)),
+        EvalOptions::default(),
+    )
+    .await;
+    srv.shutdown().await;
+    let error = report.episodes[0].error.as_ref().unwrap();
+    assert_eq!(error.kind, "model");
+    assert!(
+        error.message.contains(&format!("cannot connect to {base}")),
+        "{}",
+        error.message
+    );
+}
