@@ -3,7 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::{invalid, tokens, Api, Exchange, Rejection, Reply, ToolResult};
+use super::{
+    check_tools, invalid, tokens, valid_name, Api, Exchange, Rejection, Reply, ToolResult,
+    ToolShape,
+};
 
 /// The body fields accepted.
 const KNOWN_FIELDS: &[&str] = &[
@@ -25,12 +28,8 @@ const KNOWN_FIELDS: &[&str] = &[
 
 const IMAGE_TYPES: &[&str] = &["image/jpeg", "image/png", "image/gif", "image/webp"];
 
-fn valid_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+/// What Anthropic allows in a tool name.
+const MAX_NAME: usize = 128;
 
 /// A text or image block (of a message or inside a tool result); the text, if any.
 fn check_block(b: &Value, at: &str) -> Result<Option<String>, Rejection> {
@@ -62,39 +61,19 @@ fn check_block(b: &Value, at: &str) -> Result<Option<String>, Rejection> {
     }
 }
 
-fn check_tools(body: &Value) -> Result<Vec<String>, Rejection> {
-    let Some(tools) = body.get("tools") else {
-        return Ok(Vec::new());
-    };
-    let tools = tools
-        .as_array()
-        .ok_or_else(|| invalid("tools: Input should be a valid list"))?;
-    let mut names = Vec::new();
-    for (i, t) in tools.iter().enumerate() {
-        if !(t["type"].is_null() || t["type"] == "custom") {
-            return Err(invalid(format!("tools.{i}.type: expected 'custom'")));
+/// The Messages tool: `{"type": "custom" (or absent), name, description, input_schema}`.
+const TOOL: ToolShape = ToolShape {
+    max_name: MAX_NAME,
+    schema_key: "input_schema",
+    schema_optional: false,
+    definition: |i, t| {
+        if t["type"].is_null() || t["type"] == "custom" {
+            Ok(t)
+        } else {
+            Err(invalid(format!("tools.{i}.type: expected 'custom'")))
         }
-        let name = t["name"].as_str().unwrap_or("");
-        if !valid_name(name) {
-            return Err(invalid(format!(
-                "tools.{i}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'"
-            )));
-        }
-        if !(t["description"].is_null() || t["description"].is_string()) {
-            return Err(invalid(format!(
-                "tools.{i}.description: Input should be a valid string"
-            )));
-        }
-        let schema = &t["input_schema"];
-        if !schema.is_object() || schema["type"] != "object" {
-            return Err(invalid(format!(
-                "tools.{i}.input_schema: Input should be a JSON Schema object with type 'object'"
-            )));
-        }
-        names.push(name.to_owned());
-    }
-    Ok(names)
-}
+    },
+};
 
 /// The content of a message as blocks (a string is one text block).
 fn blocks_of(m: &Value, at: &str) -> Result<Vec<Value>, Rejection> {
@@ -147,7 +126,7 @@ pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
         }
         Some(_) => return Err(invalid("system: Input should be a valid string or list")),
     }
-    let tools = check_tools(body)?;
+    let tools = check_tools(body, &TOOL)?;
     let messages = body["messages"]
         .as_array()
         .filter(|m| !m.is_empty())
@@ -175,19 +154,7 @@ pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
         ));
     }
 
-    let mut x = Exchange {
-        api: Api::Anthropic,
-        model: model.to_owned(),
-        first_user_text: String::new(),
-        user_images: 0,
-        assistant_turns: 0,
-        tool_results: Vec::new(),
-        last_user_text: String::new(),
-        tools,
-        body: Value::Null,
-        request_bytes: 0,
-        request_index: 0,
-    };
+    let mut x = Exchange::new(Api::Anthropic, model, tools);
     // The tool_use ids of the previous assistant turn.
     let mut asked: Vec<String> = Vec::new();
     for (t, (role, blocks)) in turns.iter().enumerate() {
@@ -199,7 +166,7 @@ pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
                 if b["type"] == "tool_use" {
                     let id = b["id"].as_str().filter(|id| !id.is_empty());
                     let ok = id.is_some()
-                        && b["name"].as_str().is_some_and(valid_name)
+                        && b["name"].as_str().is_some_and(|n| valid_name(n, MAX_NAME))
                         && b["input"].is_object();
                     if !ok {
                         return Err(invalid(format!(

@@ -86,6 +86,25 @@ pub struct Exchange {
     pub request_index: usize,
 }
 
+impl Exchange {
+    /// A request on `api` for `model` offering `tools`, before its messages are read.
+    fn new(api: Api, model: &str, tools: Vec<String>) -> Self {
+        Self {
+            api,
+            model: model.to_owned(),
+            first_user_text: String::new(),
+            user_images: 0,
+            assistant_turns: 0,
+            tool_results: Vec::new(),
+            last_user_text: String::new(),
+            tools,
+            body: Value::Null,
+            request_bytes: 0,
+            request_index: 0,
+        }
+    }
+}
+
 /// What the script answers.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
@@ -333,6 +352,65 @@ impl State {
         }
         error_response(api, r.status, r.kind, &r.message)
     }
+}
+
+/// A tool name as the APIs allow it: 1 to `max` ASCII letters, digits, `_` or `-`.
+pub(crate) fn valid_name(name: &str, max: usize) -> bool {
+    (1..=max).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// How an API lays out a tool.
+pub(crate) struct ToolShape {
+    /// The longest name allowed.
+    pub max_name: usize,
+    /// The key of the input schema.
+    pub schema_key: &'static str,
+    /// Whether a tool may leave the schema out.
+    pub schema_optional: bool,
+    /// The definition inside one entry of `tools` (after checking the entry's `type`); the
+    /// entry's index names it in messages.
+    pub definition: fn(usize, &Value) -> Result<&Value, Rejection>,
+}
+
+/// Check a request's `tools` the way both APIs do (name pattern, description a string, an
+/// object schema of `type: "object"`); the tools' names.
+pub(crate) fn check_tools(body: &Value, shape: &ToolShape) -> Result<Vec<String>, Rejection> {
+    let Some(tools) = body.get("tools") else {
+        return Ok(Vec::new());
+    };
+    let tools = tools
+        .as_array()
+        .ok_or_else(|| invalid("tools: expected an array"))?;
+    let mut names = Vec::new();
+    for (i, t) in tools.iter().enumerate() {
+        let def = (shape.definition)(i, t)?;
+        let name = def["name"].as_str().unwrap_or("");
+        if !valid_name(name, shape.max_name) {
+            return Err(invalid(format!(
+                "tools[{i}]: the name {name:?} does not match ^[a-zA-Z0-9_-]{{1,{}}}$",
+                shape.max_name
+            )));
+        }
+        if !(def["description"].is_null() || def["description"].is_string()) {
+            return Err(invalid(format!(
+                "tools[{i}].description: expected a string"
+            )));
+        }
+        let schema = &def[shape.schema_key];
+        let missing_ok = schema.is_null() && shape.schema_optional;
+        if !missing_ok && (!schema.is_object() || schema["type"] != "object") {
+            return Err(invalid(format!(
+                "Invalid schema for tool '{name}': {} must be a JSON Schema of type 'object', \
+                 got {schema}",
+                shape.schema_key
+            )));
+        }
+        names.push(name.to_owned());
+    }
+    Ok(names)
 }
 
 /// The error type the APIs use for a status.

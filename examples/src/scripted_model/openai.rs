@@ -3,7 +3,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{invalid, tokens, Api, Exchange, Rejection, Reply, ToolResult};
+use super::{
+    check_tools, invalid, tokens, valid_name, Api, Exchange, Rejection, Reply, ToolResult,
+    ToolShape,
+};
 
 /// The body fields accepted: OpenAI's, and the sampling extensions of vLLM (whose server is
 /// the main OpenAI-compatible target).
@@ -37,13 +40,8 @@ const KNOWN_FIELDS: &[&str] = &[
     "chat_template_kwargs",
 ];
 
-/// A function name as OpenAI allows it.
-pub(crate) fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
+/// What OpenAI allows in a function name.
+const MAX_NAME: usize = 64;
 
 fn text_parts(content: &Value, at: &str, images: bool) -> Result<(String, usize), Rejection> {
     match content {
@@ -88,41 +86,20 @@ fn text_parts(content: &Value, at: &str, images: bool) -> Result<(String, usize)
     }
 }
 
-fn check_tools(body: &Value) -> Result<Vec<String>, Rejection> {
-    let Some(tools) = body.get("tools") else {
-        return Ok(Vec::new());
-    };
-    let tools = tools
-        .as_array()
-        .ok_or_else(|| invalid("tools: expected an array"))?;
-    let mut names = Vec::new();
-    for (i, t) in tools.iter().enumerate() {
-        if t["type"] != "function" {
-            return Err(invalid(format!("tools[{i}].type: expected 'function'")));
+/// The Chat Completions tool: `{"type": "function", "function": {name, description,
+/// parameters}}`.
+const TOOL: ToolShape = ToolShape {
+    max_name: MAX_NAME,
+    schema_key: "parameters",
+    schema_optional: true,
+    definition: |i, t| {
+        if t["type"] == "function" {
+            Ok(&t["function"])
+        } else {
+            Err(invalid(format!("tools[{i}].type: expected 'function'")))
         }
-        let f = &t["function"];
-        let name = f["name"].as_str().unwrap_or("");
-        if !valid_name(name) {
-            return Err(invalid(format!(
-                "tools[{i}].function.name: {name:?} does not match ^[a-zA-Z0-9_-]{{1,64}}$"
-            )));
-        }
-        if !(f["description"].is_null() || f["description"].is_string()) {
-            return Err(invalid(format!(
-                "tools[{i}].function.description: expected a string"
-            )));
-        }
-        let params = &f["parameters"];
-        if !params.is_null() && (!params.is_object() || params["type"] != "object") {
-            return Err(invalid(format!(
-                "Invalid schema for function '{name}': schema must be a JSON Schema of 'type: \
-                 \"object\"', got {params}"
-            )));
-        }
-        names.push(name.to_owned());
-    }
-    Ok(names)
-}
+    },
+};
 
 /// Check a request body; what the script sees of it.
 pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
@@ -153,25 +130,13 @@ pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
             }
         }
     }
-    let tools = check_tools(body)?;
+    let tools = check_tools(body, &TOOL)?;
     let messages = body["messages"]
         .as_array()
         .filter(|m| !m.is_empty())
         .ok_or_else(|| invalid("messages: expected a non-empty array"))?;
 
-    let mut x = Exchange {
-        api: Api::OpenAi,
-        model: model.to_owned(),
-        first_user_text: String::new(),
-        user_images: 0,
-        assistant_turns: 0,
-        tool_results: Vec::new(),
-        last_user_text: String::new(),
-        tools,
-        body: Value::Null,
-        request_bytes: 0,
-        request_index: 0,
-    };
+    let mut x = Exchange::new(Api::OpenAi, model, tools);
     let mut seen_user = false;
     // Ids of the last assistant turn's calls still waiting for their tool message.
     let mut awaited: Vec<String> = Vec::new();
@@ -231,7 +196,9 @@ pub(crate) fn check(body: &Value) -> Result<Exchange, Rejection> {
                         let id = c["id"].as_str().filter(|id| !id.is_empty());
                         let ok = id.is_some()
                             && c["type"] == "function"
-                            && c["function"]["name"].as_str().is_some_and(valid_name)
+                            && c["function"]["name"]
+                                .as_str()
+                                .is_some_and(|n| valid_name(n, MAX_NAME))
                             && c["function"]["arguments"].is_string();
                         if !ok {
                             return Err(invalid(format!(

@@ -62,6 +62,29 @@ fn summary(printed: &str) -> Value {
     v["summary"].clone()
 }
 
+/// `model` on a free port.
+async fn bound(model: ScriptedModel) -> RunningModel {
+    model
+        .bind("127.0.0.1:0")
+        .await
+        .expect("the scripted model binds")
+}
+
+/// `ors eval ... MORE --json --out FILE` over the fixture's train split, which must succeed:
+/// the summary and the trajectories written.
+async fn eval_out(
+    url: &str,
+    model: &RunningModel,
+    name: &str,
+    more: &[&str],
+) -> (Value, Vec<Value>) {
+    let out = out_file(name);
+    let mut args = more.to_vec();
+    args.extend(["--json", "--out", out.to_str().unwrap()]);
+    let o = run_ors(eval_args(url, model, &args)).await;
+    (summary(&ok(&o)), trajectories(&out))
+}
+
 fn right_answer(text: &str) -> String {
     let (a, b) = sum_question(text).expect("a sum question");
     (a + b).to_string()
@@ -70,10 +93,7 @@ fn right_answer(text: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eval_over_the_fixture_scores_full_marks_and_writes_valid_trajectories() {
     let srv = server().await;
-    let model = ScriptedModel::arithmetic()
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let model = bound(ScriptedModel::arithmetic()).await;
     let out = out_file("full");
     let o = run_ors(eval_args(
         &srv.url(),
@@ -149,10 +169,7 @@ async fn eval_over_the_fixture_scores_full_marks_and_writes_valid_trajectories()
 async fn eval_runs_over_gsm8k_and_writes_trajectories() {
     let srv = server().await;
     // It answers 0 to word problems: episodes end at the submit, unrewarded.
-    let model = ScriptedModel::arithmetic()
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let model = bound(ScriptedModel::arithmetic()).await;
     let out = out_file("gsm8k");
     let o = ors(
         &[
@@ -195,7 +212,7 @@ async fn answers_without_tools_broken_arguments_and_rate_limits() {
     let url = srv.url();
 
     // Answers in words: the episode ends without reward, unless nudged.
-    let talker = ScriptedModel::new(|x| {
+    let talker = bound(ScriptedModel::new(|x| {
         if x.last_user_text.contains("calling one of the tools") {
             Reply::call(
                 "submit",
@@ -204,12 +221,9 @@ async fn answers_without_tools_broken_arguments_and_rate_limits() {
         } else {
             Reply::Text("It is the sum.".into())
         }
-    })
-    .bind("127.0.0.1:0")
-    .await
-    .unwrap();
-    let o = run_ors(eval_args(&url, &talker, &["--limit", "3", "--json"])).await;
-    let s = summary(&ok(&o));
+    }))
+    .await;
+    let (s, _) = eval_out(&url, &talker, "talker", &["--limit", "3"]).await;
     assert_eq!(
         (
             s["mean_reward"].as_f64(),
@@ -217,39 +231,25 @@ async fn answers_without_tools_broken_arguments_and_rate_limits() {
         ),
         (Some(0.0), Some(3))
     );
-    let o = run_ors(eval_args(
-        &url,
-        &talker,
-        &["--limit", "3", "--nudge", "--json"],
-    ))
-    .await;
-    assert_eq!(summary(&ok(&o))["mean_reward"], 1.0);
+    let (s, _) = eval_out(&url, &talker, "nudged", &["--limit", "3", "--nudge"]).await;
+    assert_eq!(s["mean_reward"], 1.0);
 
     // Broken JSON arguments first: the model is told and fixes them.
-    let broken = ScriptedModel::new(|x| match x.tool_results.first() {
+    let broken = bound(ScriptedModel::new(|x| match x.tool_results.first() {
         None => Reply::Tools(vec![("submit".into(), r#"{"answer": "#.into())]),
         Some(r) if r.text.contains("not a JSON object") => Reply::call(
             "submit",
             json!({ "answer": right_answer(&x.first_user_text) }),
         ),
         Some(r) => Reply::Text(format!("unexpected {r:?}")),
-    })
-    .bind("127.0.0.1:0")
-    .await
-    .unwrap();
-    let out = out_file("broken");
-    let o = run_ors(eval_args(
-        &url,
-        &broken,
-        &["--limit", "4", "--json", "--out", out.to_str().unwrap()],
-    ))
+    }))
     .await;
-    let s = summary(&ok(&o));
+    let (s, lines) = eval_out(&url, &broken, "broken", &["--limit", "4"]).await;
     assert_eq!(
         (s["mean_reward"].as_f64(), s["mean_steps"].as_f64()),
         (Some(1.0), Some(2.0))
     );
-    let t = &trajectories(&out)[0];
+    let t = &lines[0];
     assert_eq!(
         t["tool_calls"].as_array().unwrap().len(),
         1,
@@ -259,7 +259,7 @@ async fn answers_without_tools_broken_arguments_and_rate_limits() {
     assert_eq!(broken.rejections(), Vec::<String>::new());
 
     // 429 twice, then answers.
-    let limited = ScriptedModel::new(|x| {
+    let limited = bound(ScriptedModel::new(|x| {
         if x.request_index < 2 {
             Reply::Error {
                 status: 429,
@@ -272,22 +272,11 @@ async fn answers_without_tools_broken_arguments_and_rate_limits() {
                 json!({ "answer": right_answer(&x.first_user_text) }),
             )
         }
-    })
-    .bind("127.0.0.1:0")
-    .await
-    .unwrap();
-    let out = out_file("limited");
-    let o = run_ors(eval_args(
-        &url,
-        &limited,
-        &["--limit", "1", "--json", "--out", out.to_str().unwrap()],
-    ))
+    }))
     .await;
-    assert_eq!(summary(&ok(&o))["mean_reward"], 1.0);
-    assert_eq!(
-        trajectories(&out)[0]["agent"]["model_calls"][0]["attempts"],
-        3
-    );
+    let (s, lines) = eval_out(&url, &limited, "limited", &["--limit", "1"]).await;
+    assert_eq!(s["mean_reward"], 1.0);
+    assert_eq!(lines[0]["agent"]["model_calls"][0]["attempts"], 3);
     srv.shutdown().await;
 }
 
@@ -326,11 +315,7 @@ async fn wait_output(child: Child) -> Output {
 async fn a_server_killed_mid_run_is_completed_by_resume_without_repeats() {
     let srv = server().await;
     let port = srv.local_addr().port();
-    let model = ScriptedModel::arithmetic()
-        .delay(Duration::from_millis(100))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let model = bound(ScriptedModel::arithmetic().delay(Duration::from_millis(100))).await;
     let out = out_file("killed");
     let args = eval_args(
         &srv.url(),
@@ -395,11 +380,7 @@ async fn a_server_killed_mid_run_is_completed_by_resume_without_repeats() {
 async fn ctrl_c_stops_launching_finishes_running_deletes_sessions_and_summarizes() {
     // Two sessions at most: had an episode kept its session, the check below could not open two.
     let srv = server_with(|c| c.max_sessions = 2).await;
-    let model = ScriptedModel::arithmetic()
-        .delay(Duration::from_millis(300))
-        .bind("127.0.0.1:0")
-        .await
-        .unwrap();
+    let model = bound(ScriptedModel::arithmetic().delay(Duration::from_millis(300))).await;
     let out = out_file("interrupted");
     let args = eval_args(
         &srv.url(),

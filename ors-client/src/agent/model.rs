@@ -315,6 +315,21 @@ impl Endpoint {
         }
     }
 
+    /// POST `body` to `path` and read the answer with `read` (given the attempts made), which
+    /// names what is missing from an answer it cannot use.
+    async fn complete<R: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &Body<'_>,
+        read: impl FnOnce(R, u32) -> std::result::Result<ModelReply, String>,
+    ) -> Result<ModelReply> {
+        let (resp, attempts) = self.post::<R>(path, body).await?;
+        read(resp, attempts).map_err(|message| Error::Model {
+            status: None,
+            message: format!("{}{path}: {message}", self.base),
+        })
+    }
+
     /// POST `body` to `path`, retrying as the agent loop should (429, 5xx, timeouts, broken
     /// connections; honouring `Retry-After`), and decode the answer as `T`.
     async fn post<T: DeserializeOwned>(&self, path: &str, body: &Body<'_>) -> Result<(T, u32)> {
@@ -378,14 +393,9 @@ impl ChatModel for OpenAiChat {
     fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
         Box::pin(async move {
             let body = openai::request_body(&self.0.opts, &req);
-            let (resp, attempts) = self
-                .0
-                .post::<openai::Response>("/chat/completions", &body)
-                .await?;
-            openai::reply(resp, attempts).map_err(|message| Error::Model {
-                status: None,
-                message: format!("{}/chat/completions: {message}", self.0.base),
-            })
+            self.0
+                .complete("/chat/completions", &body, openai::reply)
+                .await
         })
     }
 }
@@ -423,11 +433,9 @@ impl ChatModel for AnthropicMessages {
     fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
         Box::pin(async move {
             let body = anthropic::request_body(&self.0.opts, &req);
-            let (resp, attempts) = self
-                .0
-                .post::<anthropic::Response>("/v1/messages", &body)
-                .await?;
-            Ok(anthropic::reply(resp, attempts))
+            self.0
+                .complete("/v1/messages", &body, |r, n| Ok(anthropic::reply(r, n)))
+                .await
         })
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use ors_client::{Client, Error};
 use serde_json::json;
 
-use crate::support::{behind_proxy, fixture_session, text, Cut};
+use crate::support::{a_cut_call_runs_once, behind_proxy, fixture_session, text, Cut};
 
 fn client(url: &str, heartbeat: Duration) -> Client {
     Client::builder(url)
@@ -23,13 +23,7 @@ async fn a_cut_after_task_id_reconnects_and_the_tool_runs_once() {
     let (srv, proxy) = behind_proxy().await;
     let s = fixture_session(&client(&proxy.url, Duration::from_secs(30))).await;
 
-    proxy.plan(&[Cut::Drop]);
-    let first = s.call("counter", json!({})).await.unwrap();
-    assert_eq!(proxy.pending(), 0, "the first call was cut");
-    assert_eq!(text(&first.blocks), "1");
-    // Had the reconnect run the tool again, this would say 3.
-    let second = s.call("counter", json!({})).await.unwrap();
-    assert_eq!(text(&second.blocks), "2");
+    a_cut_call_runs_once(&s, &proxy).await;
 
     // A cut in the middle of a longer call, and of a chunked result.
     proxy.plan(&[Cut::Drop, Cut::Drop]);

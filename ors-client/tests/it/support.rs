@@ -94,6 +94,17 @@ pub async fn behind_proxy() -> (RunningServer, Proxy) {
     (srv, proxy)
 }
 
+/// Have `proxy` cut the next call of `s` after its `task_id`: the client reconnects and the
+/// tool runs once (`counter` answers 1, then 2; a second run would make the next one 3).
+pub async fn a_cut_call_runs_once(s: &Session, proxy: &Proxy) {
+    proxy.plan(&[Cut::Drop]);
+    let first = s.call("counter", serde_json::json!({})).await.unwrap();
+    assert_eq!(proxy.pending(), 0, "the first call was cut");
+    assert_eq!(text(&first.blocks), "1");
+    let second = s.call("counter", serde_json::json!({})).await.unwrap();
+    assert_eq!(text(&second.blocks), "2");
+}
+
 /// The text of the text blocks, joined.
 pub fn text(blocks: &[Block]) -> String {
     blocks.iter().filter_map(Block::as_text).collect()

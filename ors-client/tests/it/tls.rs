@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
-use crate::support::{server, text, Cut, Proxy};
+use crate::support::{a_cut_call_runs_once, server, text, Proxy};
 
 /// A CA and a server certificate for `localhost` and 127.0.0.1 that it signed.
 struct Pki {
@@ -159,13 +159,7 @@ async fn a_call_cut_over_https_reconnects_by_task_id_and_runs_once() {
         .await
         .unwrap();
 
-    proxy.plan(&[Cut::Drop]);
-    let first = s.call("counter", json!({})).await.unwrap();
-    assert_eq!(proxy.pending(), 0, "the first call was cut");
-    assert_eq!(text(&first.blocks), "1");
-    // Had the reconnect run the tool again, this would say 3.
-    let second = s.call("counter", json!({})).await.unwrap();
-    assert_eq!(text(&second.blocks), "2");
+    a_cut_call_runs_once(&s, &proxy).await;
     s.close().await.unwrap();
     srv.shutdown().await;
 }
