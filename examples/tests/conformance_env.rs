@@ -84,7 +84,7 @@ async fn hosted_handle_serves_tasks_and_episodes() {
         json!([{"type": "text", "text": "What is 201+201?", "detail": null}])
     );
     let out = session
-        .call(ToolContext::detached(), "hint", json!({}))
+        .call(ToolContext::detached(), "hint", json!({}).into())
         .await;
     assert_eq!(
         out.output().unwrap().blocks[0].as_text(),

@@ -565,7 +565,7 @@ impl Tool {
         }
     }
 
-    /// The adapter: `fn(&mut Env, ToolContext, Value) -> ToolFuture` that gets each parameter
+    /// The adapter: `fn(&mut Env, ToolContext, CallInput) -> ToolFuture` that gets each parameter
     /// (the context, or the input parsed from the call's JSON), calls the method and turns its
     /// return value into a wire result.
     pub(crate) fn adapter(&self, self_ty: &Type, krate: &Path) -> TokenStream {
@@ -637,7 +637,7 @@ impl Tool {
                 fn #adapter(
                     __ors_env: &mut #self_ty,
                     #ctx_param: #p::ToolContext,
-                    __ors_input: #p::Value,
+                    __ors_input: #p::CallInput,
                 ) -> #p::RunToolOutput {
                     #body
                 }
@@ -652,7 +652,7 @@ impl Tool {
             fn #adapter<'a>(
                 __ors_env: &'a mut #self_ty,
                 #ctx_param: #p::ToolContext,
-                __ors_input: #p::Value,
+                __ors_input: #p::CallInput,
             ) -> #p::ToolFuture<'a> {
                 #future
             }

@@ -229,7 +229,7 @@ async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
         .await
         .unwrap();
     let out = session
-        .call(ToolContext::detached(), "spin", json!({"ms": 1}))
+        .call(ToolContext::detached(), "spin", json!({"ms": 1}).into())
         .await;
     let text = out.output().unwrap().blocks[0]
         .as_text()
@@ -242,12 +242,12 @@ async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
     );
     // Dropped mid-call (what the server's timeout does): the call is answered at once, the
     // thread finishes in the background and hands the episode back to the next call.
-    let fut = session.call(ToolContext::detached(), "spin", json!({"ms": 300}));
+    let fut = session.call(ToolContext::detached(), "spin", json!({"ms": 300}).into());
     let timed_out = tokio::time::timeout(Duration::from_millis(50), fut).await;
     assert!(timed_out.is_err(), "the spin should outlast the timeout");
     let out = tokio::time::timeout(
         Duration::from_secs(30),
-        session.call(ToolContext::detached(), "spin", json!({"ms": 0})),
+        session.call(ToolContext::detached(), "spin", json!({"ms": 0}).into()),
     )
     .await
     .expect("the episode comes back");

@@ -20,7 +20,7 @@ use bytes::Bytes;
 use futures_util::FutureExt as _;
 use ors_core::sse;
 use ors_core::types::RunToolOutput;
-use ors_runtime::env::{DynSession, ProgressSink, ToolContext};
+use ors_runtime::env::{CallInput, DynSession, ProgressSink, ToolContext};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -225,7 +225,7 @@ pub(crate) async fn serve(
 /// A call as the request asks for it, with the limits that apply.
 pub(crate) struct CallRequest {
     pub(crate) name: String,
-    pub(crate) input: Value,
+    pub(crate) input: CallInput,
     /// The client's id for the call: a reconnect, or a new call under that id.
     pub(crate) task_id: Option<String>,
     /// The tool's time limit.
@@ -251,7 +251,7 @@ async fn start(
     session: Arc<Session>,
     record: Arc<CallRecord>,
     name: String,
-    input: Value,
+    input: CallInput,
     timeout: Option<Duration>,
     shared: Arc<CallShared>,
 ) -> Resp {
@@ -302,7 +302,7 @@ async fn run_job(
     session: Arc<Session>,
     record: Arc<CallRecord>,
     name: String,
-    input: Value,
+    input: CallInput,
     timeout: Option<Duration>,
     shared: Arc<CallShared>,
 ) -> JobDone {
@@ -364,7 +364,7 @@ struct Call<'a> {
 impl Call<'_> {
     /// Run the tool under its time limit, catching a panic, giving up `grace` after the
     /// session is deleted and at once when the server aborts.
-    async fn run(&self, episode: &mut dyn DynSession, input: Value) -> Outcome {
+    async fn run(&self, episode: &mut dyn DynSession, input: CallInput) -> Outcome {
         let (session, name) = (self.session, self.name);
         let cancel = session.cancel.child_token();
         let sink_record = Arc::clone(self.record);
@@ -467,7 +467,7 @@ mod tests {
         fn tools(&self) -> Vec<ToolSpec> {
             Vec::new()
         }
-        fn call<'a>(&'a mut self, _: ToolContext, _: &'a str, _: Value) -> ToolFuture<'a> {
+        fn call<'a>(&'a mut self, _: ToolContext, _: &'a str, _: CallInput) -> ToolFuture<'a> {
             Box::pin(async { RunToolOutput::Success(ToolOutput::text("x".repeat(100_000))) })
         }
         fn teardown(&mut self) -> BoxFuture<'_, ()> {
@@ -489,7 +489,7 @@ mod tests {
     fn request(task_id: Option<&str>) -> CallRequest {
         CallRequest {
             name: "big".into(),
-            input: Value::Null,
+            input: CallInput::empty(),
             task_id: task_id.map(str::to_owned),
             timeout: None,
             max_queued: 8,

@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use ors_core::sse;
 use ors_core::types::{
     CreateSession, GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse,
-    SessionId, TaskRangeResponse, TaskResponse, TaskSource, ToolCall,
+    SessionId, TaskRangeResponse, TaskResponse, TaskSource,
 };
 
 use crate::app::{App, HostedEnv};
@@ -227,11 +227,12 @@ impl App {
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
         let body = self.body(parts, body).await?;
-        let ToolCall {
+        let request::CallBody {
             name,
             input,
             task_id,
-        } = parse_body(&body)?;
+        } = request::parse_call(&body)?;
+        drop(body);
         tracing::Span::current().record("tool", name.as_str());
         let session = self.sessions.get(sid)?;
         self.record_env(&session);

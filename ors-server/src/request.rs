@@ -3,11 +3,14 @@
 //! that name the field (PROTOCOL_NOTES row `bad-body-400`).
 
 use base64::Engine as _;
+use bytes::Bytes;
 use http::header::{HeaderName, ACCEPT, AUTHORIZATION};
 use http::HeaderMap;
 use ors_core::protocol::{self, MAX_SESSION_ID_LEN};
 use ors_core::types::Secrets;
-use serde::de::DeserializeOwned;
+use ors_runtime::env::CallInput;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -116,8 +119,8 @@ pub(crate) fn wants_sse(headers: &HeaderMap) -> bool {
 /// `unknown-fields-ignored`); a missing or wrong field is a 400 naming it (row
 /// `bad-body-400`); `null` is an absent optional field; an empty body is an empty object
 /// (so its required fields are reported missing).
-pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    let json: &[u8] = match body.iter().find(|b| !b.is_ascii_whitespace()) {
+pub(crate) fn parse_body<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, ApiError> {
+    let json: &'de [u8] = match body.iter().find(|b| !b.is_ascii_whitespace()) {
         None => b"{}",
         // A derived struct would also read a JSON array of its fields: objects only.
         Some(b'{') => body,
@@ -147,6 +150,63 @@ pub(crate) fn parse_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError
     de.end()
         .map_err(|e| ApiError::BadRequest(format!("request body is not valid JSON: {e}")))?;
     Ok(value)
+}
+
+/// A call body (`ors_core::types::ToolCall` on the wire) as the server reads it: the input
+/// stays JSON text, a slice of the body, until the tool deserializes its own input type from
+/// it (never a `serde_json::Value` of the whole input).
+pub(crate) struct CallBody {
+    pub(crate) name: String,
+    pub(crate) input: CallInput,
+    pub(crate) task_id: Option<String>,
+}
+
+/// The fields of a call body, the input borrowed as raw JSON.
+#[derive(Deserialize)]
+struct RawCall<'a> {
+    name: String,
+    #[serde(default, borrow)]
+    input: Option<&'a RawValue>,
+    #[serde(default)]
+    task_id: Option<String>,
+}
+
+/// Parse a call body. The input must be a JSON object or absent (`null` is absent); anything
+/// else is a 400 naming the field, as for [`ors_core::types::ToolCall`].
+pub(crate) fn parse_call(body: &Bytes) -> Result<CallBody, ApiError> {
+    let raw: RawCall<'_> = parse_body(body)?;
+    let input = match raw.input {
+        None => CallInput::empty(),
+        Some(text) => {
+            let input = CallInput::from_json_text(subslice(body, text.get().as_bytes()));
+            match input.kind() {
+                "an object" => input,
+                // `null` never gets here (it reads as absent), but means the same.
+                "null" => CallInput::empty(),
+                kind => {
+                    return Err(ApiError::BadRequest(format!(
+                        "invalid field 'input': invalid type: {kind}, expected a JSON object"
+                    )))
+                }
+            }
+        }
+    };
+    Ok(CallBody {
+        name: raw.name,
+        input,
+        task_id: raw.task_id,
+    })
+}
+
+/// `part` of `whole` as a `Bytes` sharing its buffer; a copy if `part` lies elsewhere (it never
+/// does: serde_json borrows raw values from its input).
+fn subslice(whole: &Bytes, part: &[u8]) -> Bytes {
+    let start = (part.as_ptr() as usize).wrapping_sub(whole.as_ptr() as usize);
+    if start <= whole.len() && part.len() <= whole.len() - start {
+        whole.slice(start..start + part.len())
+    } else {
+        Bytes::copy_from_slice(part)
+    }
 }
 
 #[cfg(test)]
@@ -239,7 +299,7 @@ mod tests {
         assert!(!wants_sse(&headers(&[])));
     }
 
-    fn err<T: DeserializeOwned + std::fmt::Debug>(body: &str) -> String {
+    fn err<T: serde::de::DeserializeOwned + std::fmt::Debug>(body: &str) -> String {
         let e = parse_body::<T>(body.as_bytes()).unwrap_err();
         assert_eq!(e.status(), 400, "{e}");
         e.to_string()
@@ -275,6 +335,45 @@ mod tests {
             err::<GetTask>(r#"{"split": "a", "indx": 2}"#),
             "invalid request body: missing field `index`"
         );
+    }
+
+    #[test]
+    fn call_bodies_keep_the_input_as_a_slice_of_the_body() {
+        let body = Bytes::from_static(br#"{"name":"echo","input": {"text":"hi"} ,"task_id":"t1"}"#);
+        let call = parse_call(&body).unwrap();
+        assert_eq!(
+            (call.name.as_str(), call.task_id.as_deref()),
+            ("echo", Some("t1"))
+        );
+        assert_eq!(
+            call.input.to_value().unwrap(),
+            serde_json::json!({"text": "hi"})
+        );
+        for empty in [r#"{"name":"a"}"#, r#"{"name":"a","input":null}"#] {
+            assert!(parse_call(&Bytes::from(empty)).unwrap().input.is_empty());
+        }
+        for (bad, kind) in [
+            ("[1]", "an array"),
+            ("\"x\"", "a string"),
+            ("3", "a number"),
+        ] {
+            let body = Bytes::from(format!(r#"{{"name":"a","input":{bad}}}"#));
+            let Err(e) = parse_call(&body) else {
+                panic!("{bad} is not an input");
+            };
+            assert_eq!(
+                e.to_string(),
+                format!("invalid field 'input': invalid type: {kind}, expected a JSON object")
+            );
+        }
+        assert!(parse_call(&Bytes::from_static(br#"{"input":{}}"#)).is_err());
+        let whole = Bytes::from_static(b"abcdef");
+        let part = subslice(&whole, &whole[2..4]);
+        assert_eq!(
+            (&part[..], part.as_ptr()),
+            (&b"cd"[..], whole[2..].as_ptr())
+        );
+        assert_eq!(&subslice(&whole, b"zz")[..], b"zz");
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! Project automation for ors-rs: `cargo xtask test`, `cargo xtask conformance`,
-//! `cargo xtask bench`, `cargo xtask readme`, and the toolkit measurements
-//! `cargo xtask bigtasks` and `cargo xtask blocking`. Run `cargo xtask --help`.
+//! `cargo xtask bench`, `cargo xtask readme`, the toolkit measurements `cargo xtask bigtasks`
+//! and `cargo xtask blocking`, and `cargo xtask memprobe`. Run `cargo xtask --help`.
 
 mod bench;
 mod bigtasks;
 mod blocking;
 mod conformance;
 mod interop;
+mod memprobe;
 mod procs;
 mod python;
 mod readme;
@@ -39,6 +40,9 @@ enum Command {
     Bigtasks(bigtasks::BigTasksArgs),
     /// Measure /health and echo latency while sessions run 2 s CPU-bound tools.
     Blocking(blocking::BlockingArgs),
+    /// Measure a server's memory under trickled bodies, lingering results and JSON-heavy
+    /// bodies (Linux).
+    Memprobe(memprobe::MemprobeArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         Command::Readme => readme::run().map(|()| ExitCode::SUCCESS),
         Command::Bigtasks(args) => bigtasks::run(args),
         Command::Blocking(args) => blocking::run(args),
+        Command::Memprobe(args) => memprobe::run(args),
     };
     match result {
         Ok(code) => code,

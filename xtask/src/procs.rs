@@ -75,6 +75,22 @@ impl Drop for ServerProcess {
     }
 }
 
+/// A memory figure of a process in KiB from `/proc/PID/status`: `VmRSS` (resident now) or
+/// `VmHWM` (the most resident since start, or since [`reset_peak`]).
+pub fn status_kib(pid: u32, key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Start `VmHWM` of a process over from its current resident size (Linux 4.0+).
+pub fn reset_peak(pid: u32) -> Result<(), String> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5")
+        .map_err(|e| format!("cannot reset the peak memory of process {pid}: {e}"))
+}
+
 /// `cargo build` the given packages/binaries (release or debug), returning the target dir.
 pub fn cargo_build(args: &[&str], release: bool) -> Result<std::path::PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use ors_core::types::{Blocks, Secrets, Split, ToolSpec};
 
-use super::{EnvError, ToolContext, ToolFuture, ToolTableError};
+use super::{CallInput, EnvError, ToolContext, ToolFuture, ToolTableError};
 
 /// Why a task could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +85,7 @@ pub trait DynSession: Send + Sync {
     /// Every tool of this episode.
     fn tools(&self) -> Vec<ToolSpec>;
     /// Run a tool.
-    fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: Value) -> ToolFuture<'a>;
+    fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a>;
     /// Tear the episode down.
     fn teardown(&mut self) -> BoxFuture<'_, ()>;
 }

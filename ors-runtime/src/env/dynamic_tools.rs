@@ -169,10 +169,10 @@ impl DynamicTool {
         ToolEntry::new(
             self.spec.clone(),
             shared,
-            move |_env: &mut E, ctx, input| match input {
-                Value::Object(obj) => handler(ctx, obj),
-                Value::Null => handler(ctx, JsonObject::new()),
-                other => {
+            move |_env: &mut E, ctx, input| match super::table::as_value(&name, input) {
+                Ok(Value::Object(obj)) => handler(ctx, obj),
+                Err(out) => Box::pin(async move { out }),
+                Ok(other) => {
                     let msg = format!(
                         "invalid input for tool '{name}': expected an object, got {}",
                         ors_core::types::json_kind(&other)

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
 
-use super::table::{add_reasoning, Prepared};
-use super::{ToolContext, ToolTable};
+use super::table::{add_reasoning, as_value, Prepared};
+use super::{CallInput, ToolContext, ToolTable};
 use crate::tasks::DataError;
 
 /// An error from an environment's own code (task loading, setup, prompt).
@@ -219,7 +219,7 @@ pub async fn call_tool<E: Environment>(
     name: &str,
     input: Value,
 ) -> RunToolOutput {
-    match E::tool_table().prepare(name, ctx, input) {
+    match E::tool_table().prepare(name, ctx, CallInput::from(input)) {
         Prepared::Entry(entry, ctx, input) => entry.run_inline(env, ctx, input).await,
         Prepared::NotInTable(ctx, input) => call_task_tool(env, ctx, name, input).await,
         Prepared::Refused(out) => out,
@@ -227,12 +227,17 @@ pub async fn call_tool<E: Environment>(
 }
 
 /// A tool the table does not have: one the episode computes from its task, else unknown.
+/// Computed tools take their input as a value, built here only for them.
 pub(crate) async fn call_task_tool<E: Environment>(
     env: &mut E,
     ctx: ToolContext,
     name: &str,
-    input: Value,
+    input: CallInput,
 ) -> RunToolOutput {
+    let input = match as_value(name, input) {
+        Ok(value) => value,
+        Err(out) => return out,
+    };
     match env.call_task_tool(ctx, name, input).await {
         Some(out) => out,
         None => E::tool_table().unknown(name),

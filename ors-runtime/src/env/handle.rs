@@ -15,8 +15,8 @@ use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
 use super::environment::call_task_tool;
 use super::table::{Prepared, ToolRun};
 use super::{
-    episode_tools, DynEnvironment, DynSession, EnvError, Environment, TaskError, ToolContext,
-    ToolFuture, ToolTableError, WireTask,
+    episode_tools, CallInput, DynEnvironment, DynSession, EnvError, Environment, TaskError,
+    ToolContext, ToolFuture, ToolTableError, WireTask,
 };
 
 /// The most tasks one `/tasks` or `/task_range` reply carries from a split served by index
@@ -182,7 +182,7 @@ impl<E: Environment> Episode<E> {
         }
     }
 
-    async fn call(&mut self, ctx: ToolContext, name: &str, input: Value) -> RunToolOutput {
+    async fn call(&mut self, ctx: ToolContext, name: &str, input: CallInput) -> RunToolOutput {
         if self.env().await.is_none() {
             return RunToolOutput::Error(LOST.to_owned());
         }
@@ -213,7 +213,7 @@ impl<E: Environment> Episode<E> {
         &mut self,
         f: super::table::BlockingFn<E>,
         ctx: ToolContext,
-        input: Value,
+        input: CallInput,
     ) -> RunToolOutput {
         let (tx, rx) = oneshot::channel();
         let Slot::Here(mut env) = std::mem::replace(&mut self.slot, Slot::Away(rx)) else {
@@ -250,7 +250,7 @@ impl<E: Environment> DynSession for Episode<E> {
             None => E::tool_table().all_specs().cloned().collect(),
         }
     }
-    fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: Value) -> ToolFuture<'a> {
+    fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a> {
         Box::pin(Episode::call(self, ctx, name, input))
     }
     fn teardown(&mut self) -> BoxFuture<'_, ()> {

@@ -16,6 +16,7 @@ mod dynamic;
 mod dynamic_tools;
 mod environment;
 mod handle;
+mod input;
 mod table;
 
 pub use context::{ProgressSink, ToolContext};
@@ -25,8 +26,10 @@ pub use environment::{
     call_tool, episode_tools, shared_tools, EnvError, Environment, EnvironmentMeta, WireTask,
 };
 pub use handle::{EnvHandle, MAX_TASKS_PER_REQUEST};
+pub use input::{CallInput, InputError};
 
 pub(crate) use environment::ENVIRONMENT_METHODS;
+pub(crate) use table::as_value;
 pub use table::{
     BlockingFn, Prepared, ToolEntry, ToolFn, ToolFuture, ToolRun, ToolTable, ToolTableError,
     Toolset, REASONING_FIELD,

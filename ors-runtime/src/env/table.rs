@@ -12,19 +12,20 @@ use serde_json::{json, Value};
 
 use ors_core::types::{JsonObject, RunToolOutput, ToolSpec};
 
-use super::ToolContext;
+use super::{CallInput, ToolContext};
 use crate::schema::InputValidator;
 
 /// A boxed tool future borrowing the environment.
 pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = RunToolOutput> + Send + 'a>>;
 
-/// The adapter of one tool: parses the input, calls the method, wraps the result. Shared
-/// (`Arc`) so a toolset's entries can be re-used, projected, by every environment including it.
+/// The adapter of one tool: deserializes the input, calls the method, wraps the result.
+/// Shared (`Arc`) so a toolset's entries can be re-used, projected, by every environment
+/// including it.
 pub type ToolFn<E> =
-    Arc<dyn for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync>;
+    Arc<dyn for<'a> Fn(&'a mut E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync>;
 
 /// The adapter of a `#[tool(blocking)]` tool: synchronous, run on tokio's blocking pool.
-pub type BlockingFn<E> = Arc<dyn Fn(&mut E, ToolContext, Value) -> RunToolOutput + Send + Sync>;
+pub type BlockingFn<E> = Arc<dyn Fn(&mut E, ToolContext, CallInput) -> RunToolOutput + Send + Sync>;
 
 /// How a tool runs.
 pub enum ToolRun<E> {
@@ -73,7 +74,7 @@ impl<E: 'static> ToolEntry<E> {
     /// An entry calling `call` (a generated adapter `fn`, or any closure of that shape).
     pub fn new<F>(spec: ToolSpec, shared: bool, call: F) -> Self
     where
-        F: for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync + 'static,
+        F: for<'a> Fn(&'a mut E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync + 'static,
     {
         Self {
             spec,
@@ -86,7 +87,7 @@ impl<E: 'static> ToolEntry<E> {
     /// An entry running the synchronous `call` on tokio's blocking pool.
     pub fn blocking<F>(spec: ToolSpec, shared: bool, call: F) -> Self
     where
-        F: Fn(&mut E, ToolContext, Value) -> RunToolOutput + Send + Sync + 'static,
+        F: Fn(&mut E, ToolContext, CallInput) -> RunToolOutput + Send + Sync + 'static,
     {
         Self {
             spec,
@@ -129,7 +130,12 @@ impl<E: 'static> ToolEntry<E> {
 
     /// Run this entry on `env` in place: a blocking tool runs on the calling thread (what a
     /// direct [`crate::env::call_tool`] without a server does).
-    pub fn run_inline<'a>(&self, env: &'a mut E, ctx: ToolContext, input: Value) -> ToolFuture<'a> {
+    pub fn run_inline<'a>(
+        &self,
+        env: &'a mut E,
+        ctx: ToolContext,
+        input: CallInput,
+    ) -> ToolFuture<'a> {
         match &self.run {
             ToolRun::Async(f) => f(env, ctx, input),
             ToolRun::Blocking(f) => {
@@ -162,9 +168,9 @@ pub const REASONING_FIELD: &str = "reasoning";
 /// What [`ToolTable::prepare`] made of a call.
 pub enum Prepared<'t, E> {
     /// A tool of the table, with the input to give it.
-    Entry(&'t ToolEntry<E>, ToolContext, Value),
+    Entry(&'t ToolEntry<E>, ToolContext, CallInput),
     /// No tool of the table has this name (the episode may compute it from its task).
-    NotInTable(ToolContext, Value),
+    NotInTable(ToolContext, CallInput),
     /// Refused before any tool ran: the answer.
     Refused(RunToolOutput),
 }
@@ -264,10 +270,17 @@ impl<E: 'static> ToolTable<E> {
 
     /// Everything that happens to a call before its tool runs: take out the `reasoning`
     /// (when the table has it), find the tool, and validate the input when the tool asks.
-    pub fn prepare(&self, name: &str, ctx: ToolContext, input: Value) -> Prepared<'_, E> {
+    ///
+    /// The input stays JSON text through here unless one of those needs it as a value (a
+    /// table with `reasoning`, a tool with a validator): then it is built once, here.
+    pub fn prepare(&self, name: &str, ctx: ToolContext, input: CallInput) -> Prepared<'_, E> {
         let (ctx, input) = if self.reasoning {
-            match take_reasoning(name, ctx, input) {
-                Ok(pair) => pair,
+            let value = match as_value(name, input) {
+                Ok(value) => value,
+                Err(out) => return Prepared::Refused(out),
+            };
+            match take_reasoning(name, ctx, value) {
+                Ok((ctx, value)) => (ctx, CallInput::from(value)),
                 Err(out) => return Prepared::Refused(out),
             }
         } else {
@@ -276,16 +289,19 @@ impl<E: 'static> ToolTable<E> {
         let Some(entry) = self.get(name) else {
             return Prepared::NotInTable(ctx, input);
         };
-        if let Some(validator) = &entry.validator {
-            let checked = if input.is_null() {
-                validator.check(name, &Value::Object(JsonObject::new()))
-            } else {
-                validator.check(name, &input)
-            };
-            if let Err(msg) = checked {
-                return Prepared::Refused(RunToolOutput::Error(msg));
+        let input = match &entry.validator {
+            None => input,
+            Some(validator) => {
+                let value = match as_value(name, input) {
+                    Ok(value) => value,
+                    Err(out) => return Prepared::Refused(out),
+                };
+                if let Err(msg) = validator.check(name, &value) {
+                    return Prepared::Refused(RunToolOutput::Error(msg));
+                }
+                CallInput::from(value)
             }
-        }
+        };
         Prepared::Entry(entry, ctx, input)
     }
 
@@ -305,9 +321,9 @@ impl<E: 'static> ToolTable<E> {
         env: &'a mut E,
         name: &str,
         ctx: ToolContext,
-        input: Value,
+        input: impl Into<CallInput>,
     ) -> ToolFuture<'a> {
-        match self.prepare(name, ctx, input) {
+        match self.prepare(name, ctx, input.into()) {
             Prepared::Entry(entry, ctx, input) => entry.run_inline(env, ctx, input),
             Prepared::NotInTable(..) => {
                 let out = self.unknown(name);
@@ -351,6 +367,14 @@ pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
             reason: "its schema's `properties` is not an object".to_owned(),
         }),
     }
+}
+
+/// The input as a value (`{}` when there is none), or the `ok: false` answer naming what is
+/// wrong with its text.
+pub(crate) fn as_value(tool: &str, input: CallInput) -> Result<Value, RunToolOutput> {
+    input
+        .into_value()
+        .map_err(|e| RunToolOutput::Error(format!("invalid input for tool '{tool}': {e}")))
 }
 
 /// Take the `reasoning` string out of an input into the context.

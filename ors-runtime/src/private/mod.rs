@@ -5,8 +5,8 @@ mod decl;
 mod params;
 
 pub use crate::env::{
-    DynamicTool, EnvironmentMeta, ToolContext, ToolEntry, ToolFuture, ToolTable, ToolTableError,
-    Toolset,
+    CallInput, DynamicTool, EnvironmentMeta, ToolContext, ToolEntry, ToolFuture, ToolTable,
+    ToolTableError, Toolset,
 };
 pub use crate::schema::input_schema;
 pub use checks::{
@@ -72,7 +72,7 @@ impl<E: 'static> TableBuilder<E> {
     /// Add a tool; a spec that could not be built is recorded as an error instead.
     pub fn tool<F>(mut self, decl: ToolDecl<'_>, call: F) -> Self
     where
-        F: for<'a> Fn(&'a mut E, ToolContext, Value) -> ToolFuture<'a> + Send + Sync + 'static,
+        F: for<'a> Fn(&'a mut E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync + 'static,
     {
         self.add(decl, |spec, shared| ToolEntry::new(spec, shared, call));
         self
@@ -81,7 +81,7 @@ impl<E: 'static> TableBuilder<E> {
     /// Add a `#[tool(blocking)]` tool.
     pub fn blocking_tool<F>(mut self, decl: ToolDecl<'_>, call: F) -> Self
     where
-        F: Fn(&mut E, ToolContext, Value) -> RunToolOutput + Send + Sync + 'static,
+        F: Fn(&mut E, ToolContext, CallInput) -> RunToolOutput + Send + Sync + 'static,
     {
         self.add(decl, |spec, shared| ToolEntry::blocking(spec, shared, call));
         self

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use ors_core::types::{JsonObject, RunToolOutput};
 
-use crate::env::ToolContext;
+use crate::env::{CallInput, ToolContext};
 use crate::schema::input_schema;
 
 /// A type a `#[tool]` method can take as its input: deserialized from the call's JSON and
@@ -49,7 +49,7 @@ pub struct ArgOps<T> {
     pub kind: ArgKind,
     /// Produce the value: clone the context, or take and parse the input (the slot is `None`
     /// once an input has been taken).
-    pub extract: fn(&ToolContext, &mut Option<Value>, &str) -> Result<T, RunToolOutput>,
+    pub extract: fn(&ToolContext, &mut Option<CallInput>, &str) -> Result<T, RunToolOutput>,
     /// The input's schema (`None` for the context).
     pub schema: Option<SchemaFn>,
 }
@@ -97,7 +97,7 @@ pub const fn arg_ops<T: ToolArg>() -> ArgOps<T> {
 
 fn clone_context(
     ctx: &ToolContext,
-    _input: &mut Option<Value>,
+    _input: &mut Option<CallInput>,
     _tool: &str,
 ) -> Result<ToolContext, RunToolOutput> {
     Ok(ctx.clone())
@@ -105,10 +105,11 @@ fn clone_context(
 
 fn take_input<T: ToolInput>(
     _ctx: &ToolContext,
-    input: &mut Option<Value>,
+    input: &mut Option<CallInput>,
     tool: &str,
 ) -> Result<T, RunToolOutput> {
-    parse_input(tool, input.take().unwrap_or(Value::Null))
+    // Taken, so the input (and the request body it is a slice of) is released once read.
+    parse_input(tool, &input.take().unwrap_or_default())
 }
 
 /// A type a `#[tool(schema = "...")]` method can take by value after `self`: the
@@ -159,13 +160,10 @@ pub const fn raw_arg_ops<T: RawToolArg>() -> ArgOps<T> {
 
 fn take_raw_value(
     _ctx: &ToolContext,
-    input: &mut Option<Value>,
-    _tool: &str,
+    input: &mut Option<CallInput>,
+    tool: &str,
 ) -> Result<Value, RunToolOutput> {
-    Ok(match input.take() {
-        None | Some(Value::Null) => Value::Object(JsonObject::new()),
-        Some(v) => v,
-    })
+    crate::env::as_value(tool, input.take().unwrap_or_default())
 }
 
 /// A type a `#[tool]` method can take by reference: only the tool context.
@@ -187,35 +185,22 @@ impl ContextRef for ToolContext {
     }
 }
 
-/// Parse a tool's input, or an `ok: false` result naming the tool and the field.
-fn parse_input<T: ToolInput>(tool: &str, input: Value) -> Result<T, RunToolOutput> {
-    let input = if input.is_null() {
-        Value::Object(JsonObject::new())
-    } else {
-        input
-    };
-    // serde_json names a missing field but not the field whose value has the wrong type;
-    // the path tracker supplies it so the model knows what to fix.
-    serde_path_to_error::deserialize(input).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string().replace('`', "'");
-        let msg = if path == "." {
-            format!("invalid input for tool '{tool}': {inner}")
-        } else {
-            format!("invalid input for tool '{tool}': field '{path}': {inner}")
-        };
-        RunToolOutput::Error(msg)
+/// Parse a tool's input straight from its JSON text, or an `ok: false` result naming the tool
+/// and the field (what the model needs to fix its call).
+fn parse_input<T: ToolInput>(tool: &str, input: &CallInput) -> Result<T, RunToolOutput> {
+    input.deserialize().map_err(|e| {
+        let e = e.to_string().replace('`', "'");
+        RunToolOutput::Error(format!("invalid input for tool '{tool}': {e}"))
     })
 }
 
 /// After the parameters took what they need: the input of a tool that takes none must be `{}`
 /// or `null` (other keys are ignored, as models sometimes send them).
-pub fn no_input(tool: &str, input: Option<Value>) -> Result<(), RunToolOutput> {
-    match input {
-        None | Some(Value::Null | Value::Object(_)) => Ok(()),
-        Some(other) => Err(RunToolOutput::Error(format!(
-            "invalid input for tool '{tool}': expected an object, got {}",
-            ors_core::types::json_kind(&other)
+pub fn no_input(tool: &str, input: Option<CallInput>) -> Result<(), RunToolOutput> {
+    match input.as_ref().map(CallInput::kind) {
+        None | Some("null" | "an object") => Ok(()),
+        Some(kind) => Err(RunToolOutput::Error(format!(
+            "invalid input for tool '{tool}': expected an object, got {kind}"
         ))),
     }
 }
@@ -236,9 +221,12 @@ mod tests {
     #[test]
     fn a_tool_without_input_accepts_an_object_or_nothing() {
         assert!(no_input("t", None).is_ok());
-        assert!(no_input("t", Some(Value::Null)).is_ok());
-        assert!(no_input("t", Some(serde_json::json!({"extra": 1}))).is_ok());
-        let Err(RunToolOutput::Error(msg)) = no_input("t", Some(serde_json::json!([1]))) else {
+        assert!(no_input("t", Some(Value::Null.into())).is_ok());
+        assert!(no_input("t", Some(serde_json::json!({"extra": 1}).into())).is_ok());
+        let text = CallInput::from_json_text(bytes::Bytes::from_static(b" {\"extra\": 1}"));
+        assert!(no_input("t", Some(text)).is_ok());
+        let Err(RunToolOutput::Error(msg)) = no_input("t", Some(serde_json::json!([1]).into()))
+        else {
             panic!("an array is not a tool input");
         };
         assert_eq!(

@@ -128,11 +128,7 @@ impl Launcher {
 
 /// The resident set size of a process in KiB (`VmRSS` of `/proc/PID/status`).
 pub fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    crate::procs::status_kib(pid, "VmRSS")
 }
 
 /// CPU time (user + system) a process has used, in seconds, from `/proc/PID/stat`. Clock
