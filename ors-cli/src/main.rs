@@ -4,6 +4,7 @@
 mod call;
 mod check;
 mod eval;
+mod mcp;
 mod play;
 mod render;
 
@@ -107,6 +108,9 @@ enum Command {
     /// Evaluate a language model as an agent over a split's tasks (OpenAI-compatible or
     /// Anthropic API): one trajectory per line in --out, a summary at the end.
     Eval(Box<eval::EvalArgs>),
+    /// Serve one episode to an MCP client (Claude Code, Codex, IDE agents): the episode's tools
+    /// as MCP tools, its prompt as the `task` prompt, over stdio or streamable HTTP.
+    Mcp(mcp::McpArgs),
 }
 
 /// `--json` of the commands that print data (`ors conformance` takes `--json FILE` instead).
@@ -289,6 +293,7 @@ async fn run(cli: Cli, builder: ClientBuilder) -> Result<ExitCode, Error> {
         Command::Play { env, split, index } => {
             play::run(&client.environment(env), &split, index).await?;
         }
+        Command::Mcp(args) => return mcp::run(client.environment(args.env.clone()), args).await,
         Command::Check(_) | Command::Conformance(_) => unreachable!("handled in main"),
         Command::Eval(_) => unreachable!("handled above"),
     }

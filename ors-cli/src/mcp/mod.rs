@@ -1,0 +1,173 @@
+//! `ors mcp`: one episode of an ORS environment served to an MCP client (Claude Code, Codex,
+//! IDE agents) through the official Rust MCP SDK, over stdio or streamable HTTP.
+//!
+//! The ORS session is created when the MCP session starts (`initialize`, or the first request
+//! of a client that skips the handshake) and deleted when it ends: stdin closed, the HTTP
+//! session deleted or expired, SIGTERM or SIGINT. Its pings run in the background meanwhile.
+//! Nothing but MCP goes to stdout.
+
+mod episode;
+mod handler;
+mod http;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use ors_client::{Environment, Error, Secrets, TaskRef};
+use rmcp::ServiceExt;
+
+pub use episode::{Episode, EpisodeSpec};
+pub use handler::{EpisodeServer, Eras};
+
+/// The variable holding secrets for `ors mcp` when no `--secret` is given: a JSON object of
+/// strings, `{"OPENAI_API_KEY": "sk-..."}`.
+pub const SECRETS_ENV: &str = "ORS_SECRETS";
+
+/// Arguments of `ors mcp`.
+#[derive(Args, Debug)]
+pub struct McpArgs {
+    /// Environment name.
+    pub env: String,
+    #[command(flatten)]
+    pub task: crate::TaskArgs,
+    /// Serve MCP over streamable HTTP on this address (endpoint `/mcp`), one episode per MCP
+    /// session, instead of one episode over stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<SocketAddr>,
+    /// A secret for the environment, `KEY=VALUE`; repeat for several. Replaces $ORS_SECRETS
+    /// (a JSON object of strings).
+    #[arg(long = "secret", value_name = "KEY=VALUE", value_parser = parse_secret)]
+    pub secrets: Vec<(String, String)>,
+}
+
+fn parse_secret(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.to_owned())),
+        _ => Err("expected KEY=VALUE".to_owned()),
+    }
+}
+
+/// The secrets: `--secret` flags, else `ORS_SECRETS`, else none.
+fn secrets(flags: &[(String, String)], env: Option<&str>) -> Result<Secrets, Error> {
+    if !flags.is_empty() {
+        return Ok(flags.iter().cloned().collect());
+    }
+    let Some(raw) = env.filter(|s| !s.trim().is_empty()) else {
+        return Ok(Secrets::default());
+    };
+    let map: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(raw).map_err(|e| {
+            Error::InvalidArgument(format!(
+                "{SECRETS_ENV} must be a JSON object of strings, like {{\"KEY\": \"value\"}}: {e}"
+            ))
+        })?;
+    Ok(map.into_iter().collect())
+}
+
+/// Run `ors mcp` until the MCP client leaves or a signal arrives.
+pub async fn run(env: Environment, args: McpArgs) -> Result<ExitCode, Error> {
+    let task = match (args.task.task, args.task.split, args.task.index) {
+        (Some(t), _, _) => {
+            let v: serde_json::Value = serde_json::from_str(&t)
+                .map_err(|e| Error::InvalidArgument(format!("--task is not JSON: {e}")))?;
+            TaskRef::spec(&v)?
+        }
+        (None, Some(split), Some(index)) => TaskRef::at(split, index),
+        _ => {
+            return Err(Error::InvalidArgument(
+                "give --task JSON or both --split and --index".into(),
+            ))
+        }
+    };
+    let secrets = secrets(&args.secrets, std::env::var(SECRETS_ENV).ok().as_deref())?;
+    let spec = EpisodeSpec { env, task, secrets };
+    match args.http {
+        None => stdio(spec).await,
+        Some(addr) => http::serve(spec, addr).await,
+    }
+}
+
+/// One episode over stdin/stdout.
+async fn stdio(spec: EpisodeSpec) -> Result<ExitCode, Error> {
+    let episode = Arc::new(Episode::new(spec));
+    let server = EpisodeServer::new(Arc::clone(&episode), Eras::All);
+    let served = tokio::select! {
+        served = server.serve(rmcp::transport::stdio()) => served,
+        () = shutdown_signal() => {
+            episode.close().await;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let code = match served {
+        Ok(running) => {
+            let token = running.cancellation_token();
+            tokio::select! {
+                quit = running.waiting() => {
+                    if let Err(e) = quit {
+                        tracing::warn!(error = %e, "the MCP service ended with an error");
+                    }
+                }
+                () = shutdown_signal() => token.cancel(),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            // stdin closed before the handshake ended (a probe): nothing was opened.
+            eprintln!("ors: mcp: {e}");
+            ExitCode::FAILURE
+        }
+    };
+    episode.close().await;
+    Ok(code)
+}
+
+/// SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_come_from_flags_else_the_variable() {
+        let flags = vec![("A".to_owned(), "1".to_owned())];
+        let s = secrets(&flags, Some(r#"{"B": "2"}"#)).unwrap();
+        assert_eq!(s.get("A"), Some("1"));
+        assert_eq!(s.get("B"), None);
+        let s = secrets(&[], Some(r#"{"B": "2"}"#)).unwrap();
+        assert_eq!(s.get("B"), Some("2"));
+        assert!(secrets(&[], None).unwrap().is_empty());
+        let e = secrets(&[], Some("B=2")).unwrap_err().to_string();
+        assert!(e.contains(SECRETS_ENV), "{e}");
+    }
+
+    #[test]
+    fn a_secret_flag_is_key_equals_value() {
+        assert_eq!(parse_secret("K=v=w"), Ok(("K".into(), "v=w".into())));
+        assert!(parse_secret("=v").is_err());
+        assert!(parse_secret("K").is_err());
+    }
+}
