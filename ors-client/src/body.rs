@@ -1,8 +1,9 @@
 //! Reading response bodies within bounds: the one place the client takes bytes off a
 //! response, so every caller (JSON requests, call streams, and model servers reached through
 //! the same transport) gets the same protections: a size limit checked against the
-//! `Content-Length` before anything is read and against the bytes as they arrive, a body cut
-//! short of its `Content-Length` named as such, and a high-water mark of what was held.
+//! `Content-Length` before anything is read and against the bytes as they arrive (decided by
+//! [`ors_core::body::BoundedBody`]), a body cut short of its `Content-Length` named as such,
+//! and a high-water mark of what was held.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -11,6 +12,7 @@ use http::header::CONTENT_LENGTH;
 use http::HeaderMap;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use ors_core::body::{content_length, truncated, BodyError, BoundedBody};
 
 use crate::error::{human_bytes, Error, SizeLimit};
 
@@ -78,11 +80,27 @@ fn clamp(n: u64) -> usize {
     usize::try_from(n).unwrap_or(usize::MAX)
 }
 
-/// One response body, read piece by piece with its `Content-Length` checked.
+/// One response body, read piece by piece with its `Content-Length` checked (the bounds
+/// are [`ors_core::body`]'s, shared with the environment runtime's HTTP client).
 pub(crate) struct BodyReader {
     body: Incoming,
     announced: Option<u64>,
     received: u64,
+}
+
+impl From<BodyError> for ReadError {
+    fn from(e: BodyError) -> Self {
+        match e {
+            BodyError::TooLarge { announced } => ReadError::TooLarge { announced },
+            BodyError::Truncated {
+                received,
+                announced,
+            } => ReadError::Truncated {
+                received,
+                announced,
+            },
+        }
+    }
 }
 
 impl BodyReader {
@@ -90,8 +108,7 @@ impl BodyReader {
     pub fn new(headers: &HeaderMap, body: Incoming) -> Self {
         let announced = headers
             .get(CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+            .and_then(|v| content_length(v.as_bytes()));
         Self {
             body,
             announced,
@@ -105,12 +122,9 @@ impl BodyReader {
             match self.body.frame().await {
                 None => return Ok(None),
                 Some(Err(e)) => {
-                    return Err(match self.announced {
-                        Some(announced) if self.received < announced => ReadError::Truncated {
-                            received: self.received,
-                            announced,
-                        },
-                        _ => ReadError::Transport(e),
+                    return Err(match truncated(self.received, self.announced) {
+                        Some(cut) => cut.into(),
+                        None => ReadError::Transport(e),
                     })
                 }
                 Some(Ok(frame)) => {
@@ -127,32 +141,12 @@ impl BodyReader {
     /// The whole body, failing as soon as it would exceed `max` bytes: before reading when
     /// the `Content-Length` says so, else at the piece that crosses the limit (never held).
     pub async fn read_all(mut self, max: usize, meter: &Meter) -> Result<Bytes, ReadError> {
-        if let Some(n) = self.announced {
-            if n > max as u64 {
-                return Err(ReadError::TooLarge { announced: Some(n) });
-            }
-        }
-        // A body is usually one piece: keep it without copying.
-        let mut first: Option<Bytes> = None;
-        let mut joined = BytesMut::new();
-        let mut held = 0usize;
+        let mut bounded = BoundedBody::new(self.announced, max)?;
         while let Some(piece) = self.next().await? {
-            if held.saturating_add(piece.len()) > max {
-                return Err(ReadError::TooLarge { announced: None });
-            }
-            held += piece.len();
-            meter.note(held);
-            match first.take() {
-                None if joined.is_empty() => first = Some(piece),
-                None => joined.extend_from_slice(&piece),
-                Some(f) => {
-                    joined.reserve(held);
-                    joined.extend_from_slice(&f);
-                    joined.extend_from_slice(&piece);
-                }
-            }
+            bounded.push(&piece)?;
+            meter.note(usize::try_from(bounded.received()).unwrap_or(usize::MAX));
         }
-        Ok(first.unwrap_or_else(|| joined.freeze()))
+        Ok(Bytes::from(bounded.finish()))
     }
 
     /// At most `max` bytes from the start of the body (for an error's detail); the rest is

@@ -1,6 +1,7 @@
 //! Core of ors-rs, the Rust implementation of the Open Reward Standard (ORS): the wire
-//! protocol only. The wire types, the one SSE codec, provider tool formats, and the protocol's
-//! constants (header names, routes, event names, limits both sides know). No I/O and no
+//! protocol only. The wire types, the one SSE codec, provider tool formats, the protocol's
+//! constants (header names, routes, event names, limits both sides know), and the bounds on
+//! an HTTP body ([`body`]). No I/O and no
 //! runtime happen here; the environment runtime is `ors-runtime`, the transport `ors-server`
 //! and `ors-client`.
 //!
@@ -20,6 +21,7 @@
 
 #![warn(missing_docs)]
 
+pub mod body;
 pub mod protocol;
 pub mod provider;
 pub mod sse;
