@@ -367,6 +367,15 @@ impl RunToolOutput {
         }
     }
 
+    /// The output, or the error message (what a handler returning a result it got from
+    /// elsewhere hands back).
+    pub fn into_result(self) -> Result<ToolOutput, String> {
+        match self {
+            RunToolOutput::Success(o) => Ok(o),
+            RunToolOutput::Error(e) => Err(e),
+        }
+    }
+
     /// The JSON text of this result, as sent on the wire.
     pub fn to_json(&self) -> String {
         // Serializing these plain data types cannot fail (string keys, finite floats are

@@ -15,7 +15,8 @@
 //! [`Toolset`], tools defined at run time ([`DynamicTool`]), the [`DynEnvironment`] /
 //! [`DynSession`] layer and the [`EnvHandle`] that puts one environment type behind it;
 //! [`schema`] makes tool input schemas and validates inputs against them; [`tasks`] reads task
-//! sets of any size from JSONL and Parquet files; [`process`] runs programs for tools.
+//! sets of any size from JSONL and Parquet files; [`process`] runs programs for tools;
+//! `external` (features `webhooks` and `mcp`) takes tools from webhooks and MCP servers.
 //! `__private` (hidden) is what the generated code calls: the traits that give a tool's
 //! parameters their role by type, and the checks it runs at compile time.
 //!
@@ -35,6 +36,8 @@
 #![warn(missing_docs)]
 
 pub mod env;
+#[cfg(feature = "webhooks")]
+pub mod external;
 #[cfg(unix)]
 pub mod process;
 pub mod schema;
@@ -43,6 +46,11 @@ pub mod tasks;
 #[doc(hidden)]
 #[path = "private/mod.rs"]
 pub mod __private;
+
+#[cfg(feature = "mcp")]
+pub use external::mcp;
+#[cfg(feature = "webhooks")]
+pub use external::webhook;
 
 pub use env::{
     DynEnvironment, DynSession, DynamicTool, DynamicTools, EnvError, EnvHandle, Environment,

@@ -150,9 +150,13 @@ pub use ors_core as core;
 pub use ors_core::{Block, Blocks, RunToolOutput, Secrets, Split, SplitType, ToolOutput, ToolSpec};
 pub use ors_macros::{environment, tool, toolset, wire};
 pub use ors_runtime as runtime;
+#[cfg(feature = "mcp")]
+pub use ors_runtime::mcp;
 #[cfg(unix)]
 pub use ors_runtime::process;
 pub use ors_runtime::tasks;
+#[cfg(feature = "webhooks")]
+pub use ors_runtime::{external, webhook};
 pub use ors_runtime::{
     DynamicTool, DynamicTools, EnvError, Environment, EnvironmentMeta, Json, ToolContext, Toolset,
 };
