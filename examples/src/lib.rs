@@ -6,6 +6,8 @@
 //! - [`code`]: small Python exercises solved in a working directory of the episode's own with
 //!   `write_file`, `read_file` and `run` (commands through `ors_server::process`), graded by
 //!   `submit` running hidden tests with `python3`.
+//! - [`mcp_env`]: the tools of an MCP server and webhook tools served as the environment `mcp`
+//!   (`ors_server::mcp`, `ors_server::webhook`), tasks from a JSONL file.
 //! - [`conformance`]: the fixture the conformance and interop tests drive; every tool exercises
 //!   one corner of the protocol (chunking, images, errors, panics, cancellation, secrets).
 //! - [`scripted_model`]: not an environment but the other side of `ors eval`, a model server
@@ -28,7 +30,7 @@
 //! # }
 //! ```
 //!
-//! The binaries `gsm8k`, `code` and `conformance` serve one environment each; both take `--host` and
+//! The binaries `gsm8k`, `code`, `mcp_env` and `conformance` serve one environment each; all take `--host` and
 //! `--port` (which override `ORS_HOST` / `ORS_PORT`) and the other `ORS_*` variables.
 
 pub mod cli;
@@ -36,4 +38,5 @@ pub mod cli;
 pub mod code;
 pub mod conformance;
 pub mod gsm8k;
+pub mod mcp_env;
 pub mod scripted_model;

@@ -4,7 +4,8 @@
 //! reference fixture and the broken environments of `interop/python/broken_env.py`
 //! (`interop/check.rs`), the conformance runner
 //! against the reference server hosting the same fixture (it must fail exactly the clauses in
-//! `interop/reference-expected-failures.txt`), and the runner against our server (no failure).
+//! `interop/reference-expected-failures.txt`), the runner against our server (no failure), and
+//! MCP both ways against the official Python MCP SDK (`interop/mcp.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,6 +17,7 @@ use crate::python::{ensure_venv, workspace_root};
 
 mod check;
 mod library;
+mod mcp;
 mod rust_client;
 pub use check::ors_check_against_reference;
 pub use rust_client::rust_client_against_reference;
@@ -58,6 +60,13 @@ pub fn run_all() -> Result<(), String> {
     step("conformance runner vs our server", || {
         conformance_against_ours(&bins)
     })?;
+    step("python MCP client vs ors mcp (stdio, http)", || {
+        mcp::python_mcp_client_against_ors_mcp(&python)
+    })?;
+    step(
+        "mcp_env wrapping a python MCP server and webhooks: reference client, ors check",
+        || mcp::mcp_env_with_python_servers(&python),
+    )?;
     Ok(())
 }
 
@@ -73,7 +82,7 @@ fn step(name: &str, f: impl FnOnce() -> Result<(), String>) -> Result<(), String
     result.map_err(|e| format!("{name}: {e}"))
 }
 
-/// Build the `conformance` and `gsm8k` example binaries; their directory.
+/// Build the `conformance`, `gsm8k` and `mcp_env` example binaries; their directory.
 pub fn build_examples() -> Result<PathBuf, String> {
     cargo_build(
         &[
@@ -83,6 +92,8 @@ pub fn build_examples() -> Result<PathBuf, String> {
             "conformance",
             "--bin",
             "gsm8k",
+            "--bin",
+            "mcp_env",
         ],
         false,
     )

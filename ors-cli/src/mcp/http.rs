@@ -68,8 +68,8 @@ pub async fn serve(spec: EpisodeSpec, addr: SocketAddr) -> Result<ExitCode, Erro
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    // The ready line goes to stderr: stdout is not used by `ors mcp`.
-    eprintln!("ors mcp: serving MCP on http://{local}{PATH}");
+    // Over HTTP stdout is free, so the ready line goes there, as ors-server's does.
+    println!("ors mcp listening on http://{local}{PATH}");
     loop {
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {

@@ -85,7 +85,7 @@ fn run_check(exe: &Path, url: &str, env: &str) -> Result<Run, String> {
 
 /// The ids of the problem lines, after checking the output's shape: exit 1, only `ok` and
 /// `problem` lines, and `N passed, M failed` last with the right counts.
-fn problems(run: &Run) -> Result<BTreeSet<String>, String> {
+pub(super) fn problems(run: &Run) -> Result<BTreeSet<String>, String> {
     if run.code != Some(1) || !run.stderr.trim().is_empty() {
         return Err(format!(
             "want exit 1 and no stderr, got exit {:?}, stderr {:?}",
