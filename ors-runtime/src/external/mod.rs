@@ -58,14 +58,9 @@ pub mod webhook;
 
 use std::collections::HashSet;
 
-use futures_util::future::BoxFuture;
-use serde_json::Value;
-
 use ors_core::types::{RunToolOutput, ToolSpec};
 
-use crate::env::{
-    DynamicTool, DynamicTools, Environment, ToolContext, ToolEntry, ToolTable, ToolTableError,
-};
+use crate::env::{DynamicTool, DynamicTools, Environment, ToolEntry, ToolTable, ToolTableError};
 use webhook::WebhookTool;
 
 #[cfg(feature = "mcp")]
@@ -216,9 +211,7 @@ impl ExternalTools {
             tools.extend(t.session_tools().await?);
         }
         tools.extend(self.shared.iter().cloned());
-        Ok(ExternalSession {
-            tools: DynamicTools::new(tools)?,
-        })
+        Ok(DynamicTools::new(tools)?)
     }
 
     /// The tools as entries of `E`'s tool table: listed by `/tools` like `#[tool]` methods,
@@ -282,31 +275,6 @@ impl ExternalTools {
     }
 }
 
-/// The external tools of one episode. Dropping it closes the episode's own MCP connections
-/// (stopping their server processes).
-#[derive(Debug, Clone, Default)]
-pub struct ExternalSession {
-    tools: DynamicTools,
-}
-
-impl ExternalSession {
-    /// The specs, for `task_tools`.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.tools.specs()
-    }
-
-    /// Run a tool (input validated first); `None` when no tool has that name.
-    pub fn call(
-        &self,
-        ctx: ToolContext,
-        name: &str,
-        input: Value,
-    ) -> Option<BoxFuture<'static, RunToolOutput>> {
-        self.tools.call(ctx, name, input)
-    }
-
-    /// The tools as a set.
-    pub fn tools(&self) -> &DynamicTools {
-        &self.tools
-    }
-}
+/// The external tools of one episode: a [`DynamicTools`] set whose MCP tools run on the
+/// episode's own connections. Dropping it closes them (stopping their server processes).
+pub type ExternalSession = DynamicTools;

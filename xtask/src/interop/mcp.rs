@@ -145,30 +145,37 @@ fn ors_check(ors: &Path, url: &str, fuzz: &str) -> Result<(), String> {
 
 /// The webhook tools of `client_mcp_env.py`, at the endpoint `base`.
 fn webhooks_file(base: &str) -> String {
-    serde_json::json!([
-        {
-            "name": "lookup_order",
-            "description": "Look up an order by its id.",
-            "input_schema": {"type": "object", "properties": {"orderId": {"type": "string"}},
-                             "required": ["orderId"]},
-            "url": format!("{base}/lookup"),
-            "secret_env": HOOK_SECRET_VAR,
-        },
-        {
-            "name": "grade",
-            "description": "Grade the final answer (42); ends the episode when right.",
-            "input_schema": {"type": "object", "properties": {"answer": {"type": "string"}},
-                             "required": ["answer"]},
-            "url": format!("{base}/grade"),
-            "secret_env": HOOK_SECRET_VAR,
-        },
-        {
-            "name": "teapot",
-            "description": "Always answers HTTP 418.",
-            "url": format!("{base}/teapot"),
+    let hook = |name: &str, description: &str, field: Option<&str>, path: &str| {
+        let mut hook = serde_json::json!({
+            "name": name,
+            "description": description,
+            "url": format!("{base}{path}"),
             "secret_env": HOOK_SECRET_VAR,
             "timeout_secs": 10,
-        },
+        });
+        if let Some(field) = field {
+            hook["input_schema"] = serde_json::json!({
+                "type": "object",
+                "properties": {field: {"type": "string"}},
+                "required": [field],
+            });
+        }
+        hook
+    };
+    serde_json::json!([
+        hook(
+            "lookup_order",
+            "Look up an order by its id.",
+            Some("orderId"),
+            "/lookup"
+        ),
+        hook(
+            "grade",
+            "Grade the final answer (42); ends the episode when right.",
+            Some("answer"),
+            "/grade"
+        ),
+        hook("teapot", "Always answers HTTP 418.", None, "/teapot"),
     ])
     .to_string()
 }
