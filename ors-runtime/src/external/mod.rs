@@ -3,10 +3,13 @@
 //! as an [`ExternalSession`] (a [`DynamicTools`] set whose MCP tools run on that episode's
 //! connection).
 //!
-//! An environment mixes them with its `#[tool]` methods by serving the session's tools from
-//! `task_tools` and `call_task_tool`; [`ExternalToolsBuilder::beside`] reserves the
-//! environment's own tool names, so a collision is an error at start-up (give the MCP server
-//! a prefix), never a tool silently hidden:
+//! Two ways to serve them:
+//! - an environment whose tools all come from elsewhere lists them in `/tools` with a tool
+//!   table written by hand ([`ExternalTools::table`]; the `mcp_env` example does this);
+//! - an environment with `#[tool]` methods too serves the episode's external tools from
+//!   `task_tools` and `call_task_tool` (listed per episode); [`ExternalToolsBuilder::beside`]
+//!   reserves its own tool names, so a collision is an error at start-up (give the MCP
+//!   server a prefix), never a tool silently hidden:
 //!
 //! ```no_run
 //! use std::sync::OnceLock;
