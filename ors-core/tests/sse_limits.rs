@@ -78,6 +78,76 @@ fn the_lenient_push_stops_at_a_bound_and_says_why() {
     assert!(d.push(&sse::encode_event("c", "x")).is_empty());
 }
 
+/// Found by `cargo xtask fuzz` (target `sse_decoder`): a long comment (or unknown field) after
+/// some data was refused when it arrived in pieces but taken when it arrived whole, so whether
+/// a stream decoded depended on how TCP cut it. Every line must fit beside what is held,
+/// however it arrives.
+#[test]
+fn where_a_long_comment_is_cut_does_not_change_the_outcome() {
+    let limits = DecodeLimits::bounded(100);
+    let mut stream = format!("data: {}\n", "d".repeat(90)).into_bytes();
+    stream.extend(format!(": {}\n", "c".repeat(100)).as_bytes());
+    stream.extend(b"\n");
+    let whole = SseDecoder::with_limits(limits).try_push(&stream);
+    for cut in 1..stream.len() {
+        let mut d = SseDecoder::with_limits(limits);
+        let cut_up = d.try_push(&stream[..cut]).and_then(|mut events| {
+            events.extend(d.try_push(&stream[cut..])?);
+            Ok(events)
+        });
+        assert_eq!(cut_up, whole, "cut at {cut}");
+        assert!(d.high_water() <= 100 + FIELD_ROOM, "{}", d.high_water());
+    }
+    // The same with a bound on the data only (an unbounded line).
+    let limits = DecodeLimits {
+        max_line_bytes: usize::MAX,
+        ..DecodeLimits::bounded(0)
+    };
+    let stream = b"x-unknown-field-longer-than-the-room-left-for-it-by-the-event-bound-of-zero\n\n";
+    let whole = SseDecoder::with_limits(limits).try_push(stream);
+    let mut d = SseDecoder::with_limits(limits);
+    let cut_up = d.try_push(&stream[..10]).and_then(|mut events| {
+        events.extend(d.try_push(&stream[10..])?);
+        Ok(events)
+    });
+    assert_eq!(cut_up, whole);
+}
+
+/// Found by `cargo xtask fuzz` (target `sse_decoder`): each invalid UTF-8 byte becomes a
+/// 3-byte U+FFFD, and the bound was checked on the bytes before that, so a line of invalid
+/// bytes made the decoder hold up to three times its bound.
+#[test]
+fn invalid_utf8_counts_at_its_replaced_size() {
+    for first in [true, false] {
+        let limits = DecodeLimits::bounded(100);
+        let mut stream = Vec::new();
+        if !first {
+            stream.extend(b"data: x\n");
+        }
+        stream.extend(b"data: ");
+        stream.extend([0xFF; 60]);
+        stream.extend(b"\n\n");
+        // Whole (the line is processed where it lies) and byte by byte (buffered).
+        for step in [stream.len(), 1] {
+            let mut d = SseDecoder::with_limits(limits);
+            let got: Vec<_> = stream.chunks(step).flat_map(|p| d.push(p)).collect();
+            assert!(got.is_empty(), "{got:?}");
+            assert_eq!(d.failure(), Some(&SseError::EventTooLarge { limit: 100 }));
+            assert!(d.high_water() <= 100 + FIELD_ROOM, "{}", d.high_water());
+            // Checked, the first invalid byte is the error, without replacing anything.
+            let mut d = SseDecoder::with_limits(limits);
+            let err = stream.chunks(step).find_map(|p| d.try_push(p).err());
+            assert_eq!(err, Some(SseError::InvalidUtf8));
+        }
+    }
+    // Within the bound, replaced as the WHATWG rules say.
+    let got = SseDecoder::with_limits(DecodeLimits::bounded(100)).push(b"data: a\xFF\xFEb\n\n");
+    assert_eq!(
+        got,
+        vec![sse::SseEvent::new("message", "a\u{FFFD}\u{FFFD}b")]
+    );
+}
+
 #[test]
 fn invalid_utf8_is_an_error_when_checked_and_replaced_otherwise() {
     let bytes = b"event: end\ndata: caf\xE9\n\n";

@@ -74,8 +74,9 @@ pub enum SseError {
         /// The bound that was hit.
         limit: usize,
     },
-    /// An event's name or data is not UTF-8 (only the checked `try_push` reports it; `push`
-    /// replaces such bytes with U+FFFD as the WHATWG rules say).
+    /// An event's name or data is not UTF-8 (only the checked `try_push` reports it, once the
+    /// line carrying it is complete; `push` replaces such bytes with U+FFFD as the WHATWG rules
+    /// say, and they count at their replaced size against the bounds).
     #[error("an SSE event is not valid UTF-8")]
     InvalidUtf8,
 }
@@ -301,10 +302,12 @@ impl SseDecoder {
                     if self.line.len().saturating_add(i) > max_line {
                         return Err(SseError::LineTooLong { limit: max_line });
                     }
+                    // Every line must fit beside what is held, whatever its field, as it
+                    // must when it arrives in pieces and is buffered.
+                    self.check_room(i)?;
                     if self.line.is_empty() {
                         self.process_line(&bytes[..i], 0, strict, sink)?;
                     } else {
-                        self.check_room(i)?;
                         self.line.extend_from_slice(&bytes[..i]);
                         self.end_line(strict, sink)?;
                     }
@@ -341,8 +344,16 @@ impl SseDecoder {
                 self.data = match String::from_utf8(line) {
                     Ok(s) => s,
                     Err(e) => {
-                        self.bad_utf8 = true;
-                        String::from_utf8_lossy(e.as_bytes()).into_owned()
+                        // Replaced, the text can be up to three times the bytes; it is made
+                        // beside them, so both count.
+                        let raw = e.into_bytes();
+                        let len = text_len(&raw, strict)?;
+                        self.check_data(0, len)?;
+                        self.check_room(raw.len() + len)?;
+                        let mut text = String::with_capacity(len);
+                        self.bad_utf8 |= push_lossy(&mut text, &raw);
+                        self.note_held(raw.len() + text.len());
+                        text
                     }
                 };
                 self.has_data = true;
@@ -384,30 +395,27 @@ impl SseDecoder {
             None => (line, &[][..]),
         };
         match field {
+            // The bytes are checked against the bounds before their UTF-8 (replaced, text
+            // is never shorter), as they are when the line arrives in pieces.
             b"event" => {
                 self.check_room(in_transit + value.len())?;
-                let name = self.text(value);
+                let len = text_len(value, strict)?;
+                self.check_room(in_transit + len)?;
+                let mut name = String::with_capacity(len);
+                self.bad_utf8 |= push_lossy(&mut name, value);
                 self.event = Some(name);
                 self.note_held(in_transit);
             }
             b"data" => {
                 let sep = usize::from(self.has_data);
-                if self.data.len() + sep + value.len() > self.limits.max_event_bytes {
-                    return Err(SseError::EventTooLarge {
-                        limit: self.limits.max_event_bytes,
-                    });
-                }
-                self.check_room(in_transit + sep + value.len())?;
+                self.check_data(sep, value.len())?;
+                let len = text_len(value, strict)?;
+                self.check_data(sep, len)?;
+                self.check_room(in_transit + sep + len)?;
                 if self.has_data {
                     self.data.push('\n');
                 }
-                match std::str::from_utf8(value) {
-                    Ok(s) => self.data.push_str(s),
-                    Err(_) => {
-                        self.bad_utf8 = true;
-                        self.data.push_str(&String::from_utf8_lossy(value));
-                    }
-                }
+                self.bad_utf8 |= push_lossy(&mut self.data, value);
                 self.has_data = true;
                 self.note_held(in_transit);
             }
@@ -416,15 +424,14 @@ impl SseDecoder {
         Ok(())
     }
 
-    /// A field value as text, remembering when it was not UTF-8.
-    fn text(&mut self, value: &[u8]) -> String {
-        match std::str::from_utf8(value) {
-            Ok(s) => s.to_owned(),
-            Err(_) => {
-                self.bad_utf8 = true;
-                String::from_utf8_lossy(value).into_owned()
-            }
+    /// Fail unless `len` more bytes of data (after `sep` for a line break) fit the event.
+    fn check_data(&self, sep: usize, len: usize) -> Result<(), SseError> {
+        if self.data.len() + sep + len > self.limits.max_event_bytes {
+            return Err(SseError::EventTooLarge {
+                limit: self.limits.max_event_bytes,
+            });
         }
+        Ok(())
     }
 
     /// A blank line: hand over the event, if it has data.
@@ -766,6 +773,37 @@ fn non_finite(head: &str, tail: &str, err: &serde_json::Error) -> Option<&'stati
         .into_iter()
         .find(|lit| window.contains(lit))
         .map(|lit| if lit == "NaN" { "`NaN`" } else { "`Infinity`" })
+}
+
+/// How long a field value is as text: its length when it is UTF-8; otherwise an error when
+/// `strict`, else its length with each invalid sequence replaced by U+FFFD (3 bytes), which is
+/// what the bounds count, as it is what is held.
+fn text_len(value: &[u8], strict: bool) -> Result<usize, SseError> {
+    let mut len = 0;
+    for chunk in value.utf8_chunks() {
+        len += chunk.valid().len();
+        if !chunk.invalid().is_empty() {
+            if strict {
+                return Err(SseError::InvalidUtf8);
+            }
+            len += char::REPLACEMENT_CHARACTER.len_utf8();
+        }
+    }
+    Ok(len)
+}
+
+/// Append `value` as text, each invalid UTF-8 sequence replaced by U+FFFD as the WHATWG rules
+/// say (without the temporary copy `String::from_utf8_lossy` makes); whether there was one.
+fn push_lossy(out: &mut String, value: &[u8]) -> bool {
+    let mut replaced = false;
+    for chunk in value.utf8_chunks() {
+        out.push_str(chunk.valid());
+        if !chunk.invalid().is_empty() {
+            out.push(char::REPLACEMENT_CHARACTER);
+            replaced = true;
+        }
+    }
+    replaced
 }
 
 /// The length of the `data:` field name (and its optional space) when `line` is a data line.
