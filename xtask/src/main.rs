@@ -1,11 +1,12 @@
 //! Project automation for ors-rs: `cargo xtask test`, `cargo xtask conformance`,
-//! `cargo xtask bench`, `cargo xtask readme`, the toolkit measurements `cargo xtask bigtasks`
-//! and `cargo xtask blocking`, and `cargo xtask memprobe`. Run `cargo xtask --help`.
+//! `cargo xtask bench`, `cargo xtask readme`, and the measurement commands (`fuzz`, `soak`,
+//! `bigtasks`, `blocking`, `memprobe`, `scale`). Run `cargo xtask --help`.
 
 mod bench;
 mod bigtasks;
 mod blocking;
 mod conformance;
+mod fuzz;
 mod interop;
 mod memprobe;
 mod procs;
@@ -27,8 +28,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Every check CI runs: fmt, clippy, tests, interop with the Python reference, conformance,
-    /// the README's examples, a quick bench.
+    /// Every check CI runs: fmt, clippy, tests, each fuzz target briefly, interop with the
+    /// Python reference, conformance, the README's examples, a quick bench.
     Test(test::TestArgs),
     /// Check an ORS server against the protocol, clause by clause.
     Conformance(conformance::XtaskConformanceArgs),
@@ -43,6 +44,8 @@ enum Command {
     /// Measure a server's memory under trickled bodies, lingering results and JSON-heavy
     /// bodies (Linux).
     Memprobe(memprobe::MemprobeArgs),
+    /// Run every cargo-fuzz target in fuzz/ for a while (nightly toolchain).
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> ExitCode {
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
         Command::Bigtasks(args) => bigtasks::run(args),
         Command::Blocking(args) => blocking::run(args),
         Command::Memprobe(args) => memprobe::run(args),
+        Command::Fuzz(args) => fuzz::run(args),
     };
     match result {
         Ok(code) => code,

@@ -26,6 +26,23 @@ fn cargo(args: &[&str]) -> Result<(), String> {
     }
 }
 
+/// Seconds of fuzzing `cargo xtask test` spends, over all targets.
+const FUZZ_BUDGET_SECS: u64 = 60;
+
+/// Each fuzz target for its share of [`FUZZ_BUDGET_SECS`] (at least 5 s): enough to catch a
+/// target that no longer builds or fails at once. Without a nightly toolchain (or a way to
+/// install cargo-fuzz) the step is skipped, saying why.
+fn fuzz_briefly() -> Result<(), String> {
+    if let Err(crate::fuzz::Unavailable(why)) = crate::fuzz::ensure_tools() {
+        eprintln!("xtask: fuzz: SKIPPED: {why}");
+        return Ok(());
+    }
+    let targets = crate::fuzz::targets()?;
+    let secs = (FUZZ_BUDGET_SECS / targets.len().max(1) as u64).max(5);
+    let outcomes = crate::fuzz::fuzz(&targets, secs)?;
+    crate::fuzz::check(&outcomes)
+}
+
 /// Run every check.
 pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     if args.interop_only {
@@ -42,6 +59,7 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
+    fuzz_briefly()?;
     crate::interop::run_all()?;
     eprintln!("xtask: readme: the README's console examples against a gsm8k server");
     crate::readme::run()?;
@@ -52,7 +70,8 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         return Err("cargo xtask bench --quick reported errors".to_owned());
     }
     eprintln!(
-        "xtask: test: fmt, clippy, cargo test, interop, conformance, README and bench all passed"
+        "xtask: test: fmt, clippy, cargo test, fuzz, interop, conformance, README and bench all \
+         passed"
     );
     Ok(ExitCode::SUCCESS)
 }
