@@ -37,3 +37,5 @@ pub fn pieces<'a>(bytes: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
     at.sort_unstable();
     at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect()
 }
+
+pub mod env;

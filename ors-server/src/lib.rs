@@ -184,6 +184,11 @@ mod stats;
 mod tombstones;
 mod util;
 
+/// Internals the cargo-fuzz targets in `fuzz/` reach (feature `fuzzing`); not a public API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 pub use config::{ConfigError, ServerConfig, SessionKey};
 pub use error::ServerError;
 #[cfg(feature = "init_tracing")]

@@ -31,9 +31,10 @@ impl Verb {
     }
 }
 
-/// Every endpoint of the ORS HTTP API.
+/// Every endpoint of the ORS HTTP API. (`pub` for the `fuzzing` feature only: this module is
+/// private.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Endpoint {
+pub enum Endpoint {
     Health,
     ListEnvironments,
     CreateSession,
@@ -135,7 +136,7 @@ const ROUTES: &[RouteDef] = &[
 
 /// What the table says about a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RouteMatch<'p> {
+pub enum RouteMatch<'p> {
     /// A known endpoint; `env` is the env path segment when one was given.
     Found {
         endpoint: Endpoint,
@@ -167,7 +168,7 @@ fn check<'p>(def: &'static RouteDef, verb: Option<Verb>, env: Option<&'p str>) -
 }
 
 /// Route a request by method and path (the path without its query).
-pub(crate) fn route<'p>(method: &http::Method, path: &'p str) -> RouteMatch<'p> {
+pub fn route<'p>(method: &http::Method, path: &'p str) -> RouteMatch<'p> {
     let verb = Verb::of(method);
     let trimmed = path.strip_prefix('/').unwrap_or(path);
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);

@@ -293,7 +293,8 @@ fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, ServerErro
     }
 }
 
-fn connection_builder(config: &ServerConfig) -> http1::Builder {
+/// The settings of every served connection (the fuzzing harness uses them too).
+pub(crate) fn connection_builder(config: &ServerConfig) -> http1::Builder {
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
