@@ -5,6 +5,7 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -30,6 +31,7 @@ struct Canned {
     echo: Bytes,
     submit: Bytes,
     big: Bytes,
+    slept: Bytes,
     not_found: Bytes,
     next_id: AtomicU64,
 }
@@ -52,6 +54,7 @@ impl Canned {
             ),
             submit: call(ToolOutput::text("Correct!").with_reward(1.0).finish()),
             big: call(ToolOutput::text("x".repeat(big_bytes))),
+            slept: call(ToolOutput::text("slept")),
             not_found: Bytes::from_static(b"{\"detail\":\"not found\"}"),
             next_id: AtomicU64::new(1),
         }
@@ -72,6 +75,22 @@ fn respond(status: StatusCode, content_type: &'static str, body: Bytes) -> Respo
 
 fn sid_json(sid: &str) -> Bytes {
     Bytes::from(format!("{{\"sid\":\"{sid}\"}}"))
+}
+
+/// The `"ms":N` of a `sleep` call's body (0 when absent): the one thing the bare server
+/// reads, so the concurrency workload's calls take as long as on a real server.
+fn sleep_ms(body: &[u8]) -> u64 {
+    let key = b"\"ms\":";
+    let Some(at) = body.windows(key.len()).position(|w| w == key) else {
+        return 0;
+    };
+    body[at + key.len()..]
+        .iter()
+        .skip_while(|b| **b == b' ')
+        .take_while(|b| b.is_ascii_digit())
+        .fold(0u64, |n, d| {
+            n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+        })
 }
 
 /// Does the JSON body name this tool? A byte search, not a parse: the bare server has no logic.
@@ -113,6 +132,9 @@ async fn handle(
         (&Method::POST, p) if p.ends_with("/call") => {
             let sse = if names(&body, b"\"submit\"") {
                 canned.submit.clone()
+            } else if names(&body, b"\"sleep\"") {
+                tokio::time::sleep(Duration::from_millis(sleep_ms(&body))).await;
+                canned.slept.clone()
             } else if names(&body, b"\"big\"") {
                 canned.big.clone()
             } else {

@@ -1,7 +1,7 @@
 //! One keep-alive HTTP/1.1 connection to an ORS server, and the requests the benchmark makes
 //! on it, each checked against what the `conformance` fixture must answer.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -13,7 +13,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use ors_core::sse::{CallEvent, CallStreamDecoder, SseDecoder, EVENT_TASK_ID};
 use ors_core::types::{Block, RunToolOutput, SessionId};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// The environment every benchmark route is scoped to.
 pub const ENV: &str = "conformance";
@@ -94,6 +94,8 @@ impl Target {
 /// One keep-alive connection, redialled after a transport failure.
 pub struct Conn {
     target: Target,
+    /// The local address to connect from (the system's choice when `None`).
+    source: Option<IpAddr>,
     sender: Option<SendRequest<Full<Bytes>>>,
 }
 
@@ -102,7 +104,33 @@ impl Conn {
     pub fn new(target: Target) -> Self {
         Self {
             target,
+            source: None,
             sender: None,
+        }
+    }
+
+    /// A connection to `target` from the local address `source` (another loopback address
+    /// has its own ephemeral ports).
+    pub fn with_source(target: Target, source: IpAddr) -> Self {
+        Self {
+            target,
+            source: Some(source),
+            sender: None,
+        }
+    }
+
+    async fn dial(&self) -> std::io::Result<TcpStream> {
+        match self.source {
+            None => TcpStream::connect(self.target.addr).await,
+            Some(ip) => {
+                let socket = if ip.is_ipv4() {
+                    TcpSocket::new_v4()?
+                } else {
+                    TcpSocket::new_v6()?
+                };
+                socket.bind(SocketAddr::new(ip, 0))?;
+                socket.connect(self.target.addr).await
+            }
         }
     }
 
@@ -127,9 +155,7 @@ impl Conn {
                     format!("connect {}: {e}", self.target.addr),
                 )
             };
-            let stream = TcpStream::connect(self.target.addr)
-                .await
-                .map_err(transport)?;
+            let stream = self.dial().await.map_err(transport)?;
             stream.set_nodelay(true).map_err(transport)?;
             let (sender, conn) = http1::handshake(TokioIo::new(stream))
                 .await

@@ -6,6 +6,7 @@
 mod agent;
 mod bare;
 mod client;
+mod concurrency;
 mod stats;
 mod workloads;
 
@@ -59,6 +60,8 @@ enum Workload {
     /// Agent episodes (`ors_client::evaluate` with the `Agent`) against a scripted model
     /// server (`--model-base`).
     Agent,
+    /// Many sessions each calling `sleep` in a loop (success rate and latency).
+    Concurrency,
 }
 
 #[derive(clap::Args)]
@@ -102,6 +105,12 @@ struct LoadArgs {
     /// The scripted model server's OpenAI base URL (`agent` workload).
     #[arg(long, value_name = "URL")]
     model_base: Option<String>,
+    /// How long each `sleep` call of the concurrency workload sleeps, milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    sleep_ms: u64,
+    /// Loopback source addresses the concurrency workload spreads its connections over.
+    #[arg(long, default_value_t = 8)]
+    sources: u8,
 }
 
 fn secs(s: f64) -> Duration {
@@ -121,8 +130,37 @@ fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
     }
 }
 
+/// The file descriptors the concurrency workload needs beyond one per connection.
+const SPARE_FDS: u64 = 256;
+
+/// Fail early, saying what to do, when `sessions` connections would run out of descriptors.
+fn check_fd_limit(sessions: usize) -> Result<(), String> {
+    let (soft, _) = rlimit::getrlimit(rlimit::Resource::NOFILE)
+        .map_err(|e| format!("reading the file descriptor limit: {e}"))?;
+    let need = sessions as u64 + SPARE_FDS;
+    if soft < need {
+        return Err(format!(
+            "{sessions} sessions need {need} file descriptors and the limit is {soft}; raise it \
+             (`ulimit -n {need}`; `cargo xtask bench` raises its own)"
+        ));
+    }
+    Ok(())
+}
+
 fn load(args: LoadArgs) -> Result<(), String> {
     let target = Target::parse(&args.url, args.canned)?;
+    if matches!(args.workload, Workload::Concurrency) {
+        check_fd_limit(args.sessions)?;
+    }
+    let concurrency = concurrency::Opts {
+        target: target.clone(),
+        sessions: args.sessions.max(1),
+        sleep: Duration::from_millis(args.sleep_ms),
+        duration: secs(args.duration),
+        warmup: secs(args.warmup),
+        threads: args.threads,
+        sources: args.sources,
+    };
     let limit = secs(args.time_limit);
     let opts = LoadOpts {
         target,
@@ -136,7 +174,6 @@ fn load(args: LoadArgs) -> Result<(), String> {
         // Leave room inside the time limit for deleting the sessions again.
         deadline: Instant::now() + limit.mul_f64(0.6),
     };
-    let rt = runtime(args.threads).map_err(|e| format!("tokio runtime: {e}"))?;
     let workload = args.workload;
     let (url, model_base) = (
         args.url.clone(),
@@ -145,6 +182,12 @@ fn load(args: LoadArgs) -> Result<(), String> {
     if matches!(workload, Workload::Agent) && model_base.is_empty() {
         return Err("the agent workload needs --model-base".into());
     }
+    // The concurrency workload brings its own runtimes; this one only waits for them.
+    let threads = match workload {
+        Workload::Concurrency => 1,
+        _ => args.threads,
+    };
+    let rt = runtime(threads).map_err(|e| format!("tokio runtime: {e}"))?;
     let report = rt.block_on(async move {
         let run = async {
             match workload {
@@ -153,6 +196,16 @@ fn load(args: LoadArgs) -> Result<(), String> {
                 Workload::Big => workloads::big(&opts).await,
                 Workload::Idle => workloads::idle(&opts).await,
                 Workload::Agent => agent::agent(&url, &model_base, &opts).await,
+                // Its own threads, each with a current-thread runtime.
+                Workload::Concurrency => {
+                    tokio::task::spawn_blocking(move || concurrency::run(concurrency))
+                        .await
+                        .unwrap_or_else(|e| {
+                            let mut errors = Errors::default();
+                            errors.add_other(format!("the concurrency workload failed: {e}"));
+                            json!({"errors": errors.to_json()})
+                        })
+                }
             }
         };
         match tokio::time::timeout(limit, run).await {

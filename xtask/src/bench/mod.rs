@@ -7,6 +7,7 @@
 //! prints the table and the JSON.
 
 mod agent;
+mod concurrency;
 mod report;
 pub(crate) mod servers;
 
@@ -57,6 +58,8 @@ pub enum Only {
     Idle,
     /// Agent episodes with an instant scripted model: our client against the reference's.
     Agent,
+    /// 1,024 to 16,384 sessions each calling `sleep` 1 s in a loop for 30 s.
+    Concurrency,
 }
 
 impl BenchArgs {
@@ -95,6 +98,12 @@ struct Plan {
     /// Launches timed for start-up (the last one serves the workloads).
     launches: usize,
     client_threads: usize,
+    /// Session counts of the concurrency workload (ours and the limit; the reference).
+    concurrency_ours: Vec<usize>,
+    concurrency_ref: Vec<usize>,
+    /// Its window and the warm-up at its start left out of the latencies (seconds).
+    concurrency_duration: f64,
+    concurrency_warmup: f64,
 }
 
 impl Plan {
@@ -123,6 +132,18 @@ impl Plan {
             },
             launches: if args.quick { 1 } else { 3 },
             client_threads: args.client_threads.max(1),
+            concurrency_ours: if args.quick {
+                vec![256]
+            } else {
+                vec![1_024, 4_096, concurrency::TARGET_SESSIONS]
+            },
+            concurrency_ref: if args.quick {
+                vec![256]
+            } else {
+                vec![1_024, 4_096]
+            },
+            concurrency_duration: args.duration.unwrap_or(if args.quick { 3.0 } else { 30.0 }),
+            concurrency_warmup: if args.quick { 1.0 } else { 2.0 },
         }
     }
 
@@ -148,7 +169,12 @@ const BIG_BYTES: usize = 1 << 20;
 
 /// Run `ors-bench load` and return its JSON report. The process is killed if it outlives its
 /// own time limit by more than a grace period.
-fn run_load(bench: &Path, url: &str, canned: bool, args: &[String]) -> Result<Value, String> {
+pub(crate) fn run_load(
+    bench: &Path,
+    url: &str,
+    canned: bool,
+    args: &[String],
+) -> Result<Value, String> {
     let limit: f64 = args
         .iter()
         .position(|a| a == "--time-limit")
@@ -203,7 +229,7 @@ fn run_json(mut cmd: Command, limit: f64) -> Result<Value, String> {
 }
 
 /// The error count of a workload report.
-fn error_count(v: &Value) -> u64 {
+pub(crate) fn error_count(v: &Value) -> u64 {
     v["errors"]["count"].as_u64().unwrap_or(0)
 }
 
@@ -213,6 +239,8 @@ struct Measured {
     startup_ms: Vec<f64>,
     workloads: BTreeMap<String, Value>,
     idle: Option<Value>,
+    /// The concurrency workload's report at each session count.
+    concurrency: BTreeMap<usize, Value>,
     /// Failures outside the load generator (launch, crash, build).
     failures: Vec<String>,
 }
@@ -221,7 +249,8 @@ impl Measured {
     fn errors(&self) -> u64 {
         let in_workloads: u64 = self.workloads.values().map(error_count).sum();
         let in_idle = self.idle.as_ref().map_or(0, error_count);
-        in_workloads + in_idle + self.failures.len() as u64
+        let in_concurrency: u64 = self.concurrency.values().map(error_count).sum();
+        in_workloads + in_idle + in_concurrency + self.failures.len() as u64
     }
 
     fn to_json(&self) -> Value {
@@ -232,10 +261,19 @@ impl Measured {
             "startup_ms_median": sorted.get(sorted.len() / 2),
             "workloads": self.workloads,
             "idle": self.idle,
+            "concurrency": concurrency_json(&self.concurrency),
             "failures": self.failures,
             "errors": self.errors(),
         })
     }
+}
+
+/// The concurrency reports keyed by their session count as text (JSON keys are strings).
+fn concurrency_json(c: &BTreeMap<usize, Value>) -> Value {
+    c.iter()
+        .map(|(n, v)| (n.to_string(), v.clone()))
+        .collect::<serde_json::Map<String, Value>>()
+        .into()
 }
 
 /// Launch `kind` `plan.launches` times, timing each to its ready line; the last one stays up.
@@ -436,6 +474,14 @@ fn measure(
     if args.runs(Only::Agent) && kinds.contains(&Kind::Ours) && launcher.ours.is_some() {
         agent::measure(launcher, plan, &mut results);
     }
+    // A fresh server per size, after the rest: 16k connections leave a lot in TIME_WAIT.
+    for &kind in kinds.iter().filter(|_| args.runs(Only::Concurrency)) {
+        if kind == Kind::Ours && launcher.ours.is_none() {
+            continue;
+        }
+        let m = results.entry(kind.name()).or_default();
+        concurrency::measure(kind, launcher, plan, m);
+    }
     results
 }
 
@@ -522,6 +568,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
         fixture: servers::fixture_path(&root),
         logs,
     };
+    if args.runs(Only::Concurrency) {
+        let most = plan.concurrency_ours.iter().max().copied().unwrap_or(0);
+        concurrency::raise_fd_limit(most)?;
+    }
     // Read after the build, which loads the machine itself.
     let load_before = load_average();
     let mut results = measure(&kinds, &launcher, &plan, &args);
@@ -554,6 +604,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
         },
     );
     print!("{}", report.render(&results, &context, elapsed));
+    print!("{}", concurrency::render(&results, &plan));
     if let Some(path) = &args.json {
         let servers: BTreeMap<&str, Value> =
             results.iter().map(|(k, m)| (*k, m.to_json())).collect();
@@ -571,6 +622,10 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
             "servers": servers,
             "table": report.rows_json(),
             "targets": report.targets_json(),
+            // Ours, keyed by session count (each server's are under `servers`).
+            "concurrency": results
+                .get(Kind::Ours.name())
+                .map(|m| concurrency_json(&m.concurrency)),
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         std::fs::write(path, text + "\n")

@@ -328,8 +328,13 @@ impl Report {
             for f in &m.failures {
                 let _ = writeln!(out, "  {f}");
             }
-            let idle = m.idle.iter().map(|v| ("idle", v));
-            for (key, v) in m.workloads.iter().map(|(k, v)| (k.as_str(), v)).chain(idle) {
+            let idle = m.idle.iter().map(|v| ("idle".to_owned(), v));
+            let concurrency = m
+                .concurrency
+                .iter()
+                .map(|(n, v)| (format!("concurrency {n}"), v));
+            let workloads = m.workloads.iter().map(|(k, v)| (k.clone(), v));
+            for (key, v) in workloads.chain(idle).chain(concurrency) {
                 let n = v["errors"]["count"].as_u64().unwrap_or(0);
                 if n == 0 {
                     continue;
@@ -443,6 +448,16 @@ fn targets(rows: &[Row], results: &BTreeMap<&str, Measured>, plan: &Plan) -> Vec
         met: mbs.map(|v| v >= 200.0),
         detail: mbs.map_or("-".into(), |v| format!("{} MB/s", num(v))),
     });
+    let (met, detail) = super::concurrency::target(results);
+    t.push(Target {
+        name: format!(
+            "concurrency: {} sessions calling sleep, 100% success and p99 <= {} ms",
+            super::concurrency::TARGET_SESSIONS,
+            super::concurrency::TARGET_P99_MS
+        ),
+        met,
+        detail,
+    });
     t
 }
 
@@ -462,6 +477,10 @@ mod tests {
             idle_ref: vec![1_000],
             launches: 1,
             client_threads: 1,
+            concurrency_ours: vec![256],
+            concurrency_ref: vec![256],
+            concurrency_duration: 3.0,
+            concurrency_warmup: 1.0,
         }
     }
 
