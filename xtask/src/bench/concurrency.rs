@@ -32,7 +32,7 @@ const GIVE_UP_BELOW: f64 = 0.5;
 const SPARE_FDS: u64 = 1024;
 
 /// Raise this process's RLIMIT_NOFILE so `connections` fit, for itself and the processes it
-/// starts: the soft limit up to the hard one, and the hard one too when allowed (root). Says
+/// starts: the soft limit up to the hard one, and the hard one too when allowed. Says
 /// what it did; an error only when the limit stays too low.
 pub fn raise_fd_limit(connections: usize) -> Result<(), String> {
     use rlimit::Resource;
@@ -43,8 +43,10 @@ pub fn raise_fd_limit(connections: usize) -> Result<(), String> {
     if soft >= need {
         return Ok(());
     }
+    // The soft limit goes all the way up: our server keeps a tenth of its limit (at least
+    // 128) for everything but connections, so it needs more than one descriptor each.
     let raised = if hard >= need {
-        Resource::NOFILE.set(need, hard)
+        Resource::NOFILE.set(hard, hard)
     } else {
         // Only a privileged process may raise the hard limit; try, then settle for it.
         Resource::NOFILE

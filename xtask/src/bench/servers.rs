@@ -63,7 +63,12 @@ impl Launcher {
                 c.args(["--host", "127.0.0.1", "--port", "0"]);
                 // The benchmark measures the default, quiet configuration.
                 c.env_remove("RUST_LOG");
-                for var in ["ORS_API_KEY", "ORS_TOOL_TIMEOUT_SECS", "ORS_MAX_SESSIONS"] {
+                for var in [
+                    "ORS_API_KEY",
+                    "ORS_TOOL_TIMEOUT_SECS",
+                    "ORS_MAX_SESSIONS",
+                    "ORS_MAX_CONNECTIONS",
+                ] {
                     c.env_remove(var);
                 }
                 if let Some(n) = max_sessions {
