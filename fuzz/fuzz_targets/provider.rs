@@ -41,11 +41,7 @@ fuzz_target!(|data: &[u8]| {
         Value::Object(obj) => serde_json::from_value::<ToolSpec>(schema.clone())
             .ok()
             .or_else(|| {
-                Some(ToolSpec {
-                    name: "t".into(),
-                    description: "d".into(),
-                    input_schema: Some(obj.clone()),
-                })
+                Some(ToolSpec::new("t", "d", Some(obj.clone())))
             }),
         _ => None,
     };

@@ -12,6 +12,7 @@ mod memprobe;
 mod procs;
 mod python;
 mod readme;
+mod soak;
 mod test;
 
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ enum Command {
     Memprobe(memprobe::MemprobeArgs),
     /// Run every cargo-fuzz target in fuzz/ for a while (nightly toolchain).
     Fuzz(fuzz::FuzzArgs),
+    /// A mixed workload against the release server for N minutes; passes when its memory and
+    /// open files stay flat and nothing is lost.
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Blocking(args) => blocking::run(args),
         Command::Memprobe(args) => memprobe::run(args),
         Command::Fuzz(args) => fuzz::run(args),
+        Command::Soak(args) => soak::run(args),
     };
     match result {
         Ok(code) => code,
