@@ -113,6 +113,51 @@ fn where_a_long_comment_is_cut_does_not_change_the_outcome() {
     assert_eq!(cut_up, whole);
 }
 
+/// Every cut of `stream` in two decodes as the whole does (the same events or the same error),
+/// within the bound.
+fn assert_cuts_agree(limits: DecodeLimits, stream: &[u8]) {
+    let whole = SseDecoder::with_limits(limits).try_push(stream);
+    for cut in 1..stream.len() {
+        let mut d = SseDecoder::with_limits(limits);
+        let cut_up = d.try_push(&stream[..cut]).and_then(|mut events| {
+            events.extend(d.try_push(&stream[cut..])?);
+            Ok(events)
+        });
+        assert_eq!(cut_up, whole, "cut at {cut}");
+        let cap = limits.max_event_bytes.saturating_add(FIELD_ROOM);
+        assert!(d.high_water() <= cap, "cut at {cut}: {}", d.high_water());
+    }
+}
+
+/// Found by `cargo xtask fuzz` (target `sse_decoder`): a line that arrived in pieces counted
+/// against the bound (it sits in the decoder's buffer while its name or data is copied out)
+/// and the same line arriving whole did not, so an `event:` line or a second `data:` line near
+/// the bound decoded or failed depending on where TCP cut the stream.
+#[test]
+fn a_line_copied_out_of_the_buffer_counts_the_same_however_it_arrives() {
+    // An event name of invalid UTF-8 under a zero event bound (the fuzzer's case, readable).
+    let mut stream =
+        b"event::\0d)d\0\0\0\0\0\0\xff\xff\xff\xff\0\0A\x01\0\0\0\0d\0\0\0\0\0a\r".to_vec();
+    let limits = DecodeLimits {
+        max_line_bytes: 4118,
+        ..DecodeLimits::bounded(0)
+    };
+    assert_cuts_agree(limits, &stream);
+    stream.extend(b"\n\n");
+    assert_cuts_agree(limits, &stream);
+    // A valid name, and an event of two data lines whose second is long, near the bound.
+    let limits = DecodeLimits::bounded(100);
+    for (first, second) in [(40, 59), (60, 39), (10, 89), (0, 99)] {
+        let stream = format!(
+            "event: {}\ndata: {}\ndata: {}\n\n",
+            "e".repeat(30),
+            "a".repeat(first),
+            "b".repeat(second)
+        );
+        assert_cuts_agree(limits, stream.as_bytes());
+    }
+}
+
 /// Found by `cargo xtask fuzz` (target `sse_decoder`): each invalid UTF-8 byte becomes a
 /// 3-byte U+FFFD, and the bound was checked on the bytes before that, so a line of invalid
 /// bytes made the decoder hold up to three times its bound.

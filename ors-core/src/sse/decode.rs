@@ -306,7 +306,7 @@ impl SseDecoder {
                     // must when it arrives in pieces and is buffered.
                     self.check_room(i)?;
                     if self.line.is_empty() {
-                        self.process_line(&bytes[..i], 0, strict, sink)?;
+                        self.process_line(&bytes[..i], false, strict, sink)?;
                     } else {
                         self.line.extend_from_slice(&bytes[..i]);
                         self.end_line(strict, sink)?;
@@ -363,7 +363,7 @@ impl SseDecoder {
         }
         // Other lines leave the buffer to be reused, so a long stream does not allocate once
         // per line.
-        let done = self.process_line(&line, line.len(), strict, sink);
+        let done = self.process_line(&line, true, strict, sink);
         line.clear();
         if done.is_ok() {
             self.line = line;
@@ -371,15 +371,20 @@ impl SseDecoder {
         done
     }
 
-    /// One complete line; `in_transit` is how many of its bytes sit in a buffer of ours (they
-    /// count as held while the data is copied out of them).
+    /// One complete line; `buffered` when it sits in a buffer of ours (it counts as held while
+    /// its name or data is copied out of it).
+    ///
+    /// The bounds count the line whether or not it is buffered: where the stream was cut
+    /// decides that, and must not decide whether a line fits.
     fn process_line(
         &mut self,
         line: &[u8],
-        in_transit: usize,
+        buffered: bool,
         strict: bool,
         sink: &mut impl FnMut(SseEvent),
     ) -> Result<(), SseError> {
+        let in_transit = line.len();
+        let held = if buffered { in_transit } else { 0 };
         self.lines += 1;
         if line.is_empty() {
             return self.dispatch(strict, sink);
@@ -404,20 +409,23 @@ impl SseDecoder {
                 let mut name = String::with_capacity(len);
                 self.bad_utf8 |= push_lossy(&mut name, value);
                 self.event = Some(name);
-                self.note_held(in_transit);
+                self.note_held(held);
             }
             b"data" => {
                 let sep = usize::from(self.has_data);
                 self.check_data(sep, value.len())?;
                 let len = text_len(value, strict)?;
                 self.check_data(sep, len)?;
-                self.check_room(in_transit + sep + len)?;
+                // A buffered first data line becomes the data in place (`end_line`): only
+                // its text is held. A later one is copied out beside the data.
+                let line_cost = if self.has_data { in_transit } else { 0 };
+                self.check_room(line_cost + sep + len)?;
                 if self.has_data {
                     self.data.push('\n');
                 }
                 self.bad_utf8 |= push_lossy(&mut self.data, value);
                 self.has_data = true;
-                self.note_held(in_transit);
+                self.note_held(held);
             }
             _ => {} // id, retry and unknown fields do not matter to ORS
         }
