@@ -8,7 +8,7 @@ use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use ors_core::sse::{self, CallEvent, CallStreamDecoder, CallStreamError, DecodeLimits};
 use ors_core::{Block, RunToolOutput, ToolOutput};
-use ors_fuzz::{bound, cuts, pieces, FIELD_ROOM};
+use ors_fuzz::{cuts, limits, pieces, FIELD_ROOM};
 
 type Decoded = Vec<std::result::Result<CallEvent, CallStreamError>>;
 
@@ -58,11 +58,7 @@ fn result(u: &mut Unstructured<'_>) -> Result<RunToolOutput> {
 
 fn check(mut u: Unstructured<'_>) -> Result<()> {
     let u = &mut u;
-    let limits = DecodeLimits {
-        max_line_bytes: bound(u)?,
-        max_event_bytes: bound(u)?,
-        max_result_bytes: bound(u)?,
-    };
+    let limits = limits(u)?;
     let cuts = cuts(u)?;
     if u.arbitrary::<bool>()? {
         let result = result(u)?;

@@ -40,9 +40,7 @@ fuzz_target!(|data: &[u8]| {
     let spec = match &schema {
         Value::Object(obj) => serde_json::from_value::<ToolSpec>(schema.clone())
             .ok()
-            .or_else(|| {
-                Some(ToolSpec::new("t", "d", Some(obj.clone())))
-            }),
+            .or_else(|| Some(ToolSpec::new("t", "d", Some(obj.clone())))),
         _ => None,
     };
     if let Some(spec) = spec {

@@ -6,7 +6,7 @@
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use ors_core::sse::{self, DecodeLimits, SseDecoder, SseError, SseEvent};
-use ors_fuzz::{bound, cuts, pieces, FIELD_ROOM};
+use ors_fuzz::{cuts, limits, pieces, FIELD_ROOM};
 
 /// The events and the error of a checked decode of `bytes` fed as `pieces`.
 fn decode(limits: DecodeLimits, pieces: &[&[u8]]) -> (Vec<SseEvent>, Option<SseError>, SseDecoder) {
@@ -27,11 +27,7 @@ fn decode(limits: DecodeLimits, pieces: &[&[u8]]) -> (Vec<SseEvent>, Option<SseE
 
 fn check(mut u: Unstructured<'_>) -> Result<()> {
     let u = &mut u;
-    let limits = DecodeLimits {
-        max_line_bytes: bound(u)?,
-        max_event_bytes: bound(u)?,
-        max_result_bytes: bound(u)?,
-    };
+    let limits = limits(u)?;
     let cuts = cuts(u)?;
     if u.arbitrary::<bool>()? {
         // An event encoded by our encoder comes back as it was sent (a CR in the data cannot

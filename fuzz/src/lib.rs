@@ -18,6 +18,15 @@ pub fn bound(u: &mut Unstructured<'_>) -> Result<usize> {
     })
 }
 
+/// Decoder bounds, each one [`bound`].
+pub fn limits(u: &mut Unstructured<'_>) -> Result<ors_core::sse::DecodeLimits> {
+    Ok(ors_core::sse::DecodeLimits {
+        max_line_bytes: bound(u)?,
+        max_event_bytes: bound(u)?,
+        max_result_bytes: bound(u)?,
+    })
+}
+
 /// Up to 16 cut points, as offsets into a stream of any length.
 pub fn cuts(u: &mut Unstructured<'_>) -> Result<Vec<usize>> {
     let n = u.int_in_range(0u8..=16)?;

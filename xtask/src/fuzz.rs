@@ -169,14 +169,7 @@ fn build() -> Result<(), String> {
     eprintln!("xtask: fuzz: building the targets (cargo +{NIGHTLY} fuzz build)");
     let mut cmd = nightly_cargo();
     cmd.args(["fuzz", "build", "--fuzz-dir"]).arg(fuzz_dir());
-    let status = cmd
-        .status()
-        .map_err(|e| format!("could not run cargo fuzz build: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("cargo fuzz build failed ({status})"))
-    }
+    crate::procs::run_to_success(&mut cmd, "cargo fuzz build")
 }
 
 /// Fuzz `target` for `secs` seconds.

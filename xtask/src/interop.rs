@@ -164,14 +164,7 @@ fn python_script(
     let mut cmd = Command::new(python);
     cmd.arg(dir.join(script)).args(args).current_dir(&dir);
     with_envs(&mut cmd, envs);
-    let status = cmd
-        .status()
-        .map_err(|e| format!("could not run {script}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{script} {} failed ({status})", args.join(" ")))
-    }
+    crate::procs::run_to_success(&mut cmd, &format!("{script} {}", args.join(" ")))
 }
 
 /// The reference Python client against our `conformance` and `gsm8k` servers. The

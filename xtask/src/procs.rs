@@ -91,6 +91,18 @@ pub fn reset_peak(pid: u32) -> Result<(), String> {
         .map_err(|e| format!("cannot reset the peak memory of process {pid}: {e}"))
 }
 
+/// Run `cmd` to its end (output not captured); `what` names it in the errors.
+pub fn run_to_success(cmd: &mut Command, what: &str) -> Result<(), String> {
+    let status = cmd
+        .status()
+        .map_err(|e| format!("could not run {what}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
 /// `cargo build` the given packages/binaries (release or debug), returning the target dir.
 pub fn cargo_build(args: &[&str], release: bool) -> Result<std::path::PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());

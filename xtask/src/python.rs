@@ -50,12 +50,6 @@ pub fn ensure_venv() -> Result<PathBuf, String> {
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
-    let status = cmd
-        .status()
-        .map_err(|e| format!("could not run {cmd:?}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?} failed with {status}"))
-    }
+    let what = format!("{cmd:?}");
+    crate::procs::run_to_success(cmd, &what)
 }

@@ -226,8 +226,22 @@ fn pct(v: &Value, key: &str) -> String {
         .map_or("-".into(), |r| format!("{:.2}%", r * 100.0))
 }
 
+/// A KiB figure of the report in MiB, or `-`.
+fn mib(v: &Value, key: &str) -> String {
+    v[key]
+        .as_f64()
+        .map_or("-".into(), |k| format!("{:.0}", k / 1024.0))
+}
+
+/// A figure of the report rounded, followed by `unit`, or `-`.
+fn whole(v: &Value, key: &str, unit: &str) -> String {
+    v[key]
+        .as_f64()
+        .map_or("-".into(), |x| format!("{x:.0}{unit}"))
+}
+
 fn ms(v: &Value, key: &str) -> String {
-    v[key].as_f64().map_or("-".into(), |x| format!("{x:.0}"))
+    whole(v, key, "")
 }
 
 /// One line about one run.
@@ -240,12 +254,8 @@ pub fn brief(v: &Value) -> String {
         ms(v, "p50_ms"),
         ms(v, "p99_ms"),
         ms(v, "max_ms"),
-        v["server_rss_peak_kib"]
-            .as_f64()
-            .map_or("-".into(), |k| format!("{:.0}", k / 1024.0)),
-        v["server_cpu_pct"]
-            .as_f64()
-            .map_or("-".into(), |c| format!("{c:.0}%")),
+        mib(v, "server_rss_peak_kib"),
+        whole(v, "server_cpu_pct", "%"),
     )
 }
 
@@ -281,15 +291,9 @@ pub fn render(results: &BTreeMap<&str, Measured>, plan: &Plan) -> String {
             ms(v, "p99_ms"),
             ms(v, "max_ms"),
             ms(v, "p99_all_ms"),
-            v["server_rss_peak_kib"]
-                .as_f64()
-                .map_or("-".into(), |k| format!("{:.0}", k / 1024.0)),
-            v["server_cpu_pct"]
-                .as_f64()
-                .map_or("-".into(), |c| format!("{c:.0}")),
-            v["client_cpu_s"]
-                .as_f64()
-                .map_or("-".into(), |c| format!("{c:.0}")),
+            mib(v, "server_rss_peak_kib"),
+            whole(v, "server_cpu_pct", ""),
+            whole(v, "client_cpu_s", ""),
         ]);
     }
     let mut width = header.map(str::len);
