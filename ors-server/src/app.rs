@@ -23,6 +23,7 @@ use crate::body::{self, Resp};
 use crate::call::CallShared;
 use crate::config::ServerConfig;
 use crate::error::{ApiError, ServerError};
+use crate::metrics::Metrics;
 use crate::request;
 use crate::request_body::{BodyBudget, BodyLimits};
 use crate::results::ResultStore;
@@ -115,6 +116,8 @@ pub(crate) struct App {
     pub(crate) connections: AtomicUsize,
     /// Connections past the limit being answered 503.
     pub(crate) refusing: AtomicUsize,
+    /// What `/metrics` reports; `None` when metrics are off (`ORS_METRICS=off`).
+    pub(crate) metrics: Option<Arc<Metrics>>,
 }
 
 impl App {
@@ -136,6 +139,9 @@ impl App {
             hosted.push(HostedEnv::new(env)?);
         }
         let names: Vec<&str> = hosted.iter().map(|h| h.name.as_str()).collect();
+        let metrics = config
+            .metrics
+            .then(|| Arc::new(Metrics::new(names.iter().map(|n| Arc::from(*n)).collect())));
         let list_envs_json = Bytes::from(serde_json::to_vec(&names).unwrap_or_default());
         let results = Arc::new(ResultStore::new(
             config.linger,
@@ -149,6 +155,7 @@ impl App {
             abort: CancellationToken::new(),
             active: AtomicUsize::new(0),
             max_result_bytes: config.max_result_bytes,
+            metrics: metrics.clone(),
         });
         let body_limits = BodyLimits {
             max: config.max_body_bytes,
@@ -159,7 +166,7 @@ impl App {
             sessions: SessionStore::new(
                 config.max_sessions,
                 config.session_timeout,
-                SessionIds::new(&config.session_key)?,
+                SessionIds::new(&config.session_key, config.replica_id)?,
             ),
             body_limits,
             config,
@@ -169,6 +176,7 @@ impl App {
             closing: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
             refusing: AtomicUsize::new(0),
+            metrics,
         })
     }
 
@@ -217,11 +225,15 @@ impl App {
             tool = Empty,
         );
         let started = Instant::now();
-        let mut resp = match self.handle(req).instrument(span.clone()).await {
+        let mut route = None;
+        let mut resp = match self.handle(req, &mut route).instrument(span.clone()).await {
             Ok(resp) => resp,
             Err(err) => {
                 if err.status().is_server_error() {
                     tracing::warn!(parent: &span, error = %err, "request failed");
+                }
+                if let Some(m) = &self.metrics {
+                    m.rejected(&err);
                 }
                 err.to_response()
             }
@@ -229,6 +241,10 @@ impl App {
         // Row `client-task-id`: tells clients they may name their calls.
         resp.headers_mut()
             .insert(X_CLIENT_TASK_IDS, HeaderValue::from_static("1"));
+        if let Some(m) = &self.metrics {
+            let route = route.map_or("unknown", Endpoint::name);
+            m.request(route, resp.status(), started.elapsed());
+        }
         if !span.is_disabled() {
             span.record("status", resp.status().as_u16());
             span.record("latency_us", started.elapsed().as_micros() as u64);
@@ -237,7 +253,12 @@ impl App {
         Ok(resp)
     }
 
-    async fn handle(&self, req: Request<Incoming>) -> Result<Resp, ApiError> {
+    /// Route, authorize and dispatch; `route` is set to the endpoint once it is known.
+    async fn handle(
+        &self,
+        req: Request<Incoming>,
+        route: &mut Option<Endpoint>,
+    ) -> Result<Resp, ApiError> {
         let (parts, body) = req.into_parts();
         let (endpoint, env) = match router::route(&parts.method, parts.uri.path()) {
             RouteMatch::Found { endpoint, env } => (endpoint, env),
@@ -257,7 +278,10 @@ impl App {
                 });
             }
         };
-        if endpoint != Endpoint::Health {
+        *route = Some(endpoint);
+        // Probes cannot carry a secret: liveness and readiness stay open (`/ready` tells
+        // only the session count and the limit).
+        if !matches!(endpoint, Endpoint::Health | Endpoint::Ready) {
             self.authorize(&parts)?;
         }
         if let Some(env) = env {

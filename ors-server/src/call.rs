@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::body::{sse_frames, sse_full, sse_stream, Resp, SseBody};
 use crate::error::ApiError;
+use crate::metrics::{CallOutcome, Metrics};
 use crate::results::{Found, ResultStore};
 use crate::session::Session;
 use crate::util::{lock, panic_message};
@@ -49,6 +50,8 @@ pub(crate) struct CallShared {
     pub(crate) active: AtomicUsize,
     /// Largest result sent as it is (`ServerConfig::max_result_bytes`).
     pub(crate) max_result_bytes: usize,
+    /// Where finished calls are counted, when metrics are on.
+    pub(crate) metrics: Option<Arc<Metrics>>,
 }
 
 enum RecordState {
@@ -180,6 +183,9 @@ pub(crate) async fn serve(
         Some(id) => {
             check_task_id(&id)?;
             let found = lock(&session.calls).find(&id);
+            if !matches!(found, Found::Unknown) {
+                reconnected(shared);
+            }
             match found {
                 Found::Call(record) => return Ok(attach(&session, &record, shared)),
                 Found::Expired => return Ok(expired(&id, shared)),
@@ -206,9 +212,13 @@ pub(crate) async fn serve(
             // The same request sent twice at once: the second one listens to the first.
             Found::Call(record) => {
                 drop(table);
+                reconnected(shared);
                 return Ok(attach(&session, &record, shared));
             }
-            Found::Expired => return Ok(expired(&id, shared)),
+            Found::Expired => {
+                reconnected(shared);
+                return Ok(expired(&id, shared));
+            }
         }
     };
     Ok(start(
@@ -314,13 +324,17 @@ async fn run_job(
         // Err means the previous call is done (its sender dropped): our turn.
         let _ = previous.await;
     }
-    let outcome = {
+    let mut ran = std::time::Duration::ZERO;
+    let (outcome, kind) = {
         let mut slot = session.episode.lock().await;
         match slot.as_mut() {
             // Shutdown stopped waiting for calls while this one waited its turn.
-            Some(_) if shared.abort.is_cancelled() => Outcome::Error(format!(
-                "the server shut down before tool '{name}' could run"
-            )),
+            Some(_) if shared.abort.is_cancelled() => (
+                Outcome::Error(format!(
+                    "the server shut down before tool '{name}' could run"
+                )),
+                CallOutcome::cancelled,
+            ),
             Some(episode) => {
                 let call = Call {
                     session: &session,
@@ -329,12 +343,18 @@ async fn run_job(
                     timeout,
                     shared: &shared,
                 };
-                call.run(episode.as_mut(), input).await
+                let started = std::time::Instant::now();
+                let done = call.run(episode.as_mut(), input).await;
+                ran = started.elapsed();
+                done
             }
-            None => Outcome::Error(format!(
-                "session '{}' was deleted before tool '{name}' could run",
-                session.id
-            )),
+            None => (
+                Outcome::Error(format!(
+                    "session '{}' was deleted before tool '{name}' could run",
+                    session.id
+                )),
+                CallOutcome::cancelled,
+            ),
         }
     };
     drop(turn);
@@ -344,6 +364,13 @@ async fn run_job(
     session.touch();
     session.active_calls.fetch_sub(1, Ordering::AcqRel);
     shared.active.fetch_sub(1, Ordering::AcqRel);
+    if let Some(m) = &shared.metrics {
+        let reward = match &outcome {
+            Outcome::Result(RunToolOutput::Success(out)) => out.reward,
+            _ => None,
+        };
+        m.call(session.env, &name, kind, ran, reward);
+    }
     // Never awaited: a stalled stream (say, the half-open connection a client has already
     // reconnected from) must not hold the result back from the streams after it. Progress
     // always leaves the last slot free, so this cannot find the channel full.
@@ -363,8 +390,8 @@ struct Call<'a> {
 
 impl Call<'_> {
     /// Run the tool under its time limit, catching a panic, giving up `grace` after the
-    /// session is deleted and at once when the server aborts.
-    async fn run(&self, episode: &mut dyn DynSession, input: CallInput) -> Outcome {
+    /// session is deleted and at once when the server aborts; how it ended, for the metrics.
+    async fn run(&self, episode: &mut dyn DynSession, input: CallInput) -> (Outcome, CallOutcome) {
         let (session, name) = (self.session, self.name);
         let cancel = session.cancel.child_token();
         let sink_record = Arc::clone(self.record);
@@ -375,7 +402,7 @@ impl Call<'_> {
             cancel.clone(),
             Some(sink),
         );
-        let (outcome, stopped) = {
+        let (outcome, kind) = {
             let tool = AssertUnwindSafe(episode.call(ctx, name, input)).catch_unwind();
             let deadline = async {
                 match self.timeout {
@@ -389,38 +416,38 @@ impl Call<'_> {
             };
             tokio::select! {
                 biased;
-                r = tool => (match r {
-                    Ok(out) => Outcome::Result(crate::limits::check_result(
-                        name,
-                        out,
-                        self.shared.max_result_bytes,
-                    )),
+                r = tool => match r {
+                    Ok(out) => {
+                        let out = crate::limits::check_result(name, out, self.shared.max_result_bytes);
+                        let kind = if out.is_ok() { CallOutcome::ok } else { CallOutcome::tool_error };
+                        (Outcome::Result(out), kind)
+                    }
                     Err(panic) => {
                         let msg = panic_message(&*panic);
                         tracing::warn!(session = %session.id, tool = name, panic = %msg, "tool panicked");
-                        Outcome::Error(format!("tool '{name}' panicked: {msg}"))
+                        (Outcome::Error(format!("tool '{name}' panicked: {msg}")), CallOutcome::crashed)
                     }
-                }, false),
+                },
                 _ = deadline => {
                     let secs = self.timeout.unwrap_or_default().as_secs_f64();
                     tracing::debug!(session = %session.id, tool = name, secs, "tool timed out");
                     let msg = format!("tool '{name}' timed out after {secs}s");
-                    (Outcome::Result(RunToolOutput::Error(msg)), true)
+                    (Outcome::Result(RunToolOutput::Error(msg)), CallOutcome::timed_out)
                 }
                 _ = deleted => (Outcome::Error(format!(
                     "session '{}' was deleted while tool '{name}' was running", session.id
-                )), true),
+                )), CallOutcome::cancelled),
                 _ = self.shared.abort.cancelled() => (Outcome::Error(format!(
                     "the server shut down while tool '{name}' was running"
-                )), true),
+                )), CallOutcome::cancelled),
             }
             // Whatever won, the tool's future is dropped here, before its token fires.
         };
-        if stopped {
+        if matches!(kind, CallOutcome::timed_out | CallOutcome::cancelled) {
             // Anything the tool left running (spawned work holding its context) stops too.
             cancel.cancel();
         }
-        outcome
+        (outcome, kind)
     }
 }
 
@@ -437,6 +464,13 @@ fn attach(session: &Arc<Session>, record: &CallRecord, shared: &CallShared) -> R
             Session::listen(session),
         )),
         Err(events) => sse_frames(vec![first, events]),
+    }
+}
+
+/// Count a call request naming a call its session already knows.
+fn reconnected(shared: &CallShared) {
+    if let Some(m) = &shared.metrics {
+        m.sse_reconnect();
     }
 }
 
@@ -483,6 +517,7 @@ mod tests {
             abort: CancellationToken::new(),
             active: AtomicUsize::new(0),
             max_result_bytes: 1 << 30,
+            metrics: None,
         })
     }
 

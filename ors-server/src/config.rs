@@ -69,6 +69,18 @@ pub struct ServerConfig {
     /// long a call may go on after its session is deleted (it sees its cancellation token at
     /// once); also the limit of one `teardown` (10 s).
     pub shutdown_grace: Duration,
+    /// Whether `/metrics` is served and counted (`ORS_METRICS`, on; `off` turns it off).
+    pub metrics: bool,
+    /// How long [`crate::Server::serve`] drains after SIGTERM before it shuts down
+    /// (`ORS_DRAIN_SECS`, 30 s; `0` shuts down at once): new sessions are refused with 503 and
+    /// `/ready` answers 503 while existing episodes go on; it stops sooner when the last
+    /// session ends, or at a second SIGTERM or SIGINT.
+    pub drain: Duration,
+    /// This replica's number, the first group of the session ids it issues (`ORS_REPLICA_ID`;
+    /// else the `N` of a host name ending in `-N`, as a Kubernetes StatefulSet's pods are
+    /// named, when [`ServerConfig::from_env`] reads the environment). A proxy routes each
+    /// request to the replica its id names. `None`: the first group is random.
+    pub replica_id: Option<u32>,
 }
 
 impl Default for ServerConfig {
@@ -95,6 +107,9 @@ impl Default for ServerConfig {
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             tool_timeouts: HashMap::new(),
             shutdown_grace: Duration::from_secs(10),
+            metrics: true,
+            drain: Duration::from_secs(30),
+            replica_id: None,
         }
     }
 }
@@ -127,6 +142,9 @@ impl fmt::Debug for ServerConfig {
             .field("tool_timeout", &self.tool_timeout)
             .field("tool_timeouts", &self.tool_timeouts)
             .field("shutdown_grace", &self.shutdown_grace)
+            .field("metrics", &self.metrics)
+            .field("drain", &self.drain)
+            .field("replica_id", &self.replica_id)
             .finish()
     }
 }
@@ -189,9 +207,18 @@ impl ServerConfig {
         Ok(config)
     }
 
-    /// Overlay the `ORS_*` environment variables that are set onto this config.
+    /// Overlay the `ORS_*` environment variables that are set onto this config; without
+    /// `ORS_REPLICA_ID`, a host name ending in `-N` (`HOSTNAME`, or the kernel's) gives the
+    /// replica number.
     pub fn apply_env(&mut self) -> Result<(), ConfigError> {
-        self.apply_vars(|name| std::env::var(name).ok())
+        self.apply_vars(|name| match name {
+            "HOSTNAME" => std::env::var(name).ok().or_else(|| {
+                std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_owned())
+            }),
+            _ => std::env::var(name).ok(),
+        })
     }
 
     /// Overlay variables looked up by `var` (the environment, or a map in tests).
@@ -254,6 +281,27 @@ impl ServerConfig {
                 SessionKey::Shared(v)
             };
         }
+        if let Some(v) = var("ORS_METRICS") {
+            self.metrics = switch("ORS_METRICS", &v)?;
+        }
+        if let Some(v) = var("ORS_DRAIN_SECS") {
+            self.drain = secs("ORS_DRAIN_SECS", &v)?;
+        }
+        if let Some(v) = var("ORS_REPLICA_ID") {
+            let n = v
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n <= MAX_REPLICA_ID);
+            self.replica_id = Some(n.ok_or_else(|| {
+                ConfigError::new(
+                    "ORS_REPLICA_ID",
+                    format!("'{v}' is not a replica number (0 to {MAX_REPLICA_ID})"),
+                )
+            })?);
+        } else if let Some(n) = var("HOSTNAME").as_deref().and_then(replica_of_host) {
+            self.replica_id = Some(n);
+        }
         if let Some(v) = var("ORS_TOOL_TIMEOUT_SECS") {
             let t = v.trim();
             self.tool_timeout = if t.is_empty() || t == "0" || t.eq_ignore_ascii_case("off") {
@@ -288,6 +336,12 @@ impl ServerConfig {
                     ),
                 ));
             }
+        }
+        if self.replica_id.is_some_and(|n| n > MAX_REPLICA_ID) {
+            return Err(ConfigError::new(
+                "replica_id",
+                format!("must be at most {MAX_REPLICA_ID} (eight decimal digits)"),
+            ));
         }
         if self.max_connections == 0 {
             return Err(ConfigError::new("max_connections", "must be at least 1"));
@@ -334,6 +388,19 @@ impl ServerConfig {
     }
 }
 
+/// The largest replica number: the first group of an id holds it as eight decimal digits.
+pub(crate) const MAX_REPLICA_ID: u32 = 99_999_999;
+
+/// The replica number of a StatefulSet pod's host name (`ors-7` is 7): the digits after the
+/// last `-`, when the name has a stem before it.
+fn replica_of_host(host: &str) -> Option<u32> {
+    let (stem, n) = host.trim().rsplit_once('-')?;
+    if stem.is_empty() || n.is_empty() || n.len() > 8 || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
 /// The soft limit of open files of this process, where the system says (`/proc`).
 fn open_files_limit() -> Option<u64> {
     let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
@@ -376,6 +443,14 @@ fn positive_secs(name: &'static str, v: &str) -> Result<Duration, ConfigError> {
         return Err(ConfigError::new(name, "must be greater than zero"));
     }
     Ok(d)
+}
+
+fn switch(name: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "on" | "1" | "true" | "yes" => Ok(true),
+        "off" | "0" | "false" | "no" => Ok(false),
+        _ => Err(ConfigError::new(name, format!("'{v}' is not on or off"))),
+    }
 }
 
 fn count(name: &'static str, v: &str) -> Result<usize, ConfigError> {
@@ -530,6 +605,45 @@ mod tests {
         let err = c.validate().unwrap_err();
         assert_eq!(err.name, "ORS_SESSION_KEY");
         assert!(err.reason.contains("16 bytes"), "{err}");
+    }
+
+    #[test]
+    fn metrics_drain_and_the_replica_number_come_from_the_environment() {
+        let c = with(&[]).unwrap();
+        assert!(c.metrics);
+        assert_eq!(c.drain, Duration::from_secs(30));
+        assert_eq!(c.replica_id, None);
+        let c = with(&[
+            ("ORS_METRICS", "off"),
+            ("ORS_DRAIN_SECS", "0"),
+            ("ORS_REPLICA_ID", "7"),
+            ("HOSTNAME", "ors-3"),
+        ])
+        .unwrap();
+        assert!(!c.metrics);
+        assert_eq!(c.drain, Duration::ZERO);
+        // The variable wins over the host name.
+        assert_eq!(c.replica_id, Some(7));
+        assert_eq!(
+            with(&[("HOSTNAME", "ors-12")]).unwrap().replica_id,
+            Some(12)
+        );
+        for host in ["laptop", "ors-", "-3", "ors-x1", "web-123456789"] {
+            assert_eq!(
+                with(&[("HOSTNAME", host)]).unwrap().replica_id,
+                None,
+                "{host}"
+            );
+        }
+        for (name, value) in [
+            ("ORS_REPLICA_ID", "-1"),
+            ("ORS_REPLICA_ID", "100000000"),
+            ("ORS_REPLICA_ID", "ors-3"),
+            ("ORS_METRICS", "maybe"),
+            ("ORS_DRAIN_SECS", "soon"),
+        ] {
+            assert_eq!(with(&[(name, value)]).unwrap_err().name, name, "{value}");
+        }
     }
 
     #[test]

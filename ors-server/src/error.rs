@@ -178,6 +178,22 @@ impl ApiError {
         resp
     }
 
+    /// Why the request was refused, for `ors_requests_rejected_total{reason}`: limits,
+    /// authentication and draining; `None` for errors that are the client's mistake or ours.
+    pub(crate) fn rejection(&self) -> Option<&'static str> {
+        Some(match self {
+            ApiError::PayloadTooLarge { .. } => "body_too_large",
+            ApiError::BodyTimeout { .. } => "body_timeout",
+            ApiError::Overloaded(_) => "overloaded",
+            ApiError::TooManySessions { .. } => "too_many_sessions",
+            ApiError::TooManyCalls { .. } => "too_many_calls",
+            ApiError::Unauthorized => "auth",
+            ApiError::UnknownSessionId(_) => "unknown_session_id",
+            ApiError::ShuttingDown => "draining",
+            _ => return None,
+        })
+    }
+
     /// Whether the request body may not have been read to its end when this is the answer.
     fn leaves_body_unread(&self) -> bool {
         matches!(

@@ -104,6 +104,8 @@ impl App {
                 self.env(env)?;
                 self.call(parts, body).await
             }
+            Endpoint::Metrics => self.metrics_reply(),
+            Endpoint::Ready => self.ready(),
         }
     }
 
@@ -195,6 +197,9 @@ impl App {
             return Err(ApiError::ShuttingDown);
         }
         session.spawn_setup(env.env.create(task, secrets));
+        if let Some(m) = &self.metrics {
+            m.session_created();
+        }
         tracing::debug!(session = sid, env = %env.name, "session created");
         json(&SessionId {
             sid: sid.to_owned(),
@@ -213,6 +218,9 @@ impl App {
                     .close(Ending::Deleted, self.config.shutdown_grace)
                     .await;
                 tracing::debug!(session = sid, "session deleted");
+                if let Some(m) = &self.metrics {
+                    m.session_deleted();
+                }
             }
             None if lenient => {}
             None => return Err(self.sessions.missing(sid)),

@@ -173,6 +173,8 @@ mod handlers;
 mod limits;
 #[cfg(feature = "init_tracing")]
 mod logging;
+mod metrics;
+mod ops;
 mod request;
 mod request_body;
 mod results;

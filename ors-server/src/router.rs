@@ -51,7 +51,41 @@ pub enum Endpoint {
     TaskTools,
     Prompt,
     Call,
+    /// `GET /metrics`: Prometheus text (not an ORS route; ours, for operators).
+    Metrics,
+    /// `GET /ready`: whether this replica takes new sessions (ours, for load balancers).
+    Ready,
 }
+
+impl Endpoint {
+    /// The endpoint's name, the `route` label of the request metrics.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Endpoint::Health => "health",
+            Endpoint::ListEnvironments => "list_environments",
+            Endpoint::CreateSession => "create_session",
+            Endpoint::Create => "create",
+            Endpoint::Ping => "ping",
+            Endpoint::Delete => "delete",
+            Endpoint::DeleteSession => "delete_session",
+            Endpoint::Tools => "tools",
+            Endpoint::Splits => "splits",
+            Endpoint::Tasks => "tasks",
+            Endpoint::NumTasks => "num_tasks",
+            Endpoint::Task => "task",
+            Endpoint::TaskRange => "task_range",
+            Endpoint::TaskTools => "task_tools",
+            Endpoint::Prompt => "prompt",
+            Endpoint::Call => "call",
+            Endpoint::Metrics => "metrics",
+            Endpoint::Ready => "ready",
+        }
+    }
+}
+
+/// The operator routes: not part of ORS, so not among its route names in `ors_core`.
+pub(crate) const METRICS: &str = "/metrics";
+pub(crate) const READY: &str = "/ready";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Scope {
@@ -132,6 +166,8 @@ const ROUTES: &[RouteDef] = &[
     ),
     r(routes::PROMPT, Scope::Env, Verb::Get, Endpoint::Prompt),
     r(routes::CALL, Scope::Env, Verb::Post, Endpoint::Call),
+    r(METRICS, Scope::Root, Verb::Get, Endpoint::Metrics),
+    r(READY, Scope::Root, Verb::Get, Endpoint::Ready),
 ];
 
 /// What the table says about a request.
@@ -215,6 +251,8 @@ mod tests {
             (Method::POST, "/ping", Endpoint::Ping),
             (Method::POST, "/delete", Endpoint::Delete),
             (Method::POST, "/delete_session", Endpoint::DeleteSession),
+            (Method::GET, "/metrics", Endpoint::Metrics),
+            (Method::GET, "/ready", Endpoint::Ready),
         ];
         for (m, p, e) in cases {
             assert_eq!(route(&m, p), found(e, None), "{m} {p}");

@@ -20,6 +20,7 @@ use crate::app::App;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::error::ServerError;
+use crate::ops::{Signal, Signals};
 use crate::session::Ending;
 use crate::stats::ServerStats;
 
@@ -144,15 +145,20 @@ impl Server {
     }
 
     /// For binaries: bind, print the ready line `ors-server listening on http://HOST:PORT` to
-    /// stdout (what scripts and `cargo xtask` wait for), serve until SIGINT or SIGTERM, then
-    /// shut down gracefully.
+    /// stdout (what scripts and `cargo xtask` wait for), and serve. SIGTERM drains first
+    /// (new sessions refused, `/ready` 503, live episodes go on) until the last session ends
+    /// or [`ServerConfig::drain`] passes, a second SIGTERM or a SIGINT cutting that short;
+    /// SIGINT shuts down at once. Either way the shutdown is graceful.
     pub async fn serve(self) -> Result<(), ServerError> {
         // Handlers first, so a signal right after the ready line is not missed.
-        let signal = shutdown_signal()?;
+        let mut signals = Signals::install()?;
         let host = self.config.host.clone();
+        let drain = self.config.drain;
         let running = self.bind().await?;
         print_ready_line(&host, running.local_addr().port());
-        signal.await;
+        if signals.next().await == Signal::Terminate && !drain.is_zero() {
+            running.drain_until(drain, signals.next()).await;
+        }
         tracing::info!("shutting down");
         running.shutdown().await;
         Ok(())
@@ -220,6 +226,26 @@ impl RunningServer {
         self.app.stats()
     }
 
+    /// Drain: refuse new sessions (503 `shutting_down` with `Retry-After`) and answer `/ready`
+    /// 503, while live sessions go on; return when none is left or `within` has passed,
+    /// with the number still live. What [`Server::serve`] does on SIGTERM, before
+    /// [`RunningServer::shutdown`].
+    pub async fn drain(&self, within: Duration) -> usize {
+        self.drain_until(within, std::future::pending::<()>()).await
+    }
+
+    async fn drain_until(&self, within: Duration, skip: impl std::future::Future) -> usize {
+        self.app.start_drain();
+        tracing::info!(
+            sessions = self.app.sessions.len(),
+            within_secs = within.as_secs_f64(),
+            "draining: no new sessions"
+        );
+        let left = self.app.drained(within, skip).await;
+        tracing::info!(sessions_left = left, "drain over");
+        left
+    }
+
     /// Stop accepting, give in-flight calls the grace period, tear down every session, and
     /// return when all that is done.
     pub async fn shutdown(mut self) {
@@ -269,28 +295,6 @@ async fn listen(host: &str, port: u16) -> std::io::Result<TcpListener> {
             "the host resolved to no address",
         )
     }))
-}
-
-/// A future that resolves on SIGINT or SIGTERM; the handlers are installed on the call.
-fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>, ServerError> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        Ok(async move {
-            tokio::select! {
-                _ = interrupt.recv() => {}
-                _ = terminate.recv() => {}
-            }
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        Ok(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-    }
 }
 
 /// The settings of every served connection (the fuzzing harness uses them too).
@@ -343,6 +347,9 @@ fn connection_slot(app: &Arc<App>) -> Option<ConnectionSlot> {
 /// [`REFUSING_AT_MOST`] at once, each for at most [`REFUSAL_TIMEOUT`]; past that the
 /// connection is closed unanswered, as the descriptors kept in reserve are what is at stake.
 fn refuse(app: &Arc<App>, tcp: tokio::net::TcpStream, builder: &http1::Builder) {
+    if let Some(m) = &app.metrics {
+        m.rejected_for("too_many_connections");
+    }
     let refusing = &app.refusing;
     if refusing
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
@@ -502,6 +509,9 @@ async fn reap(app: Arc<App>, stop: CancellationToken) {
         let stale = app.sessions.take_stale();
         if !stale.is_empty() {
             tracing::debug!(count = stale.len(), "reaping idle sessions");
+            if let Some(m) = &app.metrics {
+                m.sessions_reaped(stale.len());
+            }
         }
         for session in stale {
             let (grace, idle) = (app.config.shutdown_grace, app.config.session_timeout);

@@ -283,6 +283,18 @@ impl SessionStore {
         self.live.load(Ordering::Relaxed)
     }
 
+    /// Live sessions by environment index, for `n` environments (a scrape of `/metrics`
+    /// walks the map, so creating and deleting sessions keeps no per-environment count).
+    pub(crate) fn count_by_env(&self, n: usize) -> Vec<usize> {
+        let mut counts = vec![0; n];
+        for entry in self.map.iter() {
+            if let Some(c) = counts.get_mut(entry.value().env) {
+                *c += 1;
+            }
+        }
+        counts
+    }
+
     /// Whether a new session would exceed the limit.
     pub(crate) fn is_full(&self) -> bool {
         self.len() >= self.max
@@ -446,7 +458,7 @@ mod tests {
     }
 
     fn any_id() -> SessionIds {
-        SessionIds::new(&crate::config::SessionKey::Off).unwrap()
+        SessionIds::new(&crate::config::SessionKey::Off, None).unwrap()
     }
 
     fn code(err: ApiError) -> (u16, ErrorCode) {

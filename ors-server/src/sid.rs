@@ -8,6 +8,12 @@
 //! Forging one id takes about 2^33 tries on average, each a request; the ids stay as
 //! unguessable as 56 random bits (88 while the first group is random too).
 //!
+//! With a replica number ([`crate::ServerConfig::replica_id`], `ORS_REPLICA_ID`), the first
+//! group is that number in eight zero-padded decimal digits (`00000007-...` for replica 7),
+//! still hex digits, so the id is still a version-4 UUID string: a proxy routes each request
+//! to the replica its id names with no shared state (`deploy/nginx/ors.conf`), and the tag,
+//! which covers the first group, keeps a client from re-addressing an id to another replica.
+//!
 //! What this stops: `/create` under ids the server never issued, so ids cannot be invented,
 //! squatted in advance, or chosen to collide with another client's. What it does not stop: a
 //! client that asks `/create_session` for as many ids as it likes; the session limit, and
@@ -23,8 +29,15 @@ const TAG_BITS: u32 = 34;
 /// Random bits besides the first group.
 const NONCE_BITS: u32 = 56;
 
-/// How ids are issued and checked.
-pub(crate) enum SessionIds {
+/// How ids are issued and checked, and the first group they carry.
+pub(crate) struct SessionIds {
+    check: Check,
+    /// The replica number as the 32 bits of the first group (its decimal digits read as
+    /// hex); `None`: random.
+    prefix: Option<u32>,
+}
+
+enum Check {
     /// Ids carry a tag under this key, and `/create` wants it.
     Tagged(Hmac<Sha256>),
     /// Any id goes (`ORS_SESSION_KEY=off`).
@@ -43,9 +56,20 @@ pub(crate) enum Origin {
 }
 
 impl SessionIds {
-    pub(crate) fn new(key: &SessionKey) -> Result<Self, ConfigError> {
+    pub(crate) fn new(key: &SessionKey, replica: Option<u32>) -> Result<Self, ConfigError> {
+        let prefix = match replica {
+            None => None,
+            Some(n) => Some(replica_prefix(n).ok_or_else(|| {
+                ConfigError::new("replica_id", format!("{n} has more than eight digits"))
+            })?),
+        };
+        let check = Self::check(key)?;
+        Ok(Self { check, prefix })
+    }
+
+    fn check(key: &SessionKey) -> Result<Check, ConfigError> {
         let key: Vec<u8> = match key {
-            SessionKey::Off => return Ok(SessionIds::Any),
+            SessionKey::Off => return Ok(Check::Any),
             SessionKey::Shared(key) => key.as_bytes().to_vec(),
             // 244 random bits (two version-4 UUIDs) from the OS's generator.
             SessionKey::Random => [uuid::Uuid::new_v4(), uuid::Uuid::new_v4()]
@@ -54,17 +78,19 @@ impl SessionIds {
                 .collect(),
         };
         Hmac::<Sha256>::new_from_slice(&key)
-            .map(SessionIds::Tagged)
+            .map(Check::Tagged)
             .map_err(|e| ConfigError::new("session_key", e.to_string()))
     }
 
-    /// A fresh id: random, with the tag when ids are tagged.
+    /// A fresh id: random, with the replica number first when there is one, and the tag
+    /// when ids are tagged.
     pub(crate) fn issue(&self) -> String {
         let random = uuid::Uuid::new_v4().as_u128();
-        let SessionIds::Tagged(mac) = self else {
-            return uuid::Uuid::from_u128(random).hyphenated().to_string();
+        let prefix = self.prefix.unwrap_or((random >> 96) as u32);
+        let Check::Tagged(mac) = &self.check else {
+            let id = (u128::from(prefix) << 96) | (random & ((1u128 << 96) - 1));
+            return uuid::Uuid::from_u128(id).hyphenated().to_string();
         };
-        let prefix = (random >> 96) as u32;
         let nonce = (random as u64) & mask(NONCE_BITS);
         let id = assemble(
             prefix,
@@ -76,7 +102,7 @@ impl SessionIds {
     /// Whether this server issued `sid`. Only the canonical spelling (lower-case hex with
     /// hyphens) counts: each id has one, so one issued id is one session.
     pub(crate) fn origin(&self, sid: &str) -> Origin {
-        let SessionIds::Tagged(mac) = self else {
+        let Check::Tagged(mac) = &self.check else {
             return Origin::Unchecked;
         };
         let Some(id) = parse_canonical(sid) else {
@@ -93,6 +119,22 @@ impl SessionIds {
             Origin::Foreign
         }
     }
+}
+
+/// The first group of the ids of replica `n`: its eight-digit decimal spelling, read as hex
+/// (replica 7 is `0x00000007`, replica 12 is `0x00000012`).
+fn replica_prefix(n: u32) -> Option<u32> {
+    u32::from_str_radix(&format!("{n:08}"), 16).ok()
+}
+
+/// The replica number an id names in its first group, if it is eight decimal digits.
+#[cfg(test)]
+pub(crate) fn replica_of(sid: &str) -> Option<u32> {
+    let group = sid.get(..8)?;
+    group
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| group.parse().ok())?
 }
 
 fn mask(bits: u32) -> u64 {
@@ -148,12 +190,12 @@ mod tests {
     use super::*;
 
     fn tagged(key: &str) -> SessionIds {
-        SessionIds::new(&SessionKey::Shared(key.into())).unwrap()
+        SessionIds::new(&SessionKey::Shared(key.into()), None).unwrap()
     }
 
     #[test]
     fn issued_ids_are_version_4_uuids_that_check_out() {
-        let ids = SessionIds::new(&SessionKey::Random).unwrap();
+        let ids = SessionIds::new(&SessionKey::Random, None).unwrap();
         for _ in 0..1000 {
             let sid = ids.issue();
             let u = uuid::Uuid::parse_str(&sid).unwrap();
@@ -203,8 +245,40 @@ mod tests {
 
     #[test]
     fn off_accepts_anything_and_issues_plain_uuids() {
-        let ids = SessionIds::new(&SessionKey::Off).unwrap();
+        let ids = SessionIds::new(&SessionKey::Off, None).unwrap();
         assert_eq!(ids.origin("anything"), Origin::Unchecked);
         assert!(parse_canonical(&ids.issue()).is_some());
+    }
+
+    #[test]
+    fn a_replica_number_is_the_first_group_in_decimal_and_the_tag_covers_it() {
+        let key = SessionKey::Shared("the key every replica is given".into());
+        let seven = SessionIds::new(&key, Some(7)).unwrap();
+        let twelve = SessionIds::new(&key, Some(12)).unwrap();
+        let top = SessionIds::new(&key, Some(99_999_999)).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let sid = seven.issue();
+            assert!(sid.starts_with("00000007-"), "{sid}");
+            let u = uuid::Uuid::parse_str(&sid).unwrap();
+            assert_eq!(u.get_version_num(), 4, "{sid}");
+            assert_eq!(u.get_variant(), uuid::Variant::RFC4122, "{sid}");
+            assert_eq!(replica_of(&sid), Some(7));
+            // Any replica with the key accepts it (the proxy decides where it goes).
+            assert_eq!(twelve.origin(&sid), Origin::Issued, "{sid}");
+            assert!(seen.insert(sid), "ids never repeat");
+        }
+        assert!(twelve.issue().starts_with("00000012-"));
+        assert_eq!(replica_of(&top.issue()), Some(99_999_999));
+        // Re-addressing an id to another replica breaks its tag.
+        let sid = seven.issue();
+        let moved = format!("00000012{}", &sid[8..]);
+        assert_eq!(seven.origin(&moved), Origin::Foreign);
+        // Without a key the number is still there, the rest random.
+        let off = SessionIds::new(&SessionKey::Off, Some(3)).unwrap();
+        let sid = off.issue();
+        assert!(sid.starts_with("00000003-"), "{sid}");
+        assert_eq!(uuid::Uuid::parse_str(&sid).unwrap().get_version_num(), 4);
+        assert!(SessionIds::new(&key, Some(100_000_000)).is_err());
     }
 }

@@ -6,6 +6,7 @@ mod calls;
 mod defences;
 mod discovery;
 mod lifecycle;
+mod ops;
 mod output;
 mod sessions;
 mod signal;

@@ -1,0 +1,432 @@
+//! `GET /metrics`: what the server does and holds, in the Prometheus (OpenMetrics) text format.
+//!
+//! Counters and histograms are updated where things happen (one atomic add, or a label
+//! lookup under a shared read lock, per request and per call); gauges of what the server
+//! holds (sessions per environment, calls, connections, bytes) are read when scraped, so they
+//! cost the hot path nothing.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONTENT_TYPE};
+use http::StatusCode;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::body::Resp;
+use crate::error::ApiError;
+use crate::stats::ServerStats;
+
+/// How a tool call ended, as `ors_calls_total{outcome}` counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
+#[allow(non_camel_case_types)] // The label values, as written.
+pub(crate) enum CallOutcome {
+    /// The tool returned a result (`ok: true`).
+    ok,
+    /// The tool returned an error result (`ok: false`), or one too large to send.
+    tool_error,
+    /// The tool panicked.
+    crashed,
+    /// The tool ran past its time limit.
+    timed_out,
+    /// The session was deleted, or the server shut down, before or while it ran.
+    cancelled,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RequestLabels {
+    route: &'static str,
+    status: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct RouteLabels {
+    route: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EnvLabels {
+    env: Arc<str>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ToolLabels {
+    env: Arc<str>,
+    tool: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct CallLabels {
+    env: Arc<str>,
+    tool: String,
+    outcome: CallOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Request latencies: 100 µs to about 100 s.
+fn request_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 4.0, 11))
+}
+
+/// Tool-call durations: 1 ms to about 17 min (the default tool time limit is 10 min).
+fn call_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 4.0, 11))
+}
+
+/// Every metric of one server, and the registry that writes them out.
+pub(crate) struct Metrics {
+    registry: Registry,
+    /// The hosted environments' names, by index (a session knows its environment's index).
+    envs: Vec<Arc<str>>,
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: Histograms<RouteLabels>,
+    rejected: Family<ReasonLabels, Counter>,
+    sessions_created: Counter,
+    sessions_deleted: Counter,
+    sessions_reaped: Counter,
+    calls: Family<CallLabels, Counter>,
+    call_seconds: Histograms<ToolLabels>,
+    reward: Family<EnvLabels, Counter<f64, AtomicU64>>,
+    sse_reconnects: Counter,
+    // Read when scraped.
+    sessions_active: Family<EnvLabels, Gauge>,
+    sessions_max: Gauge,
+    calls_in_flight: Gauge,
+    connections: Gauge,
+    body_bytes: Gauge,
+    lingering_bytes: Gauge,
+    draining: Gauge,
+}
+
+impl Metrics {
+    /// The metrics of a server hosting `envs` (names, in registration order).
+    pub(crate) fn new(envs: Vec<Arc<str>>) -> Self {
+        let mut m = Metrics {
+            registry: Registry::default(),
+            envs,
+            requests: Family::default(),
+            request_seconds: Family::new_with_constructor(request_histogram),
+            rejected: Family::default(),
+            sessions_created: Counter::default(),
+            sessions_deleted: Counter::default(),
+            sessions_reaped: Counter::default(),
+            calls: Family::default(),
+            call_seconds: Family::new_with_constructor(call_histogram),
+            reward: Family::default(),
+            sse_reconnects: Counter::default(),
+            sessions_active: Family::default(),
+            sessions_max: Gauge::default(),
+            calls_in_flight: Gauge::default(),
+            connections: Gauge::default(),
+            body_bytes: Gauge::default(),
+            lingering_bytes: Gauge::default(),
+            draining: Gauge::default(),
+        };
+        // Every environment shows up from the start, at zero, so dashboards and
+        // autoscalers see a series before the first session.
+        for env in &m.envs {
+            let labels = EnvLabels {
+                env: Arc::clone(env),
+            };
+            drop(m.sessions_active.get_or_create(&labels));
+            drop(m.reward.get_or_create(&labels));
+        }
+        let r = &mut m.registry;
+        r.register(
+            "ors_requests",
+            "HTTP requests answered, by route and status",
+            m.requests.clone(),
+        );
+        r.register(
+            "ors_request_duration_seconds",
+            "Time to the response head, by route (a call's stream goes on after it)",
+            m.request_seconds.clone(),
+        );
+        r.register(
+            "ors_requests_rejected",
+            "Requests refused for a limit, authentication or draining, by reason",
+            m.rejected.clone(),
+        );
+        r.register(
+            "ors_sessions_created",
+            "Episodes started (/create)",
+            m.sessions_created.clone(),
+        );
+        r.register(
+            "ors_sessions_deleted",
+            "Episodes ended by /delete or /delete_session",
+            m.sessions_deleted.clone(),
+        );
+        r.register(
+            "ors_sessions_reaped",
+            "Episodes ended by the idle reaper",
+            m.sessions_reaped.clone(),
+        );
+        r.register(
+            "ors_calls",
+            "Tool calls finished, by environment, tool and outcome",
+            m.calls.clone(),
+        );
+        r.register(
+            "ors_call_duration_seconds",
+            "Time a tool ran, by environment and tool",
+            m.call_seconds.clone(),
+        );
+        r.register(
+            "ors_reward",
+            "Sum of the rewards tools returned, by environment",
+            m.reward.clone(),
+        );
+        r.register(
+            "ors_sse_reconnects",
+            "Call requests that named a task_id the session already knew (reconnects)",
+            m.sse_reconnects.clone(),
+        );
+        r.register(
+            "ors_sessions_active",
+            "Live sessions, by environment",
+            m.sessions_active.clone(),
+        );
+        r.register(
+            "ors_sessions_max",
+            "The live-session limit (ORS_MAX_SESSIONS)",
+            m.sessions_max.clone(),
+        );
+        r.register(
+            "ors_calls_in_flight",
+            "Tool calls started and not finished",
+            m.calls_in_flight.clone(),
+        );
+        r.register(
+            "ors_connections",
+            "Open client connections",
+            m.connections.clone(),
+        );
+        r.register(
+            "ors_request_body_bytes",
+            "Request-body bytes held: bodies being read and call inputs not yet handed over",
+            m.body_bytes.clone(),
+        );
+        r.register(
+            "ors_lingering_result_bytes",
+            "Bytes of finished results kept for reconnects",
+            m.lingering_bytes.clone(),
+        );
+        r.register(
+            "ors_draining",
+            "1 while the server drains (SIGTERM): no new sessions, /ready answers 503",
+            m.draining.clone(),
+        );
+        m
+    }
+
+    /// Count an answered request and its latency. `route` is the endpoint's name.
+    pub(crate) fn request(&self, route: &'static str, status: StatusCode, took: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                route,
+                status: status.as_u16(),
+            })
+            .inc();
+        self.request_seconds
+            .get_or_create(&RouteLabels { route })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Count a request refused for one of the reasons `ors_requests_rejected_total` tracks.
+    pub(crate) fn rejected(&self, err: &ApiError) {
+        if let Some(reason) = err.rejection() {
+            self.rejected_for(reason);
+        }
+    }
+
+    /// Count a refusal by reason (connections past the limit never reach a handler).
+    pub(crate) fn rejected_for(&self, reason: &'static str) {
+        self.rejected.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    pub(crate) fn session_created(&self) {
+        self.sessions_created.inc();
+    }
+
+    pub(crate) fn session_deleted(&self) {
+        self.sessions_deleted.inc();
+    }
+
+    pub(crate) fn sessions_reaped(&self, n: usize) {
+        self.sessions_reaped.inc_by(n as u64);
+    }
+
+    pub(crate) fn sse_reconnect(&self) {
+        self.sse_reconnects.inc();
+    }
+
+    /// Count a finished call of `tool` in environment number `env`: how it ended, how long
+    /// its tool ran, and its reward.
+    pub(crate) fn call(
+        &self,
+        env: usize,
+        tool: &str,
+        outcome: CallOutcome,
+        ran: Duration,
+        reward: Option<f64>,
+    ) {
+        let Some(env) = self.envs.get(env) else {
+            return;
+        };
+        self.calls
+            .get_or_create(&CallLabels {
+                env: Arc::clone(env),
+                tool: tool.to_owned(),
+                outcome,
+            })
+            .inc();
+        self.call_seconds
+            .get_or_create(&ToolLabels {
+                env: Arc::clone(env),
+                tool: tool.to_owned(),
+            })
+            .observe(ran.as_secs_f64());
+        if let Some(r) = reward.filter(|r| r.is_finite()) {
+            self.reward
+                .get_or_create(&EnvLabels {
+                    env: Arc::clone(env),
+                })
+                .inc_by(r);
+        }
+    }
+
+    /// The text of a scrape: the gauges set from `stats`, `per_env` (live sessions by
+    /// environment index) and `draining`, then everything encoded.
+    pub(crate) fn render(
+        &self,
+        stats: ServerStats,
+        per_env: &[usize],
+        max_sessions: usize,
+        draining: bool,
+    ) -> Result<Resp, ApiError> {
+        let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        for (env, n) in self.envs.iter().zip(per_env) {
+            self.sessions_active
+                .get_or_create(&EnvLabels {
+                    env: Arc::clone(env),
+                })
+                .set(gauge(*n));
+        }
+        self.sessions_max.set(gauge(max_sessions));
+        self.calls_in_flight.set(gauge(stats.running_calls));
+        self.connections.set(gauge(stats.connections));
+        self.body_bytes.set(gauge(stats.body_bytes));
+        self.lingering_bytes
+            .set(gauge(stats.lingering_result_bytes));
+        self.draining.set(i64::from(draining));
+        let mut text = String::with_capacity(8192);
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .map_err(|e| ApiError::Internal(format!("could not encode the metrics: {e}")))?;
+        let mut resp = http::Response::new(crate::body::RespBody::full(Bytes::from(text)));
+        *resp.status_mut() = StatusCode::OK;
+        resp.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        );
+        Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt as _;
+
+    async fn scrape(m: &Metrics, per_env: &[usize]) -> String {
+        let stats = ServerStats {
+            connections: 3,
+            running_calls: 2,
+            ..ServerStats::default()
+        };
+        let resp = m.render(stats, per_env, 10, false).unwrap();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn calls_are_counted_by_env_tool_and_outcome_with_their_rewards() {
+        let m = Metrics::new(vec!["math".into(), "code".into()]);
+        m.call(
+            0,
+            "submit",
+            CallOutcome::ok,
+            Duration::from_millis(3),
+            Some(1.0),
+        );
+        m.call(
+            0,
+            "submit",
+            CallOutcome::ok,
+            Duration::from_millis(3),
+            Some(0.5),
+        );
+        m.call(
+            1,
+            "run",
+            CallOutcome::timed_out,
+            Duration::from_secs(1),
+            None,
+        );
+        // An index the server does not have is ignored, not a panic.
+        m.call(7, "x", CallOutcome::ok, Duration::ZERO, Some(1.0));
+        let text = scrape(&m, &[4, 0]).await;
+        for line in [
+            r#"ors_calls_total{env="math",tool="submit",outcome="ok"} 2"#,
+            r#"ors_calls_total{env="code",tool="run",outcome="timed_out"} 1"#,
+            r#"ors_reward_total{env="math"} 1.5"#,
+            r#"ors_reward_total{env="code"} 0.0"#,
+            r#"ors_call_duration_seconds_count{env="math",tool="submit"} 2"#,
+            r#"ors_sessions_active{env="math"} 4"#,
+            r#"ors_sessions_active{env="code"} 0"#,
+            "ors_calls_in_flight 2",
+            "ors_connections 3",
+            "ors_sessions_max 10",
+            "ors_draining 0",
+        ] {
+            assert!(text.contains(line), "no `{line}` in:\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn requests_and_rejections_are_counted_by_route_status_and_reason() {
+        let m = Metrics::new(vec!["math".into()]);
+        m.request("health", StatusCode::OK, Duration::from_micros(50));
+        m.request("create", StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO);
+        m.rejected(&ApiError::TooManySessions { max: 1 });
+        m.rejected(&ApiError::Unauthorized);
+        // Not a rejection: a client mistake.
+        m.rejected(&ApiError::MissingSessionId);
+        m.rejected_for("too_many_connections");
+        let text = scrape(&m, &[0]).await;
+        for line in [
+            r#"ors_requests_total{route="health",status="200"} 1"#,
+            r#"ors_requests_total{route="create",status="503"} 1"#,
+            r#"ors_request_duration_seconds_count{route="health"} 1"#,
+            r#"ors_requests_rejected_total{reason="too_many_sessions"} 1"#,
+            r#"ors_requests_rejected_total{reason="auth"} 1"#,
+            r#"ors_requests_rejected_total{reason="too_many_connections"} 1"#,
+        ] {
+            assert!(text.contains(line), "no `{line}` in:\n{text}");
+        }
+        assert_eq!(text.matches("ors_requests_rejected_total{").count(), 3);
+    }
+}
