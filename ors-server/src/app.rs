@@ -112,6 +112,8 @@ pub(crate) struct App {
     pub(crate) body_limits: BodyLimits,
     /// Set when shutdown starts: no new sessions.
     pub(crate) closing: AtomicBool,
+    /// Set when a drain starts (SIGTERM): no new session ids, `/ready` 503.
+    pub(crate) draining: AtomicBool,
     /// Open client connections.
     pub(crate) connections: AtomicUsize,
     /// Connections past the limit being answered 503.
@@ -174,6 +176,7 @@ impl App {
             list_envs_json,
             calls,
             closing: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
             refusing: AtomicUsize::new(0),
             metrics,

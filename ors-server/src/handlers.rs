@@ -131,7 +131,7 @@ impl App {
     /// A fresh session id: JSON `{"sid"}`, or SSE `task_id` + empty `end` for clients that
     /// accept `text/event-stream` (PROTOCOL_NOTES row `create-session-reply`). Nothing is stored until `create`.
     fn create_session(&self, parts: &Parts) -> Result<Resp, ApiError> {
-        if self.is_closing() {
+        if self.is_closing() || self.is_draining() {
             return Err(ApiError::ShuttingDown);
         }
         if self.sessions.is_full() {

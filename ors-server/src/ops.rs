@@ -25,7 +25,7 @@ impl App {
     /// false`) while it drains or is at its session limit. `/health` stays liveness.
     pub(crate) fn ready(&self) -> Result<Resp, ApiError> {
         let sessions = self.sessions.len();
-        let ready = !self.is_closing() && !self.sessions.is_full();
+        let ready = !self.is_closing() && !self.is_draining() && !self.sessions.is_full();
         let reply = Readiness {
             ready,
             sessions,
@@ -56,14 +56,21 @@ impl App {
             self.stats(),
             &per_env,
             self.config.max_sessions,
-            self.is_closing(),
+            self.is_draining() || self.is_closing(),
         )
     }
 
-    /// Start draining: new sessions are refused (503 `shutting_down` with `Retry-After`) and
-    /// `/ready` answers 503, while existing sessions go on as before.
+    /// Start draining: `/create_session` is refused (503 `shutting_down` with `Retry-After`)
+    /// and `/ready` answers 503, while existing sessions go on as before. `/create` still
+    /// takes the ids issued before: a client between the two requests of opening a session
+    /// has an id only this replica serves, and refusing it would lose the episode; no new
+    /// id is issued, so those are few and soon done.
     pub(crate) fn start_drain(&self) {
-        self.closing.store(true, Ordering::Release);
+        self.draining.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire)
     }
 
     /// Wait until no session is left, or `within` has passed, or `skip` resolves (a second

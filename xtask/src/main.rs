@@ -12,6 +12,7 @@ mod memprobe;
 mod procs;
 mod python;
 mod readme;
+mod scale;
 mod soak;
 mod test;
 
@@ -50,6 +51,9 @@ enum Command {
     /// A mixed workload against the release server for N minutes; passes when its memory and
     /// open files stay flat and nothing is lost.
     Soak(soak::SoakArgs),
+    /// Replicas behind a real nginx with deploy/nginx/ors.conf: spread, long calls, scale up,
+    /// a replica killed, one drained.
+    Scale(scale::ScaleArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Memprobe(args) => memprobe::run(args),
         Command::Fuzz(args) => fuzz::run(args),
         Command::Soak(args) => soak::run(args),
+        Command::Scale(args) => scale::run(args),
     };
     match result {
         Ok(code) => code,

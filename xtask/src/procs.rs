@@ -68,6 +68,31 @@ impl ServerProcess {
     }
 }
 
+impl ServerProcess {
+    /// Send SIGTERM and wait up to `timeout` for the process to exit; its exit status.
+    pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus, String> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !sent {
+            return Err(format!("kill -TERM {} failed", self.pid));
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Ok(status),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20))
+                }
+                Ok(None) => return Err(format!("pid {} still runs after {timeout:?}", self.pid)),
+                Err(e) => return Err(format!("waiting for pid {}: {e}", self.pid)),
+            }
+        }
+    }
+}
+
 impl Drop for ServerProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -226,24 +226,20 @@ impl ExternalTools {
             .into_iter()
             .map(|spec| {
                 let name = spec.name.clone();
-                ToolEntry::new(
-                    spec,
-                    true,
-                    move |env: &mut E, ctx, input| {
-                        // External tools take their input as a value (they validate it).
-                        let input = match crate::env::as_value(&name, input) {
-                            Ok(input) => input,
-                            Err(out) => return Box::pin(async move { out }),
-                        };
-                        match session_of(env).call(ctx, &name, input) {
-                            Some(call) => call,
-                            None => {
-                                let msg = format!("the tool '{name}' is not open in this episode");
-                                Box::pin(async move { RunToolOutput::Error(msg) })
-                            }
+                ToolEntry::new(spec, true, move |env: &mut E, ctx, input| {
+                    // External tools take their input as a value (they validate it).
+                    let input = match crate::env::as_value(&name, input) {
+                        Ok(input) => input,
+                        Err(out) => return Box::pin(async move { out }),
+                    };
+                    match session_of(env).call(ctx, &name, input) {
+                        Some(call) => call,
+                        None => {
+                            let msg = format!("the tool '{name}' is not open in this episode");
+                            Box::pin(async move { RunToolOutput::Error(msg) })
                         }
-                    },
-                )
+                    }
+                })
             })
             .collect()
     }

@@ -1,0 +1,223 @@
+//! The shipped `deploy/nginx/ors.conf` rendered for local replicas, and a real nginx (Debian's
+//! `nginx-light`, installed with apt-get when missing) running it in a scratch directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The markers around the part of `ors.conf` that lists the replicas.
+const BEGIN: &str = "# --- replicas: begin\n";
+const END: &str = "# --- replicas: end\n";
+
+/// The shipped config, relative to the workspace root.
+pub const ORS_CONF: &str = "deploy/nginx/ors.conf";
+
+/// `ors.conf` split at its replica section: (before, section, after).
+pub fn split_replicas(conf: &str) -> Result<(&str, &str, &str), String> {
+    let begin = conf
+        .find(BEGIN)
+        .ok_or_else(|| format!("no `{}` marker", BEGIN.trim()))?;
+    let end = conf
+        .find(END)
+        .filter(|e| *e > begin)
+        .ok_or_else(|| format!("no `{}` marker after the first", END.trim()))?;
+    Ok((
+        &conf[..begin],
+        &conf[begin + BEGIN.len()..end],
+        &conf[end + END.len()..],
+    ))
+}
+
+/// The replica section for replicas `(number, port)` on this machine, in the shipped file's
+/// form: one upstream per replica, `ors_any` over all of them, and the map from an id's first
+/// group to its replica's upstream.
+fn replica_section(replicas: &[(u32, u16)]) -> String {
+    let mut s = String::new();
+    for (n, port) in replicas {
+        s.push_str(&format!(
+            "upstream ors_{n} {{ server 127.0.0.1:{port} max_fails=0; keepalive 16; }}\n"
+        ));
+    }
+    s.push_str("upstream ors_any {\n    least_conn;\n");
+    for (_, port) in replicas {
+        s.push_str(&format!(
+            "    server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;\n"
+        ));
+    }
+    s.push_str("    keepalive 16;\n}\n");
+    s.push_str("map $http_x_session_id $ors_upstream {\n    default ors_any;\n");
+    for (n, _) in replicas {
+        s.push_str(&format!("    \"~^{n:08}-\" ors_{n};\n"));
+    }
+    s.push_str("    \"~^[0-9]{8}-\" gone;\n}\n");
+    s.push_str("map $host $ors_new {\n    default ors_any;\n}\n");
+    s
+}
+
+/// `ors.conf` for these replicas, listening on `127.0.0.1:listen`.
+pub fn render(conf: &str, replicas: &[(u32, u16)], listen: u16) -> Result<String, String> {
+    let (before, _, after) = split_replicas(conf)?;
+    let after = after.replacen("listen 8000;", &format!("listen 127.0.0.1:{listen};"), 1);
+    if !after.contains(&format!("listen 127.0.0.1:{listen};")) {
+        return Err("ors.conf has no `listen 8000;` line".to_owned());
+    }
+    Ok(format!(
+        "{before}{BEGIN}{}{END}{after}",
+        replica_section(replicas)
+    ))
+}
+
+/// The nginx binary: on the PATH or in /usr/sbin, else installed from Debian.
+pub fn ensure_nginx() -> Result<PathBuf, String> {
+    if let Some(found) = find_nginx() {
+        return Ok(found);
+    }
+    eprintln!("xtask: scale: nginx is not installed; installing Debian's nginx-light with apt-get");
+    let install = || {
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", "nginx-light"])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    };
+    if !install() {
+        // A fresh image has no package lists yet.
+        let _ = Command::new("apt-get").arg("update").status();
+        if !install() {
+            return Err(
+                "could not install nginx-light with apt-get (run as root, or install nginx)"
+                    .to_owned(),
+            );
+        }
+    }
+    find_nginx().ok_or_else(|| "nginx-light was installed but no nginx binary found".to_owned())
+}
+
+fn find_nginx() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin")])
+        .map(|dir| dir.join("nginx"))
+        .find(|p| p.is_file())
+}
+
+/// The main config around `ors.conf`: everything nginx writes stays in `dir`.
+fn main_conf(dir: &Path) -> String {
+    let d = dir.display();
+    format!(
+        "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 4096; }}\n\
+         http {{\n    access_log off;\n    client_body_temp_path {d}/body;\n    \
+         proxy_temp_path {d}/proxy;\n    fastcgi_temp_path {d}/fastcgi;\n    \
+         uwsgi_temp_path {d}/uwsgi;\n    scgi_temp_path {d}/scgi;\n    \
+         include {d}/ors.conf;\n}}\n"
+    )
+}
+
+/// `nginx -t` on a config; the error is nginx's own output.
+pub fn check(nginx: &Path, dir: &Path) -> Result<(), String> {
+    let out = Command::new(nginx)
+        .args(["-t", "-q", "-p"])
+        .arg(dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .output()
+        .map_err(|e| format!("could not run nginx -t: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "nginx -t failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Write `ors.conf` and the main config into `dir` and check them with `nginx -t`.
+pub fn write_config(nginx: &Path, dir: &Path, ors_conf: &str) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(dir.join("ors.conf"), ors_conf).map_err(|e| format!("ors.conf: {e}"))?;
+    std::fs::write(dir.join("nginx.conf"), main_conf(dir))
+        .map_err(|e| format!("nginx.conf: {e}"))?;
+    check(nginx, dir)
+}
+
+/// A running nginx (its master process, in the foreground); stopped on drop.
+pub struct Nginx {
+    child: Child,
+    nginx: PathBuf,
+    dir: PathBuf,
+}
+
+impl Nginx {
+    /// Start nginx on `ors_conf` (which listens on `port`) and wait until it accepts.
+    pub fn start(nginx: &Path, dir: &Path, ors_conf: &str, port: u16) -> Result<Self, String> {
+        write_config(nginx, dir, ors_conf)?;
+        let child = Command::new(nginx)
+            .arg("-p")
+            .arg(dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .stdin(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("could not start nginx: {e}"))?;
+        let me = Self {
+            child,
+            nginx: nginx.to_owned(),
+            dir: dir.to_owned(),
+        };
+        let t0 = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if t0.elapsed() > Duration::from_secs(10) {
+                return Err(format!(
+                    "nginx did not listen on {port} within 10 s (see {}/error.log)",
+                    dir.display()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(me)
+    }
+
+    /// Swap in a new `ors.conf` and reload (SIGHUP): new workers take the new config, old ones
+    /// finish the requests they hold, streams included.
+    pub fn reload(&self, ors_conf: &str) -> Result<(), String> {
+        write_config(&self.nginx, &self.dir, ors_conf)?;
+        signal(self.child.id(), "HUP")?;
+        // The new workers start within milliseconds; a little margin for a loaded machine.
+        std::thread::sleep(Duration::from_millis(500));
+        Ok(())
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // TERM: the master stops its workers too (a KILL would leave them behind).
+        let _ = signal(self.child.id(), "TERM");
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Send a signal to a process we started.
+pub fn signal(pid: u32, name: &str) -> Result<(), String> {
+    let ok = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("kill -{name} {pid} failed"))
+    }
+}
