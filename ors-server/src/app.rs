@@ -141,9 +141,16 @@ impl App {
             hosted.push(HostedEnv::new(env)?);
         }
         let names: Vec<&str> = hosted.iter().map(|h| h.name.as_str()).collect();
-        let metrics = config
-            .metrics
-            .then(|| Arc::new(Metrics::new(names.iter().map(|n| Arc::from(*n)).collect())));
+        let metrics = config.metrics.then(|| {
+            let envs = hosted
+                .iter()
+                .map(|h| {
+                    let tools = h.env.tools().iter().map(|t| t.name.clone()).collect();
+                    (Arc::from(h.name.as_str()), tools)
+                })
+                .collect();
+            Arc::new(Metrics::new(envs))
+        });
         let list_envs_json = Bytes::from(serde_json::to_vec(&names).unwrap_or_default());
         let results = Arc::new(ResultStore::new(
             config.linger,
@@ -245,7 +252,6 @@ impl App {
         resp.headers_mut()
             .insert(X_CLIENT_TASK_IDS, HeaderValue::from_static("1"));
         if let Some(m) = &self.metrics {
-            let route = route.map_or("unknown", Endpoint::name);
             m.request(route, resp.status(), started.elapsed());
         }
         if !span.is_disabled() {

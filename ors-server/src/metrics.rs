@@ -1,27 +1,36 @@
 //! `GET /metrics`: what the server does and holds, in the Prometheus (OpenMetrics) text format.
 //!
-//! Counters and histograms are updated where things happen (one atomic add, or a label
-//! lookup under a shared read lock, per request and per call); gauges of what the server
-//! holds (sessions per environment, calls, connections, bytes) are read when scraped, so they
-//! cost the hot path nothing.
+//! Counters and histograms are updated where things happen, with atomic adds only: the
+//! series of every route and of every tool an environment declares are made when the server
+//! starts and kept at hand, and histograms are lock-free ([`Timings`]), so the hot path takes
+//! no lock and allocates nothing (the counter of a status seen for the first time, and a tool
+//! no table declared, go through the label maps). Gauges of what the server holds (sessions
+//! per environment, calls, connections, bytes) are read when scraped.
 
-use std::sync::atomic::AtomicU64;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderValue, CONTENT_TYPE};
 use http::StatusCode;
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::encoding::{
+    EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder, NoLabelSet,
+};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 use crate::body::Resp;
 use crate::error::ApiError;
+use crate::router::Endpoint;
 use crate::stats::ServerStats;
+
+/// The `route` of requests no route matched.
+const NO_ROUTE: &str = "unknown";
 
 /// How a tool call ended, as `ors_calls_total{outcome}` counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
@@ -73,25 +82,122 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
-type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
-
-/// Request latencies: 100 µs to about 100 s.
-fn request_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.0001, 4.0, 11))
+impl CallOutcome {
+    const ALL: [CallOutcome; 5] = [
+        CallOutcome::ok,
+        CallOutcome::tool_error,
+        CallOutcome::crashed,
+        CallOutcome::timed_out,
+        CallOutcome::cancelled,
+    ];
 }
 
-/// Tool-call durations: 1 ms to about 17 min (the default tool time limit is 10 min).
-fn call_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.001, 4.0, 11))
+/// Upper bounds of the request-latency buckets, seconds: 100 µs to about 100 s.
+const REQUEST_BOUNDS: &[f64] = &[
+    0.0001, 0.0004, 0.0016, 0.0064, 0.0256, 0.1024, 0.4096, 1.6384, 6.5536, 26.2144, 104.8576,
+];
+/// Upper bounds of the tool-duration buckets, seconds: 1 ms to about 17 min (the default
+/// tool time limit is 10 min).
+const CALL_BOUNDS: &[f64] = &[
+    0.001, 0.004, 0.016, 0.064, 0.256, 1.024, 4.096, 16.384, 65.536, 262.144, 1048.576,
+];
+
+/// A histogram of durations without a lock: an atomic count per bucket (the last one
+/// unbounded) and the sum in nanoseconds. prometheus-client's own takes a write lock per
+/// observation, which every request and call would contend on.
+#[derive(Clone, Debug)]
+pub(crate) struct Timings(Arc<TimingsInner>);
+
+#[derive(Debug)]
+struct TimingsInner {
+    bounds: &'static [f64],
+    buckets: Box<[AtomicU64]>,
+    count: AtomicU64,
+    sum_ns: AtomicU64,
+}
+
+impl Timings {
+    fn new(bounds: &'static [f64]) -> Self {
+        Timings(Arc::new(TimingsInner {
+            bounds,
+            buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
+            count: AtomicU64::new(0),
+            sum_ns: AtomicU64::new(0),
+        }))
+    }
+
+    fn requests() -> Self {
+        Self::new(REQUEST_BOUNDS)
+    }
+
+    fn calls() -> Self {
+        Self::new(CALL_BOUNDS)
+    }
+
+    fn observe(&self, took: Duration) {
+        let secs = took.as_secs_f64();
+        let t = &self.0;
+        let i = t
+            .bounds
+            .iter()
+            .position(|b| secs <= *b)
+            .unwrap_or(t.bounds.len());
+        t.buckets[i].fetch_add(1, Ordering::Relaxed);
+        t.count.fetch_add(1, Ordering::Relaxed);
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        t.sum_ns.fetch_add(ns, Ordering::Relaxed);
+    }
+}
+
+impl TypedMetric for Timings {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for Timings {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        let t = &self.0;
+        let buckets: Vec<(f64, u64)> = t
+            .bounds
+            .iter()
+            .copied()
+            .chain(std::iter::once(f64::MAX))
+            .zip(t.buckets.iter().map(|b| b.load(Ordering::Relaxed)))
+            .collect();
+        let sum = t.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let count = t.count.load(Ordering::Relaxed);
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+type Histograms<L> = Family<L, Timings, fn() -> Timings>;
+
+/// The series of one tool, kept at hand.
+struct ToolSeries {
+    /// By [`CallOutcome`], in the order of [`CallOutcome::ALL`].
+    outcomes: [Counter; 5],
+    seconds: Timings,
+}
+
+/// What is kept at hand for one environment.
+struct EnvSeries {
+    name: Arc<str>,
+    tools: HashMap<Box<str>, ToolSeries>,
+    reward: Counter<f64, AtomicU64>,
 }
 
 /// Every metric of one server, and the registry that writes them out.
 pub(crate) struct Metrics {
     registry: Registry,
-    /// The hosted environments' names, by index (a session knows its environment's index).
-    envs: Vec<Arc<str>>,
+    /// The hosted environments, by index (a session knows its environment's index).
+    envs: Vec<EnvSeries>,
     requests: Family<RequestLabels, Counter>,
     request_seconds: Histograms<RouteLabels>,
+    /// `request_seconds` of each endpoint, by `Endpoint as usize`; the last: no route.
+    route_seconds: Vec<Timings>,
     rejected: Family<ReasonLabels, Counter>,
     sessions_created: Counter,
     sessions_deleted: Counter,
@@ -111,20 +217,63 @@ pub(crate) struct Metrics {
 }
 
 impl Metrics {
-    /// The metrics of a server hosting `envs` (names, in registration order).
-    pub(crate) fn new(envs: Vec<Arc<str>>) -> Self {
+    /// The metrics of a server hosting `envs` (name and declared tools, in registration
+    /// order).
+    pub(crate) fn new(envs: Vec<(Arc<str>, Vec<String>)>) -> Self {
+        let request_seconds: Histograms<RouteLabels> =
+            Family::new_with_constructor(Timings::requests);
+        let route_seconds = Endpoint::ALL
+            .iter()
+            .map(|e| e.name())
+            .chain(std::iter::once(NO_ROUTE))
+            .map(|route| request_seconds.get_or_create_owned(&RouteLabels { route }))
+            .collect();
+        let calls: Family<CallLabels, Counter> = Family::default();
+        let call_seconds: Histograms<ToolLabels> = Family::new_with_constructor(Timings::calls);
+        let reward: Family<EnvLabels, Counter<f64, AtomicU64>> = Family::default();
+        let envs = envs
+            .into_iter()
+            .map(|(name, tools)| {
+                let tools = tools
+                    .into_iter()
+                    .map(|tool| {
+                        let outcomes = CallOutcome::ALL.map(|outcome| {
+                            calls.get_or_create_owned(&CallLabels {
+                                env: Arc::clone(&name),
+                                tool: tool.clone(),
+                                outcome,
+                            })
+                        });
+                        let seconds = call_seconds.get_or_create_owned(&ToolLabels {
+                            env: Arc::clone(&name),
+                            tool: tool.clone(),
+                        });
+                        (tool.into_boxed_str(), ToolSeries { outcomes, seconds })
+                    })
+                    .collect();
+                let reward = reward.get_or_create_owned(&EnvLabels {
+                    env: Arc::clone(&name),
+                });
+                EnvSeries {
+                    name,
+                    tools,
+                    reward,
+                }
+            })
+            .collect();
         let mut m = Metrics {
             registry: Registry::default(),
             envs,
             requests: Family::default(),
-            request_seconds: Family::new_with_constructor(request_histogram),
+            request_seconds,
+            route_seconds,
             rejected: Family::default(),
             sessions_created: Counter::default(),
             sessions_deleted: Counter::default(),
             sessions_reaped: Counter::default(),
-            calls: Family::default(),
-            call_seconds: Family::new_with_constructor(call_histogram),
-            reward: Family::default(),
+            calls,
+            call_seconds,
+            reward,
             sse_reconnects: Counter::default(),
             sessions_active: Family::default(),
             sessions_max: Gauge::default(),
@@ -138,10 +287,9 @@ impl Metrics {
         // autoscalers see a series before the first session.
         for env in &m.envs {
             let labels = EnvLabels {
-                env: Arc::clone(env),
+                env: Arc::clone(&env.name),
             };
             drop(m.sessions_active.get_or_create(&labels));
-            drop(m.reward.get_or_create(&labels));
         }
         let r = &mut m.registry;
         r.register(
@@ -232,17 +380,18 @@ impl Metrics {
         m
     }
 
-    /// Count an answered request and its latency. `route` is the endpoint's name.
-    pub(crate) fn request(&self, route: &'static str, status: StatusCode, took: Duration) {
+    /// Count an answered request and its latency; `None`: no route matched.
+    pub(crate) fn request(&self, route: Option<Endpoint>, status: StatusCode, took: Duration) {
+        let index = route.map_or(Endpoint::ALL.len(), |e| e as usize);
+        if let Some(seconds) = self.route_seconds.get(index) {
+            seconds.observe(took);
+        }
         self.requests
             .get_or_create(&RequestLabels {
-                route,
+                route: route.map_or(NO_ROUTE, Endpoint::name),
                 status: status.as_u16(),
             })
             .inc();
-        self.request_seconds
-            .get_or_create(&RouteLabels { route })
-            .observe(took.as_secs_f64());
     }
 
     /// Count a request refused for one of the reasons `ors_requests_rejected_total` tracks.
@@ -286,26 +435,32 @@ impl Metrics {
         let Some(env) = self.envs.get(env) else {
             return;
         };
+        if let Some(r) = reward.filter(|r| r.is_finite()) {
+            env.reward.inc_by(r);
+        }
+        if let Some(series) = env.tools.get(tool) {
+            let i = CallOutcome::ALL
+                .iter()
+                .position(|o| *o == outcome)
+                .unwrap_or(0);
+            series.outcomes[i].inc();
+            series.seconds.observe(ran);
+            return;
+        }
+        // A tool no table declared (task-specific or dynamic): through the label maps.
         self.calls
             .get_or_create(&CallLabels {
-                env: Arc::clone(env),
+                env: Arc::clone(&env.name),
                 tool: tool.to_owned(),
                 outcome,
             })
             .inc();
         self.call_seconds
             .get_or_create(&ToolLabels {
-                env: Arc::clone(env),
+                env: Arc::clone(&env.name),
                 tool: tool.to_owned(),
             })
-            .observe(ran.as_secs_f64());
-        if let Some(r) = reward.filter(|r| r.is_finite()) {
-            self.reward
-                .get_or_create(&EnvLabels {
-                    env: Arc::clone(env),
-                })
-                .inc_by(r);
-        }
+            .observe(ran);
     }
 
     /// The text of a scrape: the gauges set from `stats`, `per_env` (live sessions by
@@ -321,7 +476,7 @@ impl Metrics {
         for (env, n) in self.envs.iter().zip(per_env) {
             self.sessions_active
                 .get_or_create(&EnvLabels {
-                    env: Arc::clone(env),
+                    env: Arc::clone(&env.name),
                 })
                 .set(gauge(*n));
         }
@@ -361,39 +516,36 @@ mod tests {
         String::from_utf8(bytes.to_vec()).unwrap()
     }
 
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
     #[tokio::test]
     async fn calls_are_counted_by_env_tool_and_outcome_with_their_rewards() {
-        let m = Metrics::new(vec!["math".into(), "code".into()]);
-        m.call(
-            0,
-            "submit",
-            CallOutcome::ok,
-            Duration::from_millis(3),
-            Some(1.0),
-        );
-        m.call(
-            0,
-            "submit",
-            CallOutcome::ok,
-            Duration::from_millis(3),
-            Some(0.5),
-        );
-        m.call(
-            1,
-            "run",
-            CallOutcome::timed_out,
-            Duration::from_secs(1),
-            None,
-        );
+        let m = Metrics::new(vec![
+            ("math".into(), vec!["submit".into()]),
+            ("code".into(), vec!["run".into()]),
+        ]);
+        m.call(0, "submit", CallOutcome::ok, ms(3), Some(1.0));
+        m.call(0, "submit", CallOutcome::ok, ms(3), Some(0.5));
+        m.call(1, "run", CallOutcome::timed_out, ms(1000), None);
+        // A tool the table does not declare (task-specific, dynamic) is counted too.
+        m.call(1, "hint", CallOutcome::tool_error, Duration::ZERO, None);
         // An index the server does not have is ignored, not a panic.
         m.call(7, "x", CallOutcome::ok, Duration::ZERO, Some(1.0));
         let text = scrape(&m, &[4, 0]).await;
         for line in [
             r#"ors_calls_total{env="math",tool="submit",outcome="ok"} 2"#,
             r#"ors_calls_total{env="code",tool="run",outcome="timed_out"} 1"#,
+            r#"ors_calls_total{env="code",tool="run",outcome="ok"} 0"#,
+            r#"ors_calls_total{env="code",tool="hint",outcome="tool_error"} 1"#,
             r#"ors_reward_total{env="math"} 1.5"#,
             r#"ors_reward_total{env="code"} 0.0"#,
             r#"ors_call_duration_seconds_count{env="math",tool="submit"} 2"#,
+            r#"ors_call_duration_seconds_sum{env="math",tool="submit"} 0.006"#,
+            r#"ors_call_duration_seconds_bucket{le="0.001",env="math",tool="submit"} 0"#,
+            r#"ors_call_duration_seconds_bucket{le="0.004",env="math",tool="submit"} 2"#,
+            r#"ors_call_duration_seconds_bucket{le="+Inf",env="code",tool="run"} 1"#,
             r#"ors_sessions_active{env="math"} 4"#,
             r#"ors_sessions_active{env="code"} 0"#,
             "ors_calls_in_flight 2",
@@ -408,9 +560,15 @@ mod tests {
 
     #[tokio::test]
     async fn requests_and_rejections_are_counted_by_route_status_and_reason() {
-        let m = Metrics::new(vec!["math".into()]);
-        m.request("health", StatusCode::OK, Duration::from_micros(50));
-        m.request("create", StatusCode::SERVICE_UNAVAILABLE, Duration::ZERO);
+        let m = Metrics::new(vec![("math".into(), Vec::new())]);
+        let health = Some(Endpoint::Health);
+        m.request(health, StatusCode::OK, Duration::from_micros(50));
+        m.request(
+            Some(Endpoint::Create),
+            StatusCode::SERVICE_UNAVAILABLE,
+            ms(1),
+        );
+        m.request(None, StatusCode::NOT_FOUND, Duration::ZERO);
         m.rejected(&ApiError::TooManySessions { max: 1 });
         m.rejected(&ApiError::Unauthorized);
         // Not a rejection: a client mistake.
@@ -420,7 +578,11 @@ mod tests {
         for line in [
             r#"ors_requests_total{route="health",status="200"} 1"#,
             r#"ors_requests_total{route="create",status="503"} 1"#,
+            r#"ors_requests_total{route="unknown",status="404"} 1"#,
             r#"ors_request_duration_seconds_count{route="health"} 1"#,
+            r#"ors_request_duration_seconds_bucket{le="0.0001",route="health"} 1"#,
+            r#"ors_request_duration_seconds_bucket{le="0.0016",route="create"} 1"#,
+            r#"ors_request_duration_seconds_count{route="ready"} 0"#,
             r#"ors_requests_rejected_total{reason="too_many_sessions"} 1"#,
             r#"ors_requests_rejected_total{reason="auth"} 1"#,
             r#"ors_requests_rejected_total{reason="too_many_connections"} 1"#,

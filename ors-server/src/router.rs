@@ -58,6 +58,28 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// Every endpoint, in declaration order (`e as usize` is its index).
+    pub(crate) const ALL: [Endpoint; 18] = [
+        Endpoint::Health,
+        Endpoint::ListEnvironments,
+        Endpoint::CreateSession,
+        Endpoint::Create,
+        Endpoint::Ping,
+        Endpoint::Delete,
+        Endpoint::DeleteSession,
+        Endpoint::Tools,
+        Endpoint::Splits,
+        Endpoint::Tasks,
+        Endpoint::NumTasks,
+        Endpoint::Task,
+        Endpoint::TaskRange,
+        Endpoint::TaskTools,
+        Endpoint::Prompt,
+        Endpoint::Call,
+        Endpoint::Metrics,
+        Endpoint::Ready,
+    ];
+
     /// The endpoint's name, the `route` label of the request metrics.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -279,6 +301,13 @@ mod tests {
             assert_eq!(route(&m, &with_env), found(e, Some("math")), "{with_env}");
             let bare = format!("/{action}");
             assert_eq!(route(&m, &bare), found(e, None), "{bare}");
+        }
+    }
+
+    #[test]
+    fn all_lists_every_endpoint_at_its_index() {
+        for (i, e) in Endpoint::ALL.iter().enumerate() {
+            assert_eq!(*e as usize, i, "{e:?}");
         }
     }
 

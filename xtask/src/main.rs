@@ -31,7 +31,8 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Every check CI runs: fmt, clippy, tests, each fuzz target briefly, interop with the
-    /// Python reference, conformance, the README's examples, a quick bench.
+    /// Python reference, conformance, the scale-out behind nginx (short), the README's
+    /// examples, a quick bench.
     Test(test::TestArgs),
     /// Check an ORS server against the protocol, clause by clause.
     Conformance(conformance::XtaskConformanceArgs),

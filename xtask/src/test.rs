@@ -61,6 +61,11 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     cargo(&["test", "--workspace"])?;
     fuzz_briefly()?;
     crate::interop::run_all()?;
+    eprintln!("xtask: scale: replicas behind nginx (short form)");
+    let scale = crate::scale::run(crate::scale::ScaleArgs { quick: true })?;
+    if scale != ExitCode::SUCCESS {
+        return Err("cargo xtask scale --quick failed".to_owned());
+    }
     eprintln!("xtask: readme: the README's console examples against a gsm8k server");
     crate::readme::run()?;
     // Only proves the benchmark runs and every response checks out; its figures are not
@@ -70,8 +75,8 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         return Err("cargo xtask bench --quick reported errors".to_owned());
     }
     eprintln!(
-        "xtask: test: fmt, clippy, cargo test, fuzz, interop, conformance, README and bench all \
-         passed"
+        "xtask: test: fmt, clippy, cargo test, fuzz, interop, conformance, scale, README and bench \
+         all passed"
     );
     Ok(ExitCode::SUCCESS)
 }
