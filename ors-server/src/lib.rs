@@ -138,13 +138,20 @@
 //! - **Session ids.** `/create_session` issues ids carrying an HMAC tag under
 //!   [`ServerConfig::session_key`], and `/create` refuses others (400 `unknown_session_id`),
 //!   so clients cannot invent ids to squat; replicas sharing the key accept each other's.
+//! - **Operations.** `GET /metrics` (Prometheus text, behind the API key; `ORS_METRICS=off`
+//!   turns it off) and `GET /ready` (200, or 503 while draining or full; open like
+//!   `/health`). SIGTERM drains before [`Server::serve`] returns: no new sessions, live ones
+//!   go on until they end or [`ServerConfig::drain`] passes ([`RunningServer::drain`] does
+//!   the same for an embedded server). With [`ServerConfig::replica_id`] the session ids
+//!   name their replica in their first group, for a proxy to route by (`deploy/` in the
+//!   repository).
 //! - **Output.** [`Server::bind`] prints nothing; [`Server::serve`] and
 //!   [`Server::serve_from_env`], meant for binaries, print one ready line to stdout.
 //! - **Logging.** `tracing`, quiet at `info`; one span and line per request at `debug`
 //!   (method, path, status, latency, session, env, tool). Secrets are never logged.
 //!   [`init_tracing`] (cargo feature `init_tracing`, on by default) installs a stderr
-//!   subscriber, without colours unless stderr is a terminal; a binary with its own
-//!   subscriber disables the feature.
+//!   subscriber, without colours unless stderr is a terminal, one JSON object per line with
+//!   `ORS_LOG_FORMAT=json`; a binary with its own subscriber disables the feature.
 
 pub use ors_core as core;
 pub use ors_core::{Block, Blocks, RunToolOutput, Secrets, Split, SplitType, ToolOutput, ToolSpec};
