@@ -71,14 +71,7 @@ impl ServerProcess {
 impl ServerProcess {
     /// Send SIGTERM and wait up to `timeout` for the process to exit; its exit status.
     pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus, String> {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.pid.to_string()])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !sent {
-            return Err(format!("kill -TERM {} failed", self.pid));
-        }
+        signal(self.pid, "TERM")?;
         let deadline = Instant::now() + timeout;
         loop {
             match self.child.try_wait() {
@@ -90,6 +83,20 @@ impl ServerProcess {
                 Err(e) => return Err(format!("waiting for pid {}: {e}", self.pid)),
             }
         }
+    }
+}
+
+/// Send a signal (`TERM`, `HUP`, ...) to a process we started.
+pub fn signal(pid: u32, name: &str) -> Result<(), String> {
+    let sent = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .status()
+        .is_ok_and(|s| s.success());
+    if sent {
+        Ok(())
+    } else {
+        Err(format!("kill -{name} {pid} failed"))
     }
 }
 

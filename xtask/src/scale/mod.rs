@@ -497,24 +497,32 @@ fn reconnect(port: u16, sid: &str) -> Result<bool, String> {
     Ok(text.lines().any(|l| l.starts_with(':')))
 }
 
-/// Step 3: a fourth replica joins mid-run; nobody is lost, new sessions reach it.
-async fn scale_up(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step {
-    let mut step = Step::new("3. scale up mid-run: a 4th replica, nginx reloaded");
+/// Start the episodes of a step that changes replicas mid-run, each with a `sleep` of
+/// `sleep_ms` so many are live at any time; returns once a quarter are done, with the
+/// running batch and when it began.
+async fn churn(
+    env: &Environment,
+    plan: &Plan,
+    sleep_ms: u64,
+) -> (tokio::task::JoinHandle<Vec<Outcome>>, Instant) {
     let done = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
     let run = {
         let (env, done) = (env.clone(), Arc::clone(&done));
         let (n, c) = (plan.churn, plan.concurrency / 2);
-        tokio::spawn(async move { episodes(&env, n, c, 300, done).await })
+        tokio::spawn(async move { episodes(&env, n, c, sleep_ms, done).await })
     };
     until(&done, plan.churn / 4).await;
-    let joined = match cluster.start_replica(3).and_then(|()| cluster.reload()) {
-        Ok(()) => Instant::now(),
-        Err(e) => {
-            step.check(false, format!("adding replica 3: {e}"));
-            Instant::now()
-        }
-    };
-    let _ = joined;
+    (run, t0)
+}
+
+/// Step 3: a fourth replica joins mid-run; nobody is lost, new sessions reach it.
+async fn scale_up(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step {
+    let mut step = Step::new("3. scale up mid-run: a 4th replica, nginx reloaded");
+    let (run, _) = churn(env, plan, 300).await;
+    if let Err(e) = cluster.start_replica(3).and_then(|()| cluster.reload()) {
+        step.check(false, format!("adding replica 3: {e}"));
+    }
     step.outcomes = run.await.unwrap_or_default();
     let errors = step.outcomes.iter().filter(|o| o.error.is_some()).count();
     step.check(
@@ -534,14 +542,7 @@ async fn scale_up(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step
 /// complete; new episodes go to the survivors.
 async fn kill_one(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step {
     let mut step = Step::new("4. kill -9 a replica mid-run: only its episodes fail, fast");
-    let done = Arc::new(AtomicUsize::new(0));
-    let t0 = Instant::now();
-    let run = {
-        let (env, done) = (env.clone(), Arc::clone(&done));
-        let (n, c) = (plan.churn, plan.concurrency / 2);
-        tokio::spawn(async move { episodes(&env, n, c, 500, done).await })
-    };
-    until(&done, plan.churn / 4).await;
+    let (run, t0) = churn(env, plan, 500).await;
     let killed_at = t0.elapsed();
     match cluster.replica(1) {
         // Dropping the process kills it (SIGKILL).
@@ -582,14 +583,7 @@ async fn kill_one(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step
 /// it, it exits 0, nothing is lost.
 async fn drain_one(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step {
     let mut step = Step::new("5. scale down: SIGTERM a replica mid-run: it drains, nothing lost");
-    let done = Arc::new(AtomicUsize::new(0));
-    let t0 = Instant::now();
-    let run = {
-        let (env, done) = (env.clone(), Arc::clone(&done));
-        let (n, c) = (plan.churn, plan.concurrency / 2);
-        tokio::spawn(async move { episodes(&env, n, c, 500, done).await })
-    };
-    until(&done, plan.churn / 4).await;
+    let (run, t0) = churn(env, plan, 500).await;
     let process = match cluster.replica(2) {
         Ok(r) => r.process.take(),
         Err(e) => {

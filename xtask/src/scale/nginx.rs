@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::procs::signal;
+
 /// The markers around the part of `ors.conf` that lists the replicas.
 const BEGIN: &str = "# --- replicas: begin\n";
 const END: &str = "# --- replicas: end\n";
@@ -204,20 +206,5 @@ impl Drop for Nginx {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-/// Send a signal to a process we started.
-pub fn signal(pid: u32, name: &str) -> Result<(), String> {
-    let ok = Command::new("kill")
-        .arg(format!("-{name}"))
-        .arg(pid.to_string())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("kill -{name} {pid} failed"))
     }
 }
