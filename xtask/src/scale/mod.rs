@@ -570,8 +570,6 @@ async fn kill_one(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step
         late_on_dead == 0,
         format!("{late_on_dead} episodes begun after the kill got a session on the dead replica"),
     );
-    let failed = step.outcomes.iter().filter(|o| o.error.is_some()).count();
-    println!("      episodes lost with replica 1: {failed}");
     // The operator takes it out of the config.
     if let Err(e) = cluster.reload() {
         step.check(false, format!("reload without replica 1: {e}"));
