@@ -73,7 +73,20 @@ pub mod routes {
     pub const PROMPT: &str = "/prompt";
     /// `POST /{env}/call`: a tool call, answered as an SSE stream.
     pub const CALL: &str = "/call";
+    /// `GET /version`: the server's version (PROTOCOL_NOTES row `version-route`).
+    pub const VERSION: &str = "/version";
+    /// `GET /{env}/messages`: the prompt as a conversation (row `messages-route`).
+    pub const MESSAGES: &str = "/messages";
+    /// `POST /{env}/score_group`: score a group of candidate answers, over SSE (row
+    /// `score-group`).
+    pub const SCORE_GROUP: &str = "/score_group";
 }
+
+/// Response header of a request that waited for a session's setup past the bound: its value
+/// `starting` says the session is still being set up (PROTOCOL_NOTES row `slow-setup`).
+pub const HEADER_BACKEND_STATE: &str = "x-backend-state";
+/// The [`HEADER_BACKEND_STATE`] value of a session whose setup is still running.
+pub const BACKEND_STARTING: &str = "starting";
 
 /// Event name of the call id, always the first event of a call stream.
 pub const EVENT_TASK_ID: &str = "task_id";

@@ -7,8 +7,10 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+mod messages;
 mod tasks;
 
+pub use messages::*;
 pub use tasks::*;
 
 /// A JSON object, the protocol's `JSONObject`.
@@ -322,7 +324,7 @@ impl<T: Serialize> Json<T> {
         let value = match serde_json::to_value(&self.0) {
             Ok(v) => v,
             Err(e) => {
-                return RunToolOutput::Error(format!("the tool's result cannot be JSON: {e}"))
+                return RunToolOutput::error(format!("the tool's result cannot be JSON: {e}"))
             }
         };
         let text = value.to_string();
@@ -333,10 +335,134 @@ impl<T: Serialize> Json<T> {
 }
 
 /// Response body of `GET /{env}/tools` and `GET /{env}/task_tools`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// `terminal_tool` and `supports_score_group` are the `openreward` SDK's fields (PROTOCOL_NOTES
+/// rows `terminal-tool`, `score-group`): sent only when the environment has them, read as
+/// absent from servers that do not send them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ListToolsOutput {
     /// The tools.
     pub tools: Vec<ToolSpec>,
+    /// The tool a harness calls with the model's plain answer (it is not in `tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal_tool: Option<TerminalToolSpec>,
+    /// Whether `POST /{env}/score_group` scores a group of candidate answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supports_score_group: Option<bool>,
+}
+
+impl ListToolsOutput {
+    /// A listing of these tools and nothing else.
+    pub fn new(tools: Vec<ToolSpec>) -> Self {
+        Self {
+            tools,
+            ..Self::default()
+        }
+    }
+}
+
+/// The environment's terminal tool, as the tools listing names it (PROTOCOL_NOTES row
+/// `terminal-tool`): called with the model's plain answer when it answers without a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalToolSpec {
+    /// The tool's name, for `POST /{env}/call`.
+    pub name: String,
+    /// The one input field the answer goes in; `None`: the tool takes no input.
+    #[serde(default)]
+    pub arg: Option<String>,
+    /// What the tool does.
+    #[serde(default)]
+    pub description: String,
+}
+
+impl TerminalToolSpec {
+    /// The call input carrying `answer`: `{arg: answer}`, or `{}` for a tool without input.
+    pub fn input(&self, answer: &str) -> Value {
+        let mut input = JsonObject::new();
+        if let Some(arg) = &self.arg {
+            input.insert(arg.clone(), Value::String(answer.to_owned()));
+        }
+        Value::Object(input)
+    }
+}
+
+/// Why a call was refused, for programs (PROTOCOL_NOTES row `error-reason`): the `reason` of an
+/// `ok: false` result, beside its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorReason {
+    /// No tool of that name.
+    NotFound,
+    /// Two tools of one name (the environment and one of its toolsets).
+    NameCollision,
+    /// The input does not fit the tool's input schema.
+    InputValidation,
+    /// A call after one that returned `finished: true` (PROTOCOL_NOTES row `finished-latch`).
+    EpisodeFinished,
+}
+
+impl ToolErrorReason {
+    /// The wire string.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorReason::NotFound => "not_found",
+            ToolErrorReason::NameCollision => "name_collision",
+            ToolErrorReason::InputValidation => "input_validation",
+            ToolErrorReason::EpisodeFinished => "episode_finished",
+        }
+    }
+}
+
+impl std::fmt::Display for ToolErrorReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An `ok: false` result: the message for the agent and, when one applies, the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    /// What went wrong, for the agent to read and recover from.
+    pub error: String,
+    /// Why, for programs; `None` for a tool's own error (and from servers that send none, or a
+    /// reason this version does not know).
+    pub reason: Option<ToolErrorReason>,
+}
+
+impl ToolError {
+    /// A tool's own error: a message without a reason.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            error: message.into(),
+            reason: None,
+        }
+    }
+
+    /// A refusal for `reason`.
+    pub fn with_reason(reason: ToolErrorReason, message: impl Into<String>) -> Self {
+        Self {
+            error: message.into(),
+            reason: Some(reason),
+        }
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error)
+    }
+}
+
+impl PartialEq<str> for ToolError {
+    fn eq(&self, other: &str) -> bool {
+        self.error == other
+    }
+}
+
+impl PartialEq<&str> for ToolError {
+    fn eq(&self, other: &&str) -> bool {
+        self.error == *other
+    }
 }
 
 /// The result of a tool call, delivered in the SSE `end` event; `ok` discriminates.
@@ -344,14 +470,28 @@ pub struct ListToolsOutput {
 pub enum RunToolOutput {
     /// `{"ok": true, "output": ...}`
     Success(ToolOutput),
-    /// `{"ok": false, "error": "..."}`: an error the agent can read and recover from.
-    Error(String),
+    /// `{"ok": false, "error": "...", "reason": ...}`: an error the agent can read and recover
+    /// from (`reason` only when one applies).
+    Error(ToolError),
 }
 
 impl RunToolOutput {
-    /// A tool error result with the given message.
+    /// A tool error result with the given message (no reason: the tool's own error).
     pub fn error(message: impl Into<String>) -> Self {
-        RunToolOutput::Error(message.into())
+        RunToolOutput::Error(ToolError::new(message))
+    }
+
+    /// A refused call: an error result with a reason.
+    pub fn refused(reason: ToolErrorReason, message: impl Into<String>) -> Self {
+        RunToolOutput::Error(ToolError::with_reason(reason, message))
+    }
+
+    /// The error of a failed call.
+    pub fn error_info(&self) -> Option<&ToolError> {
+        match self {
+            RunToolOutput::Success(_) => None,
+            RunToolOutput::Error(e) => Some(e),
+        }
     }
 
     /// Whether the call succeeded.
@@ -424,7 +564,7 @@ impl<T: Into<ToolOutput>, Er: std::fmt::Display> IntoToolResult for Result<T, Er
     fn into_tool_result(self) -> RunToolOutput {
         match self {
             Ok(v) => RunToolOutput::Success(v.into()),
-            Err(e) => RunToolOutput::Error(e.to_string()),
+            Err(e) => RunToolOutput::error(e.to_string()),
         }
     }
 }
@@ -441,18 +581,21 @@ impl<T: Serialize, Er: std::fmt::Display> IntoToolResult for Result<Json<T>, Er>
     fn into_tool_result(self) -> RunToolOutput {
         match self {
             Ok(v) => v.into_output(),
-            Err(e) => RunToolOutput::Error(e.to_string()),
+            Err(e) => RunToolOutput::error(e.to_string()),
         }
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct RunToolWire {
     ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     output: Option<ToolOutput>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     error: Option<String>,
+    /// Kept as text: a reason this version does not know reads as none, not as a bad result.
+    #[serde(default)]
+    reason: Option<Value>,
 }
 
 impl Serialize for RunToolOutput {
@@ -466,9 +609,13 @@ impl Serialize for RunToolOutput {
                 st.end()
             }
             RunToolOutput::Error(e) => {
-                let mut st = s.serialize_struct("RunToolError", 2)?;
+                let fields = if e.reason.is_some() { 3 } else { 2 };
+                let mut st = s.serialize_struct("RunToolError", fields)?;
                 st.serialize_field("ok", &false)?;
-                st.serialize_field("error", e)?;
+                st.serialize_field("error", &e.error)?;
+                if let Some(reason) = e.reason {
+                    st.serialize_field("reason", &reason)?;
+                }
                 st.end()
             }
         }
@@ -479,10 +626,19 @@ impl<'de> Deserialize<'de> for RunToolOutput {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let w = RunToolWire::deserialize(d)?;
-        match (w.ok, w.output, w.error) {
+        let RunToolWire {
+            ok,
+            output,
+            error,
+            reason,
+        } = w;
+        match (ok, output, error) {
             (true, Some(o), _) => Ok(RunToolOutput::Success(o)),
             (true, None, _) => Err(D::Error::missing_field("output")),
-            (false, _, Some(e)) => Ok(RunToolOutput::Error(e)),
+            (false, _, Some(error)) => {
+                let reason = reason.and_then(|r| serde_json::from_value::<ToolErrorReason>(r).ok());
+                Ok(RunToolOutput::Error(ToolError { error, reason }))
+            }
             (false, _, None) => Err(D::Error::missing_field("error")),
         }
     }

@@ -5,8 +5,8 @@ mod common;
 
 use ors_core::{
     slice_bounds, Block, CreateSession, ErrorBody, ErrorCode, GetTask, GetTaskRange, ImageBlock,
-    ListToolsOutput, RunToolOutput, Secrets, Split, SplitType, TaskSource, TaskSourceError,
-    TextBlock, ToolCall, ToolOutput, ToolSpec,
+    ListToolsOutput, RunToolOutput, Secrets, Split, SplitType, TaskRangeResponse, TaskResponse,
+    TaskSource, TaskSourceError, TextBlock, ToolCall, ToolErrorReason, ToolOutput, ToolSpec,
 };
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -42,13 +42,28 @@ proptest! {
         split in prop::option::of("[a-z]{1,8}"),
         index in prop::option::of(any::<i64>()),
         secrets in prop::option::of(prop::collection::btree_map("[A-Z_]{1,6}", ".{0,12}", 0..3)),
+        domains in prop::collection::vec("[a-z.]{1,10}", 0..3),
+        toolset_name in prop::option::of("[a-z-]{1,8}"),
     ) {
+        // Every other secret carries allowed domains, so both wire forms round-trip.
+        let secrets = secrets.map(|m| {
+            let mut s = Secrets::default();
+            for (i, (k, v)) in m.into_iter().enumerate() {
+                if i % 2 == 0 {
+                    s.insert(k, v);
+                } else {
+                    s.insert_with_domains(k, v, domains.clone());
+                }
+            }
+            s
+        });
         let body = CreateSession {
             env_name: env,
             task_spec: spec,
             split,
             index,
-            secrets: secrets.map(Secrets),
+            secrets,
+            toolset_name,
         };
         prop_assert_eq!(reparse(&body), body);
     }
@@ -208,7 +223,7 @@ fn request_bodies_ignore_unknown_fields_but_not_misspelt_required_ones() {
     assert_eq!(call.name, "a");
     assert_eq!(call.input, json!({"x": 1}));
     let create: CreateSession =
-        serde_json::from_str(r#"{"split": "a", "index": 1, "toolset_name": "basic"}"#).unwrap();
+        serde_json::from_str(r#"{"split": "a", "index": 1, "extensions": {"x": 1}}"#).unwrap();
     assert_eq!(create, CreateSession::from_split("a", 1));
     let task: GetTask =
         serde_json::from_str(r#"{"split": "train", "index": 0, "extra": true}"#).unwrap();
@@ -466,4 +481,57 @@ fn secrets_merge_keeps_existing_values() {
     assert_eq!(body.get("B"), Some("b"));
     assert!(!body.is_empty());
     assert!(Secrets::default().is_empty());
+}
+
+#[test]
+fn tool_errors_carry_a_reason_only_when_one_applies() {
+    // PROTOCOL_NOTES row `error-reason`: the openreward client branches on `reason`.
+    let refused = RunToolOutput::refused(ToolErrorReason::InputValidation, "bad");
+    assert_eq!(
+        serde_json::to_value(&refused).unwrap(),
+        json!({"ok": false, "error": "bad", "reason": "input_validation"})
+    );
+    assert_eq!(
+        serde_json::to_value(RunToolOutput::error("mine")).unwrap(),
+        json!({"ok": false, "error": "mine"})
+    );
+    let back: RunToolOutput =
+        serde_json::from_value(json!({"ok": false, "error": "x", "reason": "episode_finished"}))
+            .unwrap();
+    assert_eq!(
+        back.error_info().and_then(|e| e.reason),
+        Some(ToolErrorReason::EpisodeFinished)
+    );
+    // A reason this version does not know is no reason, not a broken result.
+    let odd: RunToolOutput =
+        serde_json::from_value(json!({"ok": false, "error": "x", "reason": "bad_input_shape"}))
+            .unwrap();
+    assert_eq!(odd, RunToolOutput::error("x"));
+}
+
+#[test]
+fn task_replies_read_with_or_without_env_name() {
+    // PROTOCOL_NOTES row `task-reply-env-name`: sent, never required.
+    let with: TaskResponse =
+        serde_json::from_value(json!({"task": {"q": 1}, "env_name": "math"})).unwrap();
+    assert_eq!(with.env_name.as_deref(), Some("math"));
+    let without: TaskRangeResponse = serde_json::from_value(json!({"tasks": []})).unwrap();
+    assert_eq!(without.env_name, None);
+}
+
+#[test]
+fn secrets_keep_empty_values_and_allowed_domains() {
+    // PROTOCOL_NOTES row `secrets-forms`: the openreward client sends `api_key` in the entry form.
+    let s: Secrets = serde_json::from_value(json!({
+        "api_key": {"value": "", "allowed_domains": ["a.example", "b.example"]},
+        "PLAIN": {"value": "v"},
+        "BARE": "w",
+    }))
+    .unwrap();
+    assert_eq!(s.get("api_key"), Some(""));
+    assert_eq!(s.allowed_domains("api_key").map(<[String]>::len), Some(2));
+    assert_eq!(s.get("PLAIN"), Some("v"));
+    assert_eq!(s.allowed_domains("PLAIN"), None);
+    assert_eq!(s.get("BARE"), Some("w"));
+    assert!(serde_json::from_value::<Secrets>(json!({"X": 1})).is_err());
 }

@@ -204,32 +204,84 @@ pub fn slice_bounds(start: Option<i64>, stop: Option<i64>, len: usize) -> std::o
     }
 }
 
-/// Secrets passed to an environment (API keys, credentials). `Debug` never shows values.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secrets(pub BTreeMap<String, String>);
+/// Secrets passed to an environment (API keys, credentials), each with the domains it may be
+/// sent to when the client named them. `Debug` never shows values.
+///
+/// On the wire (the `/create` body's `secrets` and the `X-Secrets` header), an entry is a bare
+/// string or `{"value": "...", "allowed_domains": [...]}` (the `openreward` form, PROTOCOL_NOTES
+/// row `secrets-forms`); an empty value is still a secret that exists. Entries with domains are
+/// written in the object form, the others as bare strings.
+///
+/// ```
+/// let s: ors_core::Secrets = serde_json::from_str(
+///     r#"{"A": "1", "api_key": {"value": "", "allowed_domains": ["example.com"]}}"#,
+/// ).unwrap();
+/// assert_eq!(s.get("api_key"), Some(""));
+/// assert_eq!(s.allowed_domains("api_key"), Some(&["example.com".to_owned()][..]));
+/// assert_eq!(s.allowed_domains("A"), None);
+/// ```
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secrets {
+    values: BTreeMap<String, String>,
+    domains: BTreeMap<String, Vec<String>>,
+}
 
 impl Secrets {
     /// The value of a secret.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
+        self.values.get(key).map(String::as_str)
+    }
+    /// The domains a secret may be sent to, when the client named them.
+    pub fn allowed_domains(&self, key: &str) -> Option<&[String]> {
+        self.domains.get(key).map(Vec::as_slice)
     }
     /// Whether there are no secrets.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.values.is_empty()
+    }
+    /// How many secrets there are.
+    pub fn len(&self) -> usize {
+        self.values.len()
     }
     /// The secret names (never the values).
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.0.keys().map(String::as_str)
+        self.values.keys().map(String::as_str)
     }
-    /// Add a secret.
+    /// The secrets, name and value.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+    /// Add a secret (replacing one of that name, and its domains).
     pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
-        self.0.insert(key.into(), value.into());
+        let key = key.into();
+        self.domains.remove(&key);
+        self.values.insert(key, value.into());
+    }
+    /// Add a secret that may only be sent to `domains`.
+    pub fn insert_with_domains(
+        &mut self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+        domains: Vec<String>,
+    ) {
+        let key = key.into();
+        self.values.insert(key.clone(), value.into());
+        self.domains.insert(key, domains);
     }
     /// Merge another set in; keys already present are kept.
     pub fn merge_missing(&mut self, other: Secrets) {
-        for (k, v) in other.0 {
-            self.0.entry(k).or_insert(v);
+        let Secrets {
+            values,
+            mut domains,
+        } = other;
+        for (k, v) in values {
+            if self.values.contains_key(&k) {
+                continue;
+            }
+            if let Some(d) = domains.remove(&k) {
+                self.domains.insert(k.clone(), d);
+            }
+            self.values.insert(k, v);
         }
     }
 }
@@ -237,18 +289,75 @@ impl Secrets {
 impl fmt::Debug for Secrets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
-            .entries(self.0.keys().map(|k| (k, "<redacted>")))
+            .entries(self.values.keys().map(|k| (k, "<redacted>")))
             .finish()
     }
 }
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Secrets {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Secrets(
-            iter.into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        )
+        let mut s = Secrets::default();
+        for (k, v) in iter {
+            s.insert(k, v);
+        }
+        s
+    }
+}
+
+/// One secret in its object form.
+#[derive(Serialize, Deserialize)]
+struct SecretEntry {
+    value: String,
+    #[serde(default)]
+    allowed_domains: Option<Vec<String>>,
+}
+
+/// One secret as sent: a bare string or the object form.
+#[derive(Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a string or {\"value\": \"...\", \"allowed_domains\": [...]}"
+)]
+enum SecretWire {
+    Bare(String),
+    Entry(SecretEntry),
+}
+
+impl Serialize for Secrets {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.values.len()))?;
+        for (k, v) in &self.values {
+            match self.domains.get(k) {
+                Some(d) => map.serialize_entry(
+                    k,
+                    &SecretEntry {
+                        value: v.clone(),
+                        allowed_domains: Some(d.clone()),
+                    },
+                )?,
+                None => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Secrets {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = BTreeMap::<String, SecretWire>::deserialize(d)?;
+        let mut s = Secrets::default();
+        for (k, v) in raw {
+            match v {
+                SecretWire::Bare(value) => s.insert(k, value),
+                SecretWire::Entry(SecretEntry {
+                    value,
+                    allowed_domains: Some(domains),
+                }) => s.insert_with_domains(k, value, domains),
+                SecretWire::Entry(SecretEntry { value, .. }) => s.insert(k, value),
+            }
+        }
+        Ok(s)
     }
 }
 
@@ -270,6 +379,10 @@ pub struct CreateSession {
     /// Secrets for the environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secrets: Option<Secrets>,
+    /// One of the environment's named toolsets for this session (PROTOCOL_NOTES row
+    /// `toolset-name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toolset_name: Option<String>,
 }
 
 /// Where the task of a new episode comes from: exactly one of the two forms.
@@ -410,18 +523,38 @@ pub struct NumTasksResponse {
     pub num_tasks: u64,
 }
 
-/// Reply of `POST /{env}/task`.
+/// Reply of `POST /{env}/task`. `env_name` is sent (the `openreward` client reads it) but not
+/// required (PROTOCOL_NOTES row `task-reply-env-name`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskResponse {
     /// The task.
     pub task: Value,
+    /// The environment's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_name: Option<String>,
 }
 
-/// Reply of `POST /{env}/task_range`.
+/// Reply of `POST /{env}/task_range`; `env_name` as in [`TaskResponse`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRangeResponse {
     /// The tasks in the range.
     pub tasks: Vec<Value>,
+    /// The environment's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_name: Option<String>,
+}
+
+/// Reply of `GET /version` (PROTOCOL_NOTES row `version-route`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionInfo {
+    /// The server's version.
+    pub version: String,
+    /// The commit it was built from, when known.
+    #[serde(default)]
+    pub build_sha: Option<String>,
+    /// The revision of PROTOCOL_NOTES the server follows (ors-rs servers only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_notes: Option<String>,
 }
 
 /// The body of every non-SSE error reply: `{"detail": "...", "code": "..."}` (PROTOCOL_NOTES

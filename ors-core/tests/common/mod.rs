@@ -111,7 +111,7 @@ pub fn tool_output(text: BoxedStrategy<String>) -> impl Strategy<Value = ToolOut
 pub fn run_tool_output() -> impl Strategy<Value = RunToolOutput> {
     prop_oneof![
         4 => tool_output(tricky_text(40)).prop_map(RunToolOutput::Success),
-        1 => tricky_text(60).prop_map(RunToolOutput::Error),
+        1 => tricky_text(60).prop_map(RunToolOutput::error),
     ]
 }
 
@@ -119,7 +119,7 @@ pub fn run_tool_output() -> impl Strategy<Value = RunToolOutput> {
 pub fn large_run_tool_output() -> impl Strategy<Value = RunToolOutput> {
     prop_oneof![
         4 => tool_output(long_text(6000)).prop_map(RunToolOutput::Success),
-        1 => long_text(20_000).prop_map(RunToolOutput::Error),
+        1 => long_text(20_000).prop_map(RunToolOutput::error),
     ]
 }
 
