@@ -158,11 +158,14 @@ pub enum ErrorCode {
     SetupFailed,
     /// 500: the server or the environment failed.
     Internal,
+    /// 503: the session's setup is still running after the server's wait (`X-Backend-State:
+    /// starting`, `Retry-After`); ask again (PROTOCOL_NOTES row `slow-setup`).
+    SessionStarting,
 }
 
 impl ErrorCode {
     /// Every code, for tables and tests.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::SessionNotFound,
         ErrorCode::SessionDeleted,
         ErrorCode::SessionTimedOut,
@@ -182,6 +185,7 @@ impl ErrorCode {
         ErrorCode::MethodNotAllowed,
         ErrorCode::SetupFailed,
         ErrorCode::Internal,
+        ErrorCode::SessionStarting,
     ];
 
     /// The code as it appears on the wire.
@@ -206,6 +210,7 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::SetupFailed => "setup_failed",
             ErrorCode::Internal => "internal",
+            ErrorCode::SessionStarting => "session_starting",
         }
     }
 

@@ -28,6 +28,10 @@ const ENV_KEYS: &[Key] = &[
         name: "dynamic_tools",
         usage: "dynamic_tools = path::to::fn",
     },
+    Key {
+        name: "calls_after_finished",
+        usage: "calls_after_finished",
+    },
     args::CRATE_KEY,
 ];
 
@@ -39,6 +43,8 @@ struct EnvArgs {
     reasoning: bool,
     /// A `fn() -> Vec<DynamicTool>` whose tools join the table.
     dynamic_tools: Option<Path>,
+    /// Calls go on after one returned `finished: true` (the latch is off).
+    calls_after_finished: bool,
 }
 
 fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
@@ -48,6 +54,7 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
         krate: args::default_crate(),
         reasoning: false,
         dynamic_tools: None,
+        calls_after_finished: false,
     };
     args::parse_args(attr, "#[environment]", ENV_KEYS, errors, |key, meta| {
         match key {
@@ -55,6 +62,9 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
             "toolsets" => out.toolsets.extend(args::members(meta)?),
             "reasoning" => out.reasoning = args::flag(meta, "reasoning")?,
             "dynamic_tools" => out.dynamic_tools = Some(args::path_value(meta, "dynamic_tools")?),
+            "calls_after_finished" => {
+                out.calls_after_finished = args::flag(meta, "calls_after_finished")?
+            }
             _ => out.krate = args::crate_path(meta)?,
         }
         Ok(())
@@ -206,6 +216,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         &table::EnvExtras {
             reasoning: args.reasoning,
             dynamic_tools: args.dynamic_tools.as_ref(),
+            calls_after_finished: args.calls_after_finished,
         },
     );
     let tool_items = table::tool_items(&imp, krate, &tools);

@@ -37,6 +37,8 @@ pub(crate) struct EnvExtras<'a> {
     pub(crate) reasoning: bool,
     /// `#[environment(dynamic_tools = path)]`.
     pub(crate) dynamic_tools: Option<&'a Path>,
+    /// `#[environment(calls_after_finished)]`.
+    pub(crate) calls_after_finished: bool,
 }
 
 /// The body of the table function: adapters, then a `static` built on first use.
@@ -63,6 +65,9 @@ pub(crate) fn table_body(
         }))
     });
     let reasoning = extras.reasoning.then(|| quote!(.reasoning()));
+    let after_finished = extras
+        .calls_after_finished
+        .then(|| quote!(.calls_after_finished()));
     quote! {
         #(#adapters)*
         static __ORS_TABLE: #p::OnceLock<#p::ToolTable<#self_ty>> = #p::OnceLock::new();
@@ -72,6 +77,7 @@ pub(crate) fn table_body(
                 #(#includes)*
                 #dynamic
                 #reasoning
+                #after_finished
                 .build()
         })
     }

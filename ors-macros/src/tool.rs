@@ -41,6 +41,10 @@ const TOOL_KEYS: &[Key] = &[
         name: "detail_url",
         usage: "detail_url = \"https://...\"",
     },
+    Key {
+        name: "terminal",
+        usage: "terminal",
+    },
 ];
 
 /// The arguments of one `#[tool(...)]`, as written. A new key is a field here, a [`Key`]
@@ -55,6 +59,8 @@ struct ToolArgs {
     schema: Option<LitStr>,
     validate: bool,
     detail_url: Option<LitStr>,
+    /// `terminal`: the tool a harness calls with the model's plain answer.
+    terminal: bool,
 }
 
 impl ToolArgs {
@@ -82,6 +88,7 @@ impl ToolArgs {
                             }
                             "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
                             "validate" => out.validate = args::flag(meta, "validate")?,
+                            "terminal" => out.terminal = args::flag(meta, "terminal")?,
                             _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
                         }
                         Ok(())
@@ -171,6 +178,7 @@ pub(crate) struct Tool {
     schema: Option<SchemaSource>,
     validate: bool,
     detail_url: Option<LitStr>,
+    terminal: bool,
 }
 
 /// Whether an attribute is `#[tool]` (or a path ending in `::tool`).
@@ -232,6 +240,7 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         schema,
         validate,
         detail_url,
+        terminal,
     } = ToolArgs::parse(attr, errors);
     let shared = shared.unwrap_or(true);
     let schema = schema.map(|lit| SchemaSource::parse(lit, errors));
@@ -400,6 +409,7 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         schema,
         validate,
         detail_url,
+        terminal,
     })
 }
 
@@ -687,6 +697,9 @@ impl Tool {
         }
         if self.validate {
             decl.extend(quote!(.validate()));
+        }
+        if self.terminal {
+            decl.extend(quote!(.terminal()));
         }
         if let Some(ty) = &self.output_ty {
             decl.extend(quote! {

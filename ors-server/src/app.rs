@@ -12,7 +12,7 @@ use http::header::{HeaderName, HeaderValue};
 use http::request::Parts;
 use http::Request;
 use hyper::body::Incoming;
-use ors_core::types::ListToolsOutput;
+use ors_core::types::{ListToolsOutput, ToolSpec};
 use ors_runtime::env::DynEnvironment;
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -68,9 +68,7 @@ impl HostedEnv {
                 problems: format!("tool specs cannot be encoded: {e}"),
             })
         };
-        let tools_json = render(serde_json::to_vec(&ListToolsOutput {
-            tools: env.tools().to_vec(),
-        }))?;
+        let tools_json = render(serde_json::to_vec(&listing(&*env, env.tools().to_vec())))?;
         let splits_json = render(serde_json::to_vec(env.splits()))?;
         let tasks_json = env
             .splits()
@@ -98,6 +96,16 @@ impl HostedEnv {
         })
         .await
         .cloned()
+    }
+}
+
+/// A tools listing: `tools`, and the terminal tool when the environment has one (PROTOCOL_NOTES
+/// row `terminal-tool`).
+pub(crate) fn listing(env: &dyn DynEnvironment, tools: Vec<ToolSpec>) -> ListToolsOutput {
+    ListToolsOutput {
+        tools,
+        terminal_tool: env.terminal_tool().cloned(),
+        supports_score_group: None,
     }
 }
 
@@ -289,8 +297,9 @@ impl App {
         };
         *route = Some(endpoint);
         // Probes cannot carry a secret: liveness and readiness stay open (`/ready` tells
-        // only the session count and the limit).
-        if !matches!(endpoint, Endpoint::Health | Endpoint::Ready) {
+        // only the session count and the limit); `/version` is open like `/health`
+        // (PROTOCOL_NOTES row `version-route`).
+        if !matches!(endpoint, Endpoint::Health | Endpoint::Ready | Endpoint::Version) {
             self.authorize(&parts)?;
         }
         if let Some(env) = env {

@@ -200,7 +200,7 @@ pub(crate) async fn serve(
             max,
         });
     }
-    session.wait_ready().await?;
+    session.ready_within(call.setup_wait).await?;
     let record = {
         let mut table = lock(&session.calls);
         match table.find(&id) {
@@ -242,6 +242,8 @@ pub(crate) struct CallRequest {
     pub(crate) timeout: Option<Duration>,
     /// Calls the session may have started and not finished.
     pub(crate) max_queued: usize,
+    /// How long to wait for the session's setup before answering 503 starting.
+    pub(crate) setup_wait: Duration,
 }
 
 /// A client-chosen id must fit where ids go: 1 to 128 printable ASCII characters.
@@ -432,7 +434,7 @@ impl Call<'_> {
                     let secs = self.timeout.unwrap_or_default().as_secs_f64();
                     tracing::debug!(session = %session.id, tool = name, secs, "tool timed out");
                     let msg = format!("tool '{name}' timed out after {secs}s");
-                    (Outcome::Result(RunToolOutput::Error(msg)), CallOutcome::timed_out)
+                    (Outcome::Result(RunToolOutput::error(msg)), CallOutcome::timed_out)
                 }
                 _ = deleted => (Outcome::Error(format!(
                     "session '{}' was deleted while tool '{name}' was running", session.id

@@ -30,6 +30,10 @@ pub struct ServerConfig {
     pub max_lingering_bytes_per_session: usize,
     /// Interval of SSE keep-alive comments on open call streams (`ORS_KEEPALIVE_SECS`, 10 s).
     pub keepalive: Duration,
+    /// How long a request on a session waits for its setup (`ORS_SETUP_WAIT_SECS`, 25 s) before
+    /// it is answered 503 with `X-Backend-State: starting` and `Retry-After: 2`, for the client
+    /// to ask again (PROTOCOL_NOTES row `slow-setup`).
+    pub setup_wait: Duration,
     /// Largest accepted request body (`ORS_MAX_BODY_BYTES`, 10 MiB); larger is 413.
     pub max_body_bytes: usize,
     /// Largest tool result, as JSON text (`ORS_MAX_RESULT_BYTES`, 64 MiB); a larger one is
@@ -94,6 +98,7 @@ impl Default for ServerConfig {
             max_lingering_bytes: 512 * 1024 * 1024,
             max_lingering_bytes_per_session: 128 * 1024 * 1024,
             keepalive: ors_core::protocol::KEEPALIVE_INTERVAL,
+            setup_wait: Duration::from_secs(25),
             max_body_bytes: 10 * 1024 * 1024,
             max_result_bytes: 64 * 1024 * 1024,
             body_timeout: Duration::from_secs(30),
@@ -129,6 +134,7 @@ impl fmt::Debug for ServerConfig {
                 &self.max_lingering_bytes_per_session,
             )
             .field("keepalive", &self.keepalive)
+            .field("setup_wait", &self.setup_wait)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_result_bytes", &self.max_result_bytes)
             .field("body_timeout", &self.body_timeout)
@@ -253,6 +259,9 @@ impl ServerConfig {
         if let Some(v) = var("ORS_KEEPALIVE_SECS") {
             self.keepalive = positive_secs("ORS_KEEPALIVE_SECS", &v)?;
         }
+        if let Some(v) = var("ORS_SETUP_WAIT_SECS") {
+            self.setup_wait = positive_secs("ORS_SETUP_WAIT_SECS", &v)?;
+        }
         if let Some(v) = var("ORS_MAX_BODY_BYTES") {
             self.max_body_bytes = count("ORS_MAX_BODY_BYTES", &v)?;
         }
@@ -319,6 +328,7 @@ impl ServerConfig {
             ("session_timeout", self.session_timeout),
             ("reaper_interval", self.reaper_interval),
             ("keepalive", self.keepalive),
+            ("setup_wait", self.setup_wait),
             ("body_timeout", self.body_timeout),
         ];
         for (name, d) in nonzero {

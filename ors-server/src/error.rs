@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, ALLOW, CONNECTION, RETRY_AFTER, WWW_AUTHENTICATE};
+use http::header::{HeaderName, HeaderValue, ALLOW, CONNECTION, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;
 use ors_core::types::ErrorBody;
-use ors_core::ErrorCode;
+use ors_core::{protocol, ErrorCode};
 use ors_runtime::env::{EnvError, TaskError};
 
 use crate::body::{json_status, Resp};
@@ -71,6 +71,8 @@ pub(crate) enum ApiError {
     TooManyCalls { sid: Arc<str>, max: usize },
     #[error("the server is shutting down")]
     ShuttingDown,
+    #[error("session '{0}' is still being set up; retry (Retry-After says when)")]
+    SessionStarting(Arc<str>),
     #[error("missing or invalid API key: send it in X-API-Key or Authorization: Bearer")]
     Unauthorized,
     #[error("{0}")]
@@ -110,9 +112,10 @@ impl ApiError {
             ApiError::SessionDeleted(_) => StatusCode::GONE,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
-            ApiError::TooManySessions { .. } | ApiError::ShuttingDown | ApiError::Overloaded(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            ApiError::TooManySessions { .. }
+            | ApiError::ShuttingDown
+            | ApiError::Overloaded(_)
+            | ApiError::SessionStarting(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::TooManyCalls { .. } => StatusCode::TOO_MANY_REQUESTS,
         }
@@ -140,6 +143,7 @@ impl ApiError {
             ApiError::TooManySessions { .. } => ErrorCode::TooManySessions,
             ApiError::TooManyCalls { .. } => ErrorCode::TooManyCalls,
             ApiError::ShuttingDown => ErrorCode::ShuttingDown,
+            ApiError::SessionStarting(_) => ErrorCode::SessionStarting,
             ApiError::Unauthorized => ErrorCode::Unauthorized,
             ApiError::Internal(_) => ErrorCode::Internal,
         }
@@ -168,6 +172,13 @@ impl ApiError {
             }
             ApiError::Unauthorized => {
                 headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::SessionStarting(_) => {
+                headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+                headers.insert(
+                    HeaderName::from_static(protocol::HEADER_BACKEND_STATE),
+                    HeaderValue::from_static(protocol::BACKEND_STARTING),
+                );
             }
             _ => {}
         }

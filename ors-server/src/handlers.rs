@@ -10,11 +10,12 @@ use http::request::Parts;
 use hyper::body::Incoming;
 use ors_core::sse;
 use ors_core::types::{
-    CreateSession, GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse,
-    SessionId, TaskRangeResponse, TaskResponse, TaskSource,
+    CreateSession, GetTask, GetTaskRange, ListTasks, ListToolsOutput, Message, NumTasks,
+    NumTasksResponse, SessionId, TaskRangeResponse, TaskResponse, TaskSource, ToolCall,
+    VersionInfo,
 };
 
-use crate::app::{App, HostedEnv};
+use crate::app::{listing, App, HostedEnv};
 use crate::body::{self, json, json_bytes, sse_full, Resp};
 use crate::call;
 use crate::error::ApiError;
@@ -67,24 +68,31 @@ impl App {
                 let env = self.env(env)?;
                 let req: GetTask = parse_body(&self.body(parts, body).await?)?;
                 let task = env.env.task(&req.split, req.index).await?;
-                json(&TaskResponse { task })
+                json(&TaskResponse {
+                    task,
+                    env_name: Some(env.name.clone()),
+                })
             }
             Endpoint::TaskRange => {
                 let env = self.env(env)?;
                 let req: GetTaskRange = parse_body(&self.body(parts, body).await?)?;
                 let tasks = env.env.task_range(&req.split, req.start, req.stop).await?;
-                json(&TaskRangeResponse { tasks })
+                json(&TaskRangeResponse {
+                    tasks,
+                    env_name: Some(env.name.clone()),
+                })
             }
             Endpoint::TaskTools => {
                 self.env(env)?;
                 let session = self.ready_session(parts).await?;
+                let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
                 let slot = session.episode.lock().await;
                 let episode = slot.as_ref().ok_or_else(|| session.gone())?;
                 let tools = std::panic::catch_unwind(AssertUnwindSafe(|| episode.tools()))
                     .map_err(|p| {
                         ApiError::Internal(format!("task_tools panicked: {}", panic_message(&*p)))
                     })?;
-                json(&ListToolsOutput { tools })
+                json(&listing(&*hosted.env, tools))
             }
             Endpoint::Prompt => {
                 self.env(env)?;
@@ -103,6 +111,33 @@ impl App {
             Endpoint::Call => {
                 self.env(env)?;
                 self.call(parts, body).await
+            }
+            Endpoint::Version => json(&VersionInfo {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                build_sha: option_env!("ORS_BUILD_SHA").map(str::to_owned),
+                protocol_notes: Some(PROTOCOL_NOTES_REVISION.to_owned()),
+            }),
+            Endpoint::Messages => {
+                self.env(env)?;
+                let session = self.ready_session(parts).await?;
+                let slot = session.episode.lock().await;
+                let episode = slot.as_ref().ok_or_else(|| session.gone())?;
+                let messages = AssertUnwindSafe(episode.messages())
+                    .catch_unwind()
+                    .await
+                    .map_err(|p| {
+                        ApiError::Internal(format!("messages panicked: {}", panic_message(&*p)))
+                    })?
+                    .map_err(|e| ApiError::Internal(format!("messages failed: {e}")))?;
+                if let Some(block) = messages.iter().find_map(Message::misplaced_block) {
+                    return Err(ApiError::Internal(format!(
+                        "the environment's messages put a '{}' block in the wrong role's turn \
+                         (reasoning and tool_call belong in assistant turns, tool_result in user \
+                         turns)",
+                        block.kind()
+                    )));
+                }
+                json(&messages)
             }
             Endpoint::Metrics => self.metrics_reply(),
             Endpoint::Ready => self.ready(),
@@ -124,7 +159,7 @@ impl App {
         tracing::Span::current().record("session", sid);
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
-        session.wait_ready().await?;
+        session.ready_within(self.config.setup_wait).await?;
         Ok(session)
     }
 
@@ -170,6 +205,9 @@ impl App {
             None => (0, &self.envs[0]),
         };
         tracing::Span::current().record("env", env.name.as_str());
+        if let Some(name) = &create.toolset_name {
+            return Err(unknown_toolset(&env.name, name));
+        }
         // Checked before resolving the task so a duplicate is a cheap 400; `insert` re-checks.
         if self.sessions.contains(sid) {
             return Err(ApiError::SessionExists(sid.into()));
@@ -247,6 +285,7 @@ impl App {
         let request = call::CallRequest {
             timeout: self.config.timeout_for(&name),
             max_queued: self.config.max_queued_calls,
+            setup_wait: self.config.setup_wait,
             name,
             input,
             task_id,
@@ -263,6 +302,19 @@ impl App {
             tracing::Span::current().record("env", env.name.as_str());
         }
     }
+}
+
+/// The revision of PROTOCOL_NOTES this server follows, for `/version`: the number of its last
+/// row.
+const PROTOCOL_NOTES_REVISION: &str = "38";
+
+/// `/create` named a toolset the environment does not define (PROTOCOL_NOTES row
+/// `toolset-name`). Environments define no named toolsets yet, so every name is unknown;
+/// the answer says so rather than ignoring a name the client relies on.
+fn unknown_toolset(env: &str, name: &str) -> ApiError {
+    ApiError::BadRequest(format!(
+        "unknown toolset '{name}': environment '{env}' defines no named toolsets (known: none)"
+    ))
 }
 
 /// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.

@@ -12,7 +12,7 @@ pub(crate) fn check_result(tool: &str, out: RunToolOutput, max_bytes: usize) -> 
     if cfg!(debug_assertions) {
         if let RunToolOutput::Success(o) = &out {
             if o.blocks.is_empty() {
-                return RunToolOutput::Error(format!(
+                return RunToolOutput::error(format!(
                     "tool '{tool}' returned an output with no blocks; give it at least one (a \
                      text block saying what happened), as clients read blocks[0] (this check \
                      runs in debug builds only)"
@@ -28,7 +28,7 @@ pub(crate) fn check_result(tool: &str, out: RunToolOutput, max_bytes: usize) -> 
             limit = max_bytes,
             "tool result over the size limit"
         );
-        return RunToolOutput::Error(format!(
+        return RunToolOutput::error(format!(
             "tool '{tool}' returned a result of {size} bytes, more than this server's limit of \
              {max_bytes} bytes (ORS_MAX_RESULT_BYTES)"
         ));

@@ -12,6 +12,7 @@ use ors_runtime::env::CallInput;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 
@@ -41,8 +42,10 @@ pub(crate) fn session_id(headers: &HeaderMap) -> Result<&str, ApiError> {
     Ok(sid)
 }
 
-/// Secrets sent in `X-Secrets`: base64 of `{"NAME": {"value": "V"}}` (what the reference
-/// client sends; a bare string value is accepted too). The error never repeats the content.
+/// Secrets sent in `X-Secrets`: base64 of `{"NAME": {"value": "V", "allowed_domains": [...]}}`
+/// (what the reference clients send; a bare string value is accepted too, and the domains are
+/// kept for the environment: PROTOCOL_NOTES row `secrets-forms`). The error never repeats the
+/// content.
 pub(crate) fn header_secrets(headers: &HeaderMap) -> Result<Option<Secrets>, ApiError> {
     let Some(raw) = headers.get(X_SECRETS) else {
         return Ok(None);
@@ -62,19 +65,7 @@ pub(crate) fn header_secrets(headers: &HeaderMap) -> Result<Option<Secrets>, Api
         .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(text))
         .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(text))
         .map_err(|_| bad())?;
-    let map: Map<String, Value> = serde_json::from_slice(&decoded).map_err(|_| bad())?;
-    let mut secrets = Secrets::default();
-    for (name, v) in map {
-        let value = match v {
-            Value::String(s) => s,
-            Value::Object(mut o) => match o.remove("value") {
-                Some(Value::String(s)) => s,
-                _ => return Err(bad()),
-            },
-            _ => return Err(bad()),
-        };
-        secrets.insert(name, value);
-    }
+    let secrets: Secrets = serde_json::from_slice(&decoded).map_err(|_| bad())?;
     Ok(Some(secrets))
 }
 
@@ -259,6 +250,17 @@ mod tests {
             .unwrap();
         assert_eq!(s.get("API_KEY"), Some("sk-1"));
         assert_eq!(s.get("B"), Some("plain"));
+        // The openreward client's form: allowed domains kept, an empty value still a secret.
+        let payload = base64::engine::general_purpose::STANDARD
+            .encode(r#"{"api_key": {"value": "", "allowed_domains": ["h.example"]}}"#);
+        let s = header_secrets(&headers(&[("x-secrets", &payload)]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.get("api_key"), Some(""));
+        assert_eq!(
+            s.allowed_domains("api_key"),
+            Some(&["h.example".to_owned()][..])
+        );
         let err = header_secrets(&headers(&[("x-secrets", "not base64!")])).unwrap_err();
         assert_eq!(err.status(), 400);
         let bad_shape = base64::engine::general_purpose::STANDARD.encode(r#"{"A": 1}"#);

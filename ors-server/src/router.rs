@@ -51,6 +51,10 @@ pub enum Endpoint {
     TaskTools,
     Prompt,
     Call,
+    /// `GET /version`: the server's version (open like `/health`).
+    Version,
+    /// `GET /{env}/messages`: the episode's opening messages.
+    Messages,
     /// `GET /metrics`: Prometheus text (not an ORS route; ours, for operators).
     Metrics,
     /// `GET /ready`: whether this replica takes new sessions (ours, for load balancers).
@@ -59,7 +63,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// Every endpoint, in declaration order (`e as usize` is its index).
-    pub(crate) const ALL: [Endpoint; 18] = [
+    pub(crate) const ALL: [Endpoint; 20] = [
         Endpoint::Health,
         Endpoint::ListEnvironments,
         Endpoint::CreateSession,
@@ -76,6 +80,8 @@ impl Endpoint {
         Endpoint::TaskTools,
         Endpoint::Prompt,
         Endpoint::Call,
+        Endpoint::Version,
+        Endpoint::Messages,
         Endpoint::Metrics,
         Endpoint::Ready,
     ];
@@ -99,6 +105,8 @@ impl Endpoint {
             Endpoint::TaskTools => "task_tools",
             Endpoint::Prompt => "prompt",
             Endpoint::Call => "call",
+            Endpoint::Version => "version",
+            Endpoint::Messages => "messages",
             Endpoint::Metrics => "metrics",
             Endpoint::Ready => "ready",
         }
@@ -187,6 +195,8 @@ const ROUTES: &[RouteDef] = &[
         Endpoint::TaskTools,
     ),
     r(routes::PROMPT, Scope::Env, Verb::Get, Endpoint::Prompt),
+    r(routes::VERSION, Scope::Root, Verb::Get, Endpoint::Version),
+    r(routes::MESSAGES, Scope::Env, Verb::Get, Endpoint::Messages),
     r(routes::CALL, Scope::Env, Verb::Post, Endpoint::Call),
     r(METRICS, Scope::Root, Verb::Get, Endpoint::Metrics),
     r(READY, Scope::Root, Verb::Get, Endpoint::Ready),
@@ -273,6 +283,7 @@ mod tests {
             (Method::POST, "/ping", Endpoint::Ping),
             (Method::POST, "/delete", Endpoint::Delete),
             (Method::POST, "/delete_session", Endpoint::DeleteSession),
+            (Method::GET, "/version", Endpoint::Version),
             (Method::GET, "/metrics", Endpoint::Metrics),
             (Method::GET, "/ready", Endpoint::Ready),
         ];
@@ -294,6 +305,7 @@ mod tests {
             (Method::POST, "get_task_range", Endpoint::TaskRange),
             (Method::GET, "task_tools", Endpoint::TaskTools),
             (Method::GET, "prompt", Endpoint::Prompt),
+            (Method::GET, "messages", Endpoint::Messages),
             (Method::POST, "call", Endpoint::Call),
         ];
         for (m, action, e) in cases {

@@ -143,6 +143,18 @@ impl Session {
         }
     }
 
+    /// [`Session::wait_ready`] for at most `wait`; a setup still running then is 503
+    /// `session_starting` (PROTOCOL_NOTES row `slow-setup`), for the client to ask again.
+    pub(crate) async fn ready_within(&self, wait: Duration) -> Result<(), ApiError> {
+        match tokio::time::timeout(wait, self.wait_ready()).await {
+            Ok(ready) => ready,
+            Err(_) => {
+                tracing::debug!(session = %self.id, "setup still running: 503 starting");
+                Err(ApiError::SessionStarting(Arc::clone(&self.id)))
+            }
+        }
+    }
+
     fn settle(&self, state: u8) {
         let _ = self
             .state

@@ -4,7 +4,7 @@
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use ors_core::types::{Blocks, Secrets, Split, ToolSpec};
+use ors_core::types::{Blocks, Message, Secrets, Split, TerminalToolSpec, ToolSpec};
 
 use super::{CallInput, EnvError, ToolContext, ToolFuture, ToolTableError};
 
@@ -55,6 +55,11 @@ pub trait DynEnvironment: Send + Sync {
     fn splits(&self) -> &[Split];
     /// The shared tool specs.
     fn tools(&self) -> &[ToolSpec];
+    /// The terminal tool, which the listings name and do not list (PROTOCOL_NOTES row
+    /// `terminal-tool`).
+    fn terminal_tool(&self) -> Option<&TerminalToolSpec> {
+        None
+    }
     /// Problems in the tool table; a server refuses to host an environment with any.
     fn table_errors(&self) -> &[ToolTableError];
     /// All tasks of a split as JSON.
@@ -82,6 +87,11 @@ pub trait DynEnvironment: Send + Sync {
 pub trait DynSession: Send + Sync {
     /// The initial prompt.
     fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>>;
+    /// The prompt as a conversation (`/messages`): by default one user message holding the
+    /// prompt's blocks.
+    fn messages(&self) -> BoxFuture<'_, Result<Vec<Message>, EnvError>> {
+        Box::pin(async move { Ok(vec![Message::user(self.prompt().await?)]) })
+    }
     /// Every tool of this episode.
     fn tools(&self) -> Vec<ToolSpec>;
     /// Run a tool.

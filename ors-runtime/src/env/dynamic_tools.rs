@@ -19,7 +19,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
+use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
 
 use super::{ToolContext, ToolEntry, ToolTableError};
 use crate::schema::InputValidator;
@@ -145,7 +145,7 @@ impl DynamicTool {
             other => other,
         };
         if let Err(msg) = self.validator.check(&self.spec.name, &input) {
-            return Box::pin(async move { RunToolOutput::Error(msg) });
+            return Box::pin(async move { RunToolOutput::error(msg) });
         }
         match input {
             Value::Object(obj) => (self.handler)(ctx, obj),
@@ -156,7 +156,7 @@ impl DynamicTool {
                     self.spec.name,
                     ors_core::types::json_kind(&other)
                 );
-                Box::pin(async move { RunToolOutput::Error(msg) })
+                Box::pin(async move { RunToolOutput::error(msg) })
             }
         }
     }
@@ -177,7 +177,9 @@ impl DynamicTool {
                         "invalid input for tool '{name}': expected an object, got {}",
                         ors_core::types::json_kind(&other)
                     );
-                    Box::pin(async move { RunToolOutput::Error(msg) })
+                    Box::pin(async move {
+                        RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
+                    })
                 }
             },
         )

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
+use ors_core::types::{Blocks, Message, RunToolOutput, Secrets, Split, ToolSpec};
 
 use super::table::{add_reasoning, as_value, Prepared};
 use super::{CallInput, ToolContext, ToolTable};
@@ -171,6 +171,14 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
     /// The episode's initial prompt.
     fn prompt(&self) -> impl Future<Output = Result<Blocks, EnvError>> + Send;
 
+    /// The prompt as a conversation, served by `GET /{env}/messages` (PROTOCOL_NOTES row
+    /// `messages-route`): an environment whose task is a dialogue gives its turns (reasoning,
+    /// tool call and tool result blocks included). The default is one user message holding
+    /// [`Environment::prompt`]'s blocks.
+    fn messages(&self) -> impl Future<Output = Result<Vec<Message>, EnvError>> + Send {
+        async move { Ok(vec![Message::user(self.prompt().await?)]) }
+    }
+
     /// Release the episode's resources; called on `delete`, reaping and shutdown.
     fn teardown(&mut self) -> impl Future<Output = ()> + Send {
         async {}
@@ -205,6 +213,7 @@ pub const ENVIRONMENT_METHODS: &[&str] = &[
     "task_range",
     "new",
     "prompt",
+    "messages",
     "teardown",
     "task_tools",
     "call_task_tool",

@@ -10,7 +10,9 @@ use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use ors_core::types::{Blocks, RunToolOutput, Secrets, Split, ToolSpec};
+use ors_core::types::{
+    Blocks, Message, RunToolOutput, Secrets, Split, TerminalToolSpec, ToolErrorReason, ToolSpec,
+};
 
 use super::environment::call_task_tool;
 use super::table::{Prepared, ToolRun};
@@ -153,6 +155,8 @@ enum Slot<E> {
 
 struct Episode<E: Environment> {
     slot: Slot<E>,
+    /// A call returned `finished: true` (PROTOCOL_NOTES row `finished-latch`).
+    finished: bool,
 }
 
 const AWAY: &str = "a blocking tool of this session that timed out is still running; the \
@@ -182,9 +186,29 @@ impl<E: Environment> Episode<E> {
         }
     }
 
+    /// Run a call, unless the episode has finished: then it is refused with reason
+    /// `episode_finished` unless the environment lets calls go on.
     async fn call(&mut self, ctx: ToolContext, name: &str, input: CallInput) -> RunToolOutput {
+        let latched = !E::tool_table().calls_after_finished();
+        if latched && self.finished {
+            return RunToolOutput::refused(
+                ToolErrorReason::EpisodeFinished,
+                format!(
+                    "'{name}' was not run: the episode has finished (a tool returned \
+                     finished: true), so no further tool calls are accepted"
+                ),
+            );
+        }
+        let out = self.run(ctx, name, input).await;
+        if out.output().is_some_and(|o| o.finished) {
+            self.finished = true;
+        }
+        out
+    }
+
+    async fn run(&mut self, ctx: ToolContext, name: &str, input: CallInput) -> RunToolOutput {
         if self.env().await.is_none() {
-            return RunToolOutput::Error(LOST.to_owned());
+            return RunToolOutput::error(LOST);
         }
         let table = E::tool_table();
         let (run, ctx, input) = match table.prepare(name, ctx, input) {
@@ -192,7 +216,7 @@ impl<E: Environment> Episode<E> {
             Prepared::NotInTable(ctx, input) => {
                 return match self.env().await {
                     Some(env) => call_task_tool(env, ctx, name, input).await,
-                    None => RunToolOutput::Error(LOST.to_owned()),
+                    None => RunToolOutput::error(LOST),
                 }
             }
             Prepared::Refused(out) => return out,
@@ -200,7 +224,7 @@ impl<E: Environment> Episode<E> {
         match run {
             ToolRun::Async(f) => match self.env().await {
                 Some(env) => f(env, ctx, input).await,
-                None => RunToolOutput::Error(LOST.to_owned()),
+                None => RunToolOutput::error(LOST),
             },
             ToolRun::Blocking(f) => self.call_blocking(f, ctx, input).await,
         }
@@ -217,7 +241,7 @@ impl<E: Environment> Episode<E> {
     ) -> RunToolOutput {
         let (tx, rx) = oneshot::channel();
         let Slot::Here(mut env) = std::mem::replace(&mut self.slot, Slot::Away(rx)) else {
-            return RunToolOutput::Error(LOST.to_owned());
+            return RunToolOutput::error(LOST);
         };
         let thread = tokio::task::spawn_blocking(move || {
             let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut env, ctx, input)));
@@ -231,7 +255,7 @@ impl<E: Environment> Episode<E> {
             Ok(Ok(out)) => out,
             // The server catches this and answers with an SSE `error` event, as for any tool.
             Ok(Err(panic)) => std::panic::resume_unwind(panic),
-            Err(e) => RunToolOutput::Error(format!("the blocking tool's thread failed: {e}")),
+            Err(e) => RunToolOutput::error(format!("the blocking tool's thread failed: {e}")),
         }
     }
 }
@@ -240,6 +264,12 @@ impl<E: Environment> DynSession for Episode<E> {
     fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>> {
         match self.here() {
             Some(env) => Box::pin(env.prompt()),
+            None => Box::pin(async { Err(EnvError::msg(AWAY)) }),
+        }
+    }
+    fn messages(&self) -> BoxFuture<'_, Result<Vec<Message>, EnvError>> {
+        match self.here() {
+            Some(env) => Box::pin(env.messages()),
             None => Box::pin(async { Err(EnvError::msg(AWAY)) }),
         }
     }
@@ -269,6 +299,7 @@ async fn construct<E: Environment>(
     let env = E::new(task, secrets).await?;
     Ok(Box::new(Episode {
         slot: Slot::Here(Box::new(env)),
+        finished: false,
     }))
 }
 
@@ -289,6 +320,9 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
     }
     fn tools(&self) -> &[ToolSpec] {
         E::tool_table().shared_specs()
+    }
+    fn terminal_tool(&self) -> Option<&TerminalToolSpec> {
+        E::tool_table().terminal_tool()
     }
     fn table_errors(&self) -> &[ToolTableError] {
         E::tool_table().errors()

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use ors_core::types::{JsonObject, RunToolOutput, ToolSpec};
+use ors_core::types::{JsonObject, RunToolOutput, TerminalToolSpec, ToolErrorReason, ToolSpec};
 
 use super::{CallInput, ToolContext};
 use crate::schema::InputValidator;
@@ -57,6 +57,9 @@ pub struct ToolEntry<E> {
     pub run: ToolRun<E>,
     /// When set, every input is checked against the tool's schema before the tool runs.
     pub validator: Option<Arc<InputValidator>>,
+    /// The environment's terminal tool (`#[tool(terminal)]`): not listed, named by the listing
+    /// as `terminal_tool` (PROTOCOL_NOTES row `terminal-tool`).
+    pub terminal: bool,
 }
 
 impl<E> Clone for ToolEntry<E> {
@@ -66,6 +69,7 @@ impl<E> Clone for ToolEntry<E> {
             shared: self.shared,
             run: self.run.clone(),
             validator: self.validator.clone(),
+            terminal: self.terminal,
         }
     }
 }
@@ -81,6 +85,7 @@ impl<E: 'static> ToolEntry<E> {
             shared,
             run: ToolRun::Async(Arc::new(call)),
             validator: None,
+            terminal: false,
         }
     }
 
@@ -94,12 +99,19 @@ impl<E: 'static> ToolEntry<E> {
             shared,
             run: ToolRun::Blocking(Arc::new(call)),
             validator: None,
+            terminal: false,
         }
     }
 
     /// This entry with its inputs validated by `validator` before it runs.
     pub fn validated(mut self, validator: Arc<InputValidator>) -> Self {
         self.validator = Some(validator);
+        self
+    }
+
+    /// This entry as the environment's terminal tool.
+    pub fn terminal(mut self) -> Self {
+        self.terminal = true;
         self
     }
 
@@ -125,6 +137,7 @@ impl<E: 'static> ToolEntry<E> {
             shared: self.shared,
             run,
             validator: self.validator.clone(),
+            terminal: self.terminal,
         }
     }
 
@@ -152,6 +165,11 @@ pub enum ToolTableError {
     /// Two tools share a name (for example an environment tool and a toolset tool).
     #[error("tool name collision: '{0}' is defined twice")]
     Duplicate(String),
+    /// More than one tool is marked `#[tool(terminal)]`.
+    #[error(
+        "tools '{0}' and '{1}' are both terminal; an environment has at most one terminal tool"
+    )]
+    TwoTerminalTools(String, String),
     /// A tool's input schema is unusable.
     #[error("tool '{tool}': {reason}")]
     Schema {
@@ -183,6 +201,8 @@ pub struct ToolTable<E> {
     shared_specs: Vec<ToolSpec>,
     errors: Vec<ToolTableError>,
     reasoning: bool,
+    terminal: Option<TerminalToolSpec>,
+    calls_after_finished: bool,
 }
 
 impl<E: 'static> ToolTable<E> {
@@ -205,6 +225,8 @@ impl<E: 'static> ToolTable<E> {
             shared_specs: Vec::new(),
             errors: Vec::new(),
             reasoning,
+            terminal: None,
+            calls_after_finished: false,
         };
         for mut e in entries {
             if reasoning {
@@ -223,12 +245,81 @@ impl<E: 'static> ToolTable<E> {
                 .push(ToolTableError::Duplicate(entry.spec.name.clone()));
             return;
         }
+        if entry.terminal {
+            match (&self.terminal, self.terminal_spec(&entry.spec)) {
+                (Some(first), _) => {
+                    self.errors.push(ToolTableError::TwoTerminalTools(
+                        first.name.clone(),
+                        entry.spec.name.clone(),
+                    ));
+                    return;
+                }
+                (None, Ok(spec)) => self.terminal = Some(spec),
+                (None, Err(e)) => {
+                    self.errors.push(e);
+                    return;
+                }
+            }
+        }
         self.by_name
             .insert(entry.spec.name.clone(), self.entries.len());
-        if entry.shared {
+        if entry.shared && !entry.terminal {
             self.shared_specs.push(entry.spec.clone());
         }
         self.entries.push(entry);
+    }
+
+    /// How the listing names a terminal tool: its one input field (besides the added
+    /// `reasoning`) receives the answer; a tool without input fields grades from state.
+    fn terminal_spec(&self, spec: &ToolSpec) -> Result<TerminalToolSpec, ToolTableError> {
+        let fields: Vec<&String> = spec
+            .input_schema
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .map(|p| {
+                p.keys()
+                    .filter(|k| !(self.reasoning && k.as_str() == REASONING_FIELD))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if fields.len() > 1 {
+            return Err(ToolTableError::Schema {
+                tool: spec.name.clone(),
+                reason: format!(
+                    "a terminal tool takes at most one input field (the model's answer), this one \
+                     has {}: {}",
+                    fields.len(),
+                    fields
+                        .iter()
+                        .map(|f| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        Ok(TerminalToolSpec {
+            name: spec.name.clone(),
+            arg: fields.first().map(|f| (*f).clone()),
+            description: spec.description.clone(),
+        })
+    }
+
+    /// Let calls go on after one returned `finished: true` (`#[environment(calls_after_finished)]`);
+    /// by default they are refused (PROTOCOL_NOTES row `finished-latch`).
+    pub fn with_calls_after_finished(mut self) -> Self {
+        self.calls_after_finished = true;
+        self
+    }
+
+    /// Whether calls go on after one returned `finished: true`.
+    pub fn calls_after_finished(&self) -> bool {
+        self.calls_after_finished
+    }
+
+    /// The terminal tool, as the tools listing names it.
+    pub fn terminal_tool(&self) -> Option<&TerminalToolSpec> {
+        self.terminal.as_ref()
     }
 
     /// Record a schema error found while building (the table stays usable without that tool).
@@ -252,10 +343,10 @@ impl<E: 'static> ToolTable<E> {
         &self.shared_specs
     }
 
-    /// Specs of every tool, shared and task-specific (what `/task_tools` lists, before any
-    /// tools the environment computes from its task).
+    /// Specs of every listed tool, shared and task-specific (what `/task_tools` lists, before
+    /// any tools the environment computes from its task); the terminal tool is not listed.
     pub fn all_specs(&self) -> impl Iterator<Item = &ToolSpec> {
-        self.entries.iter().map(|e| &e.spec)
+        self.entries.iter().filter(|e| !e.terminal).map(|e| &e.spec)
     }
 
     /// The entries in declaration order.
@@ -297,7 +388,10 @@ impl<E: 'static> ToolTable<E> {
                     Err(out) => return Prepared::Refused(out),
                 };
                 if let Err(msg) = validator.check(name, &value) {
-                    return Prepared::Refused(RunToolOutput::Error(msg));
+                    return Prepared::Refused(RunToolOutput::refused(
+                        ToolErrorReason::InputValidation,
+                        msg,
+                    ));
                 }
                 CallInput::from(value)
             }
@@ -307,11 +401,14 @@ impl<E: 'static> ToolTable<E> {
 
     /// The `ok: false` answer for a tool no one has.
     pub fn unknown(&self, name: &str) -> RunToolOutput {
-        let known: Vec<&str> = self.entries.iter().map(|e| e.spec.name.as_str()).collect();
-        RunToolOutput::Error(format!(
-            "unknown tool '{name}'; available tools: {}",
-            known.join(", ")
-        ))
+        let known: Vec<&str> = self.all_specs().map(|s| s.name.as_str()).collect();
+        RunToolOutput::refused(
+            ToolErrorReason::NotFound,
+            format!(
+                "unknown tool '{name}'; available tools: {}",
+                known.join(", ")
+            ),
+        )
     }
 
     /// Call a tool by name in place (a blocking tool runs on this thread); an unknown name is
@@ -374,7 +471,12 @@ pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
 pub(crate) fn as_value(tool: &str, input: CallInput) -> Result<Value, RunToolOutput> {
     input
         .into_value()
-        .map_err(|e| RunToolOutput::Error(format!("invalid input for tool '{tool}': {e}")))
+        .map_err(|e| {
+            RunToolOutput::refused(
+                ToolErrorReason::InputValidation,
+                format!("invalid input for tool '{tool}': {e}"),
+            )
+        })
 }
 
 /// Take the `reasoning` string out of an input into the context.
@@ -389,10 +491,13 @@ pub(crate) fn take_reasoning(
     match obj.remove(REASONING_FIELD) {
         None | Some(Value::Null) => Ok((ctx, input)),
         Some(Value::String(s)) => Ok((ctx.with_reasoning(s), input)),
-        Some(other) => Err(RunToolOutput::Error(format!(
-            "invalid input for tool '{tool}': field 'reasoning': expected a string, got {}",
-            ors_core::types::json_kind(&other)
-        ))),
+        Some(other) => Err(RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
+            format!(
+                "invalid input for tool '{tool}': field 'reasoning': expected a string, got {}",
+                ors_core::types::json_kind(&other)
+            ),
+        )),
     }
 }
 

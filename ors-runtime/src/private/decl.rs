@@ -27,6 +27,7 @@ pub struct ToolDecl<'d> {
     input: InputDecl,
     validate: bool,
     output: Option<SchemaFn>,
+    terminal: bool,
 }
 
 impl<'d> ToolDecl<'d> {
@@ -40,7 +41,19 @@ impl<'d> ToolDecl<'d> {
             input: InputDecl::Typed(inputs),
             validate: false,
             output: None,
+            terminal: false,
         }
+    }
+
+    /// `terminal`: the environment's terminal tool (PROTOCOL_NOTES row `terminal-tool`).
+    pub fn terminal(mut self) -> Self {
+        self.terminal = true;
+        self
+    }
+
+    /// Whether this is the terminal tool.
+    pub fn is_terminal(&self) -> bool {
+        self.terminal
     }
 
     /// `shared = false`: listed only among the episode's task tools.

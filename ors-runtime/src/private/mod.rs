@@ -37,6 +37,7 @@ pub struct TableBuilder<E> {
     entries: Vec<ToolEntry<E>>,
     errors: Vec<ToolTableError>,
     reasoning: bool,
+    calls_after_finished: bool,
 }
 
 impl<E: 'static> Default for TableBuilder<E> {
@@ -52,14 +53,16 @@ impl<E: 'static> TableBuilder<E> {
             entries: Vec::new(),
             errors: Vec::new(),
             reasoning: false,
+            calls_after_finished: false,
         }
     }
 
     fn add(&mut self, decl: ToolDecl<'_>, make: impl FnOnce(ToolSpec, bool) -> ToolEntry<E>) {
-        let shared = decl.is_shared();
+        let (shared, terminal) = (decl.is_shared(), decl.is_terminal());
         match decl.build() {
             Ok((spec, validator)) => {
                 let entry = make(spec, shared);
+                let entry = if terminal { entry.terminal() } else { entry };
                 self.entries.push(match validator {
                     Some(v) => entry.validated(v),
                     None => entry,
@@ -108,12 +111,23 @@ impl<E: 'static> TableBuilder<E> {
         self
     }
 
+    /// `#[environment(calls_after_finished)]`: calls go on after one returned `finished: true`.
+    pub fn calls_after_finished(mut self) -> Self {
+        self.calls_after_finished = true;
+        self
+    }
+
     /// The finished table (duplicate names become errors there).
     pub fn build(self) -> ToolTable<E> {
         let table = if self.reasoning {
             ToolTable::with_reasoning(self.entries)
         } else {
             ToolTable::new(self.entries)
+        };
+        let table = if self.calls_after_finished {
+            table.with_calls_after_finished()
+        } else {
+            table
         };
         self.errors.into_iter().fold(table, ToolTable::with_error)
     }

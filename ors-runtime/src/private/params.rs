@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use ors_core::types::{JsonObject, RunToolOutput};
+use ors_core::types::{JsonObject, RunToolOutput, ToolErrorReason};
 
 use crate::env::{CallInput, ToolContext};
 use crate::schema::input_schema;
@@ -190,7 +190,10 @@ impl ContextRef for ToolContext {
 fn parse_input<T: ToolInput>(tool: &str, input: &CallInput) -> Result<T, RunToolOutput> {
     input.deserialize().map_err(|e| {
         let e = e.to_string().replace('`', "'");
-        RunToolOutput::Error(format!("invalid input for tool '{tool}': {e}"))
+        RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
+            format!("invalid input for tool '{tool}': {e}"),
+        )
     })
 }
 
@@ -199,9 +202,10 @@ fn parse_input<T: ToolInput>(tool: &str, input: &CallInput) -> Result<T, RunTool
 pub fn no_input(tool: &str, input: Option<CallInput>) -> Result<(), RunToolOutput> {
     match input.as_ref().map(CallInput::kind) {
         None | Some("null" | "an object") => Ok(()),
-        Some(kind) => Err(RunToolOutput::Error(format!(
-            "invalid input for tool '{tool}': expected an object, got {kind}"
-        ))),
+        Some(kind) => Err(RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
+            format!("invalid input for tool '{tool}': expected an object, got {kind}"),
+        )),
     }
 }
 
@@ -225,13 +229,14 @@ mod tests {
         assert!(no_input("t", Some(serde_json::json!({"extra": 1}).into())).is_ok());
         let text = CallInput::from_json_text(bytes::Bytes::from_static(b" {\"extra\": 1}"));
         assert!(no_input("t", Some(text)).is_ok());
-        let Err(RunToolOutput::Error(msg)) = no_input("t", Some(serde_json::json!([1]).into()))
+        let Err(RunToolOutput::Error(err)) = no_input("t", Some(serde_json::json!([1]).into()))
         else {
             panic!("an array is not a tool input");
         };
         assert_eq!(
-            msg,
+            err.error,
             "invalid input for tool 't': expected an object, got an array"
         );
+        assert_eq!(err.reason, Some(ToolErrorReason::InputValidation));
     }
 }
