@@ -19,7 +19,7 @@ async fn call(env: &mut Code, name: &str, input: Value) -> RunToolOutput {
 fn text(out: &RunToolOutput) -> String {
     match out {
         RunToolOutput::Success(o) => o.blocks[0].as_text().unwrap_or_default().to_owned(),
-        RunToolOutput::Error(e) => e.clone(),
+        RunToolOutput::Error(e) => e.error.clone(),
     }
 }
 

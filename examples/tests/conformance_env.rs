@@ -294,7 +294,7 @@ async fn sleep_answers_slept_and_stops_when_cancelled() {
     let ctx = ToolContext::new("s", "c", token, None);
     // An hour-long sleep returns at once because its call is already cancelled.
     let out = call_tool(&mut env, ctx, "sleep", json!({"ms": 3_600_000})).await;
-    assert_eq!(out, RunToolOutput::Error("sleep was cancelled".to_owned()));
+    assert_eq!(out, RunToolOutput::error("sleep was cancelled"));
 }
 
 #[tokio::test]
@@ -327,7 +327,7 @@ async fn unknown_tool_is_an_error_result() {
     let mut env = episode(0).await;
     let out = call(&mut env, "nope", json!({})).await;
     match out {
-        RunToolOutput::Error(e) => assert!(e.contains("nope"), "{e}"),
+        RunToolOutput::Error(e) => assert!(e.error.contains("nope"), "{e}"),
         other => panic!("expected an error, got {other:?}"),
     }
 }

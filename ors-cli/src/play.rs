@@ -107,7 +107,7 @@ async fn play(session: &Session) -> Result<f64, Error> {
                         return Ok(total);
                     }
                 }
-                Err(Error::ToolError { message }) => println!("tool error: {message}"),
+                Err(Error::ToolError { message, .. }) => println!("tool error: {message}"),
                 Err(Error::ToolCrashed { message }) => println!("tool crashed: {message}"),
                 Err(e) => return Err(e),
             },

@@ -16,6 +16,9 @@ pub enum Error {
     ToolError {
         /// The message the server sent.
         message: String,
+        /// Why the call was refused, when the server said (PROTOCOL_NOTES row `error-reason`):
+        /// `episode_finished` means the episode is over and no call will run.
+        reason: Option<ors_core::ToolErrorReason>,
     },
     /// The tool crashed (an SSE `error` event), or a reconnect asked for a result the server no
     /// longer has. The session is still usable.

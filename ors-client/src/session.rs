@@ -168,12 +168,18 @@ async fn release_id(http: &Http, sid: &str) {
     }
 }
 
-/// The `X-Secrets` header: base64 of `{"KEY": {"value": "V"}}`.
+/// The `X-Secrets` header: base64 of `{"KEY": {"value": "V", "allowed_domains": [...]}}`
+/// (the domains only when given).
 fn secrets_header(secrets: &Secrets) -> Result<HeaderValue> {
     let map: Map<String, Value> = secrets
-        .0
         .iter()
-        .map(|(k, v)| (k.clone(), serde_json::json!({ "value": v })))
+        .map(|(k, v)| {
+            let mut entry = serde_json::json!({ "value": v });
+            if let Some(domains) = secrets.allowed_domains(k) {
+                entry["allowed_domains"] = serde_json::json!(domains);
+            }
+            (k.to_owned(), entry)
+        })
         .collect();
     let encoded = base64::engine::general_purpose::STANDARD.encode(Value::Object(map).to_string());
     let mut v = HeaderValue::from_str(&encoded)
@@ -531,7 +537,10 @@ impl Drop for Session {
 fn into_output(r: RunToolOutput) -> Result<ToolOutput> {
     match r {
         RunToolOutput::Success(o) => Ok(o),
-        RunToolOutput::Error(message) => Err(Error::ToolError { message }),
+        RunToolOutput::Error(e) => Err(Error::ToolError {
+            message: e.error,
+            reason: e.reason,
+        }),
     }
 }
 

@@ -333,6 +333,14 @@ impl Call {
             .ok_or_else(|| format!("no output in {v}"))
     }
 
+    /// The `reason` of an `ok: false` result (PROTOCOL_NOTES row `error-reason`), `None` when
+    /// it has none.
+    pub fn tool_error_reason(&self) -> Result<Option<String>, String> {
+        let v = self.result_json()?;
+        ensure!(v["ok"] == json!(false), "expected ok: false, got {v}");
+        Ok(v.get("reason").and_then(Value::as_str).map(str::to_owned))
+    }
+
     /// The `error` text of an `ok: false` result.
     pub fn tool_error(&self) -> Result<String, String> {
         let v = self.result_json()?;
@@ -371,6 +379,22 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
 /// Fails unless `got` equals `want` (numbers by value).
 pub fn expect_json(what: &str, got: &Value, want: &Value) -> Check {
     ensure!(json_eq(got, want), "{what}: expected {want}, got {got}");
+    Ok(())
+}
+
+/// Fails unless `got` is an object holding every field of `want` with equal values (numbers by
+/// value); fields the protocol does not define (an `env_name` beside a task, PROTOCOL_NOTES
+/// row `task-reply-env-name`) are not compared.
+pub fn expect_fields(what: &str, got: &Value, want: &Value) -> Check {
+    let (Some(got_obj), Some(want_obj)) = (got.as_object(), want.as_object()) else {
+        return expect_json(what, got, want);
+    };
+    for (k, w) in want_obj {
+        ensure!(
+            got_obj.get(k).is_some_and(|g| json_eq(g, w)),
+            "{what}: expected {k} = {w}, got {got}"
+        );
+    }
     Ok(())
 }
 

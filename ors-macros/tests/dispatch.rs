@@ -246,14 +246,17 @@ async fn bad_input_is_an_error_result_naming_tool_and_field() {
     let out = call(&mut env, "echo", json!({})).await;
     assert_eq!(
         out,
-        RunToolOutput::Error("invalid input for tool 'echo': missing field 'text'".into())
+        RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
+            "invalid input for tool 'echo': missing field 'text'"
+        )
     );
     let out = call(&mut env, "add", json!({"a": 1, "b": "two"})).await;
     assert_eq!(
         out,
-        RunToolOutput::Error(
+        RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
             "invalid input for tool 'add': field 'b': invalid type: string \"two\", expected i64"
-                .into()
         )
     );
 }
@@ -265,8 +268,9 @@ async fn zero_arg_tools_accept_empty_object_or_null_and_reject_other_json() {
     assert_eq!(text(&call(&mut env, "increment", Value::Null).await), "2");
     assert_eq!(
         call(&mut env, "increment", json!("x")).await,
-        RunToolOutput::Error(
-            "invalid input for tool 'increment': expected an object, got a string".into()
+        RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
+            "invalid input for tool 'increment': expected an object, got a string"
         )
     );
     assert_eq!(env.count, 2, "a rejected call does not run the tool");
@@ -277,7 +281,7 @@ async fn mut_self_state_persists_across_calls_and_result_maps_ok_and_err() {
     let mut env = lab().await;
     assert_eq!(
         call(&mut env, "check", json!({})).await,
-        RunToolOutput::Error("count 0 is not 2".into())
+        RunToolOutput::error("count 0 is not 2")
     );
     call(&mut env, "increment", json!({})).await;
     call(&mut env, "increment", json!({})).await;
@@ -323,7 +327,7 @@ async fn toolset_tools_dispatch_to_the_field() {
     );
     assert_eq!(
         call(&mut env, "add", json!({"a": i64::MAX, "b": 1})).await,
-        RunToolOutput::Error("overflow".into())
+        RunToolOutput::error("overflow")
     );
     assert_eq!(text(&call(&mut env, "calls", json!({})).await), "2");
     assert_eq!(env.calc.calls, 2);
@@ -336,10 +340,10 @@ async fn unknown_tool_is_an_error_result_listing_the_tools() {
     let mut env = lab().await;
     assert_eq!(
         call(&mut env, "nope", json!({})).await,
-        RunToolOutput::Error(
+        RunToolOutput::refused(
+            ToolErrorReason::NotFound,
             "unknown tool 'nope'; available tools: echo, increment, check, whoami, note, \
              get-count, add, calls"
-                .into()
         )
     );
 }

@@ -113,7 +113,7 @@ async fn call(env: &mut Kit, name: &str, input: Value) -> RunToolOutput {
 
 fn error_of(out: RunToolOutput) -> String {
     match out {
-        RunToolOutput::Error(e) => e,
+        RunToolOutput::Error(e) => e.error,
         other => panic!("expected an error, got {other:?}"),
     }
 }

@@ -530,6 +530,7 @@ mod tests {
             task_id: task_id.map(str::to_owned),
             timeout: None,
             max_queued: 8,
+            setup_wait: Duration::from_secs(60),
         }
     }
 

@@ -154,7 +154,10 @@
 //!   `ORS_LOG_FORMAT=json`; a binary with its own subscriber disables the feature.
 
 pub use ors_core as core;
-pub use ors_core::{Block, Blocks, RunToolOutput, Secrets, Split, SplitType, ToolOutput, ToolSpec};
+pub use ors_core::{
+    Block, Blocks, Message, RunToolOutput, Secrets, Split, SplitType, ToolError, ToolErrorReason,
+    ToolOutput, ToolSpec,
+};
 pub use ors_macros::{environment, tool, toolset, wire};
 pub use ors_runtime as runtime;
 #[cfg(feature = "mcp")]
@@ -213,8 +216,8 @@ pub use stats::ServerStats;
 /// bounds.
 pub mod prelude {
     pub use ors_core::{
-        Block, Blocks, ImageBlock, Json, JsonObject, RunToolOutput, Secrets, Split, SplitType,
-        TextBlock, ToolOutput, ToolSpec,
+        Block, Blocks, ImageBlock, Json, JsonObject, Message, RunToolOutput, Secrets, Split,
+        SplitType, TextBlock, ToolErrorReason, ToolOutput, ToolSpec,
     };
     pub use ors_macros::{environment, tool, toolset, wire};
     pub use ors_runtime::__private::serde::de::{Deserialize, DeserializeOwned};

@@ -70,7 +70,7 @@ mod tests {
             panic!("over the limit");
         };
         assert_eq!(
-            msg,
+            msg.error,
             format!(
                 "tool 't' returned a result of {size} bytes, more than this server's limit of {} \
                  bytes (ORS_MAX_RESULT_BYTES)",
@@ -87,7 +87,7 @@ mod tests {
             panic!("no blocks");
         };
         assert!(
-            msg.starts_with("tool 't' returned an output with no blocks"),
+            msg.error.starts_with("tool 't' returned an output with no blocks"),
             "{msg}"
         );
     }

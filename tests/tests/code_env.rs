@@ -102,7 +102,7 @@ async fn deleting_a_session_mid_run_kills_its_processes_and_removes_its_director
 fn text_of(out: &RunToolOutput) -> String {
     match out {
         RunToolOutput::Success(o) => o.blocks[0].as_text().unwrap_or_default().to_owned(),
-        RunToolOutput::Error(e) => e.clone(),
+        RunToolOutput::Error(e) => e.error.clone(),
     }
 }
 

@@ -104,17 +104,17 @@ async fn tool_errors_and_crashes_leave_the_session_usable() {
     let s = fixture_session(&client(&srv.url().to_string())).await;
 
     match s.call("fail", json!({"message": "boom"})).await {
-        Err(Error::ToolError { message }) => assert_eq!(message, "boom"),
+        Err(Error::ToolError { message, .. }) => assert_eq!(message, "boom"),
         other => panic!("expected a tool error, got {other:?}"),
     }
     assert_eq!(
         s.call_raw("fail", json!({"message": "boom"}))
             .await
             .unwrap(),
-        RunToolOutput::Error("boom".into())
+        RunToolOutput::error("boom")
     );
     match s.call("nosuch", json!({})).await {
-        Err(Error::ToolError { message }) => assert!(message.contains("nosuch"), "{message}"),
+        Err(Error::ToolError { message, .. }) => assert!(message.contains("nosuch"), "{message}"),
         other => panic!("expected a tool error, got {other:?}"),
     }
     match s.call("panic", json!({})).await {

@@ -264,7 +264,7 @@ async fn call(session: &Session, tool: &str, input: Value, limit: Duration) -> A
     match tokio::time::timeout(limit, session.call_raw(tool, input)).await {
         Err(_) => Answer::TimedOut,
         Ok(Ok(RunToolOutput::Success(out))) => Answer::Ok(out),
-        Ok(Ok(RunToolOutput::Error(message))) => Answer::Refused(message),
+        Ok(Ok(RunToolOutput::Error(message))) => Answer::Refused(message.error),
         Ok(Err(e)) => match e {
             Error::ToolCrashed { message } => Answer::Crashed(message),
             Error::Timeout(_) => Answer::TimedOut,

@@ -15,7 +15,7 @@ const fn a(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check
 pub const CLAUSES: &[Clause] = &[
     a(
         "robustness.auth.health-open",
-        "with an API key set, GET /health needs no key (notes row `api-key`)",
+        "with an API key set, GET /health and GET /version need no key (notes rows `api-key`, `version-route`)",
         health_open,
     ),
     a(
@@ -51,6 +51,12 @@ fn health_open(ctx: &Ctx) -> Check {
     }
     let v = expect_ok_json(&Request::new("GET", "/health").send(&bare(ctx))?)?;
     ensure!(v == json!({"status": "ok"}), "health without a key: {v}");
+    let r = Request::new("GET", "/version").send(&bare(ctx))?;
+    ensure!(
+        r.status() == 200,
+        "GET /version without a key: {}",
+        r.status()
+    );
     Ok(())
 }
 

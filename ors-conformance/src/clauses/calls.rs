@@ -39,6 +39,9 @@ pub const CLAUSES: &[Clause] = &[
     c("calls.fail.ok-false", "a tool error is an end event {\"ok\": false, \"error\": message}", fail_ok_false),
     c("calls.unknown-tool.ok-false", "an unknown tool name is an ok: false result naming the tool (notes row `tool-error-ok-false`)", unknown_tool),
     c("calls.bad-input.ok-false", "input of the wrong type is an ok: false result naming the field (notes row `tool-error-ok-false`)", bad_input),
+    c("calls.reason.not-found", "an unknown tool's ok: false result has reason not_found (notes row `error-reason`)", reason_not_found),
+    c("calls.reason.input-validation", "bad input's ok: false result has reason input_validation (notes row `error-reason`)", reason_input_validation),
+    c("calls.reason.own-error-none", "a tool's own ok: false result has no reason (notes row `error-reason`)", reason_own_error),
     c("calls.missing-input.ok-false", "input missing a required field is an ok: false result naming the field (notes row `tool-error-ok-false`)", missing_input),
     c("calls.panic.error-event", "a crashing tool gives task_id then an error event and no end (notes row `tool-crash-error-event`)", panic_error_event),
     c("calls.panic.server-lives", "after a crash the server and the session keep working (notes row `tool-crash-error-event`)", panic_server_lives),
@@ -280,6 +283,36 @@ fn unknown_tool(ctx: &Ctx) -> Check {
         "the error does not name the tool: {err:?}"
     );
     Ok(())
+}
+
+fn expect_reason(call: &crate::support::Call, want: Option<&str>) -> Check {
+    let got = call.tool_error_reason()?;
+    ensure!(
+        got.as_deref() == want,
+        "expected reason {want:?}, got {got:?}"
+    );
+    Ok(())
+}
+
+fn reason_not_found(ctx: &Ctx) -> Check {
+    expect_reason(
+        &session(ctx)?.call("no_such_tool", json!({}))?,
+        Some("not_found"),
+    )
+}
+
+fn reason_input_validation(ctx: &Ctx) -> Check {
+    expect_reason(
+        &session(ctx)?.call("echo", json!({"text": 5}))?,
+        Some("input_validation"),
+    )
+}
+
+fn reason_own_error(ctx: &Ctx) -> Check {
+    expect_reason(
+        &session(ctx)?.call("fail", json!({"message": "mine"}))?,
+        None,
+    )
 }
 
 fn bad_input(ctx: &Ctx) -> Check {

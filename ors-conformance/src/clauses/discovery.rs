@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 use super::{clause, Clause, Group};
 use crate::support::{
-    ensure, expect_code, expect_error, expect_json, expect_ok_json, expect_status, task, tasks,
-    Check, Ctx, SPLITS,
+    ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
+    task, tasks, Check, Ctx, SPLITS,
 };
 
 const fn d(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -41,6 +41,8 @@ pub const CLAUSES: &[Clause] = &[
     d("discovery.num_tasks", "POST /{env}/num_tasks gives 25, 5 and 3 for train, test and hard", num_tasks),
     d("discovery.num_tasks.invalid-split-400", "POST /{env}/num_tasks with an unknown split is 400", num_tasks_bad_split),
     d("discovery.num_tasks.unknown-env-404", "POST /{unknown}/num_tasks is 404", num_tasks_unknown_env),
+    d("discovery.version", "GET /version answers {\"version\": string, \"build_sha\"} (notes row `version-route`)", version),
+    d("discovery.task.env-name", "POST /{env}/task and /{env}/task_range replies carry env_name (notes row `task-reply-env-name`)", task_env_name),
     d("discovery.task.index", "POST /{env}/task returns {\"task\": ...} for a split and index", task_index),
     d("discovery.task.bounds", "POST /{env}/task serves index 0 and the last index of every split", task_bounds),
     d("discovery.task.out-of-range-400", "POST /{env}/task with index == num_tasks is 400", task_out_of_range),
@@ -319,16 +321,47 @@ fn get_task(ctx: &Ctx, route: &str, split: &str, index: i64) -> Result<Value, St
     expect_ok_json(&r)
 }
 
+fn version(ctx: &Ctx) -> Check {
+    let v = expect_ok_json(&ctx.get("/version")?)?;
+    ensure!(
+        v.get("version").is_some_and(Value::is_string),
+        "no version string in {v}"
+    );
+    ensure!(
+        v.get("build_sha")
+            .is_some_and(|s| s.is_string() || s.is_null()),
+        "build_sha is neither a string nor null in {v}"
+    );
+    Ok(())
+}
+
+fn task_env_name(ctx: &Ctx) -> Check {
+    let one = get_task(ctx, "/task", "train", 0)?;
+    let many = range(
+        ctx,
+        "/task_range",
+        json!({"split": "train", "start": 0, "stop": 2}),
+    )?;
+    for (what, v) in [("task", one), ("task_range", many)] {
+        ensure!(
+            v.get("env_name").and_then(Value::as_str) == Some(ctx.env.as_str()),
+            "{what} reply has no env_name {:?}: {v}",
+            ctx.env
+        );
+    }
+    Ok(())
+}
+
 fn task_index(ctx: &Ctx) -> Check {
     let v = get_task(ctx, "/task", "train", 7)?;
-    expect_json("task 7", &v, &json!({"task": task(7)}))
+    expect_fields("task 7", &v, &json!({"task": task(7)}))
 }
 
 fn task_bounds(ctx: &Ctx) -> Check {
     for (split, _, first, n) in SPLITS {
         for index in [0, n - 1] {
             let v = get_task(ctx, "/task", split, index)?;
-            expect_json(
+            expect_fields(
                 &format!("{split}[{index}]"),
                 &v,
                 &json!({"task": task(first + index)}),
@@ -388,7 +421,7 @@ fn expect_range(
     }
     let v = range(ctx, "/task_range", body.clone())?;
     let want = Value::Array(ids.map(task).collect());
-    expect_json(&format!("task_range {body}"), &v, &json!({"tasks": want}))
+    expect_fields(&format!("task_range {body}"), &v, &json!({"tasks": want}))
 }
 
 fn range_basic(ctx: &Ctx) -> Check {
@@ -436,7 +469,7 @@ fn range_unknown_env(ctx: &Ctx) -> Check {
 
 fn alias_get_task(ctx: &Ctx) -> Check {
     let v = get_task(ctx, "/get_task", "test", 2)?;
-    expect_json("get_task test[2]", &v, &json!({"task": task(102)}))
+    expect_fields("get_task test[2]", &v, &json!({"task": task(102)}))
 }
 
 fn alias_get_task_range(ctx: &Ctx) -> Check {
@@ -445,7 +478,7 @@ fn alias_get_task_range(ctx: &Ctx) -> Check {
         "/get_task_range",
         json!({"split": "train", "start": 1, "stop": 3}),
     )?;
-    expect_json("get_task_range", &v, &json!({"tasks": tasks(1, 2)}))
+    expect_fields("get_task_range", &v, &json!({"tasks": tasks(1, 2)}))
 }
 
 fn default_tools(ctx: &Ctx) -> Check {

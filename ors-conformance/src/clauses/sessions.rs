@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::{clause, Clause, Group};
 use crate::http::{Request, Response};
 use crate::support::{
-    ensure, expect_code, expect_error, expect_json, expect_ok_json, expect_status, secrets_header,
-    sid_from_create_session, task, Check, Ctx, Session,
+    ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
+    secrets_header, sid_from_create_session, task, Check, Ctx, Session,
 };
 
 const fn s(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -69,8 +69,11 @@ pub const CLAUSES: &[Clause] = &[
     s("sessions.codes.no-episode-yet", "an id from /create_session with no /create yet answers code no_episode_yet on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_no_episode_yet),
     s("sessions.codes.deleted", "a deleted session answers code session_deleted on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_deleted),
     s("sessions.codes.exists", "a second POST /create on a live session answers code session_exists (notes row `error-codes`)", code_exists),
-    s("sessions.create.unknown-fields-ignored", "POST /create with fields the server does not know (toolset_name, extensions) starts the episode (notes row `unknown-fields-ignored`)", create_unknown_fields),
-    s("sessions.finished.no-teardown", "finished: true does not end the session; the client deletes (notes row `finished-no-teardown`)", finished_no_teardown),
+    s("sessions.create.unknown-fields-ignored", "POST /create with fields the server does not know (extensions) starts the episode (notes row `unknown-fields-ignored`)", create_unknown_fields),
+    s("sessions.create.unknown-toolset-400", "POST /create with a toolset_name the environment does not define is 400 naming it (notes row `toolset-name`)", create_unknown_toolset),
+    s("sessions.finished.no-teardown", "finished: true does not end the session: its prompt is still served; the client deletes (notes row `finished-no-teardown`)", finished_no_teardown),
+    s("sessions.finished.latch", "a call after one that returned finished: true is ok: false with reason episode_finished (notes row `finished-latch`)", finished_latch),
+    s("sessions.messages.default", "GET /{env}/messages is one user message holding the prompt's blocks (notes row `messages-route`)", messages_default),
     s("sessions.secrets.body", "secrets in the /create body reach the environment", secrets_body),
     s("sessions.secrets.header", "secrets in the X-Secrets header (base64 JSON) reach the environment (notes row `secrets-header`)", secrets_header_clause),
     s("sessions.secrets.not-shared", "one session's secrets are not visible to another session", secrets_not_shared),
@@ -468,10 +471,7 @@ fn finished_no_teardown(ctx: &Ctx) -> Check {
         out["finished"] == json!(true),
         "submit did not finish: {out}"
     );
-    expect_prompt(ctx, &s.sid, "What is 3+3?")?;
-    let n = s.text("counter", json!({}))?;
-    ensure!(n == "1", "counter after finish gave {n:?}");
-    Ok(())
+    expect_prompt(ctx, &s.sid, "What is 3+3?")
 }
 
 fn secrets_body(ctx: &Ctx) -> Check {
@@ -558,8 +558,48 @@ fn create_unknown_fields(ctx: &Ctx) -> Check {
         "env_name": ctx.env,
         "split": "train",
         "index": 6,
-        "toolset_name": "default",
         "x_extension": {"from": "a newer client"},
     }))?;
     expect_prompt(ctx, &s.sid, "What is 6+6?")
+}
+
+fn create_unknown_toolset(ctx: &Ctx) -> Check {
+    let sid = ctx.new_sid()?;
+    let req = Request::new("POST", "/create").sid(&sid).json(
+        &json!({"env_name": ctx.env, "task_spec": task(1), "toolset_name": "no-such-toolset"}),
+    );
+    let detail = expect_error(&ctx.send(req)?, 400)?;
+    ensure!(
+        detail.contains("no-such-toolset"),
+        "the error does not name the toolset: {detail:?}"
+    );
+    Ok(())
+}
+
+fn finished_latch(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 3)?;
+    s.ok("submit", json!({"answer": "5"}))?;
+    let call = s.call("submit", json!({"answer": "6"}))?;
+    let reason = call.tool_error_reason()?;
+    ensure!(
+        reason.as_deref() == Some("episode_finished"),
+        "a second submit after finished gave reason {reason:?}, not episode_finished"
+    );
+    Ok(())
+}
+
+fn messages_default(ctx: &Ctx) -> Check {
+    let s = ctx.session_at("train", 4)?;
+    let r = ctx.send(Request::new("GET", &ctx.path("/messages")).sid(&s.sid))?;
+    let v = expect_ok_json(&r)?;
+    expect_fields(
+        "messages",
+        &v.get(0).cloned().unwrap_or(Value::Null),
+        &json!({"role": "user", "blocks": [{"text": "What is 4+4?", "detail": null, "type": "text"}]}),
+    )?;
+    ensure!(
+        v.as_array().map(Vec::len) == Some(1),
+        "expected one message, got {v}"
+    );
+    Ok(())
 }

@@ -503,7 +503,7 @@ async fn calls(r: &mut Report, client: &Client) {
     .await;
     r.run("call.fail", async {
         match s.call("fail", json!({"message": "boom"})).await {
-            Err(ors_client::Error::ToolError { message }) => {
+            Err(ors_client::Error::ToolError { message, .. }) => {
                 eq("message", message.as_str(), "boom")
             }
             other => Err(format!("want ToolError, got {other:?}")),
@@ -626,7 +626,7 @@ async fn secret_seen(url: &str, mode: SecretsMode) -> Result<Result<String, Stri
         .ctx("create")?;
     let seen = match s.call("secret", json!({"name": "API_KEY"})).await {
         Ok(out) => Ok(texts(&out.blocks).concat()),
-        Err(ors_client::Error::ToolError { message }) => Err(message),
+        Err(ors_client::Error::ToolError { message, .. }) => Err(message),
         Err(e) => return Err(format!("secret: {e}")),
     };
     s.close().await.ctx("close")?;
