@@ -217,13 +217,24 @@ impl Environment for Conformance {
         }
     }
 
-    /// Read a secret passed to this session (request body `secrets` or the `X-Secrets` header).
+    /// Read a secret passed to this session (request body `secrets` or the `X-Secrets` header);
+    /// the domains it may be sent to, when the client named them, are in
+    /// `metadata.allowed_domains`.
     #[tool]
-    fn secret(&self, input: SecretInput) -> Result<String, String> {
-        self.secrets
+    fn secret(&self, input: SecretInput) -> Result<ToolOutput, String> {
+        let value = self
+            .secrets
             .get(&input.name)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("no secret '{}'", input.name))
+            .ok_or_else(|| format!("no secret '{}'", input.name))?;
+        let out = ToolOutput::text(value);
+        Ok(match self.secrets.allowed_domains(&input.name) {
+            Some(domains) => {
+                let mut metadata = JsonObject::new();
+                metadata.insert("allowed_domains".to_owned(), domains.into());
+                out.with_metadata(metadata)
+            }
+            None => out,
+        })
     }
 
     /// A hint for this task: its answer. Listed only by `task_tools`.

@@ -54,6 +54,17 @@ pub fn normalize(raw: &str) -> Option<String> {
     Some(out)
 }
 
+/// The last number written in free text (`"so she has $1,200 left."` → `"$1,200"`): what a
+/// plain-text answer is graded on. `None` when the text has no digit.
+pub fn last_number(text: &str) -> Option<&str> {
+    let is_part = |c: char| c.is_ascii_digit() || matches!(c, ',' | '.' | '$' | '-' | '+');
+    let end = text.rfind(|c: char| c.is_ascii_digit())? + 1;
+    let start = text[..end]
+        .rfind(|c: char| !is_part(c))
+        .map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+    Some(text[start..end].trim_start_matches([',', '.']))
+}
+
 /// Whether a submitted answer equals the expected number (given in canonical form, see
 /// [`normalize`]). A submission may itself end in `#### N`; then only `N` counts.
 pub fn is_correct(submitted: &str, expected: &str) -> bool {
@@ -64,6 +75,16 @@ pub fn is_correct(submitted: &str, expected: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn last_number_is_the_last_numeral_of_free_text() {
+        assert_eq!(last_number("So she has $1,200 left."), Some("$1,200"));
+        assert_eq!(last_number("18 - 3 = 15, so the answer is 15"), Some("15"));
+        assert_eq!(last_number("It is -4.5 degrees"), Some("-4.5"));
+        assert_eq!(last_number("café 7"), Some("7"));
+        assert_eq!(last_number("no numbers"), None);
+        assert!(is_correct(last_number("The total is 1,234.").unwrap_or(""), "1234"));
+    }
 
     #[test]
     fn final_answer_is_after_the_last_marker() {

@@ -52,6 +52,14 @@ pub struct SubmitInput {
     pub answer: String,
 }
 
+/// Input of the terminal `final_answer` tool: the model's plain answer.
+#[wire]
+#[derive(Debug, Clone)]
+pub struct FinalAnswer {
+    /// The model's answer as it wrote it; its last number is graded.
+    pub message: String,
+}
+
 /// An episode: one math problem and its expected answer.
 #[derive(Debug)]
 pub struct Gsm8k {
@@ -116,5 +124,15 @@ impl Environment for Gsm8k {
             ("Incorrect", 0.0)
         };
         ToolOutput::text(text).with_reward(reward).finish()
+    }
+
+    /// The model's final answer as plain text, for harnesses that end the episode when the
+    /// model answers without a tool call: the answer's last number is graded like `submit`.
+    #[tool(terminal)]
+    fn final_answer(&self, input: FinalAnswer) -> ToolOutput {
+        let number = answer::last_number(&input.message).unwrap_or("");
+        self.submit(SubmitInput {
+            answer: number.to_owned(),
+        })
     }
 }
