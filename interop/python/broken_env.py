@@ -19,8 +19,8 @@ import json
 
 from pydantic import BaseModel, Field
 
-from conformance_env import serve
-from ors import Environment, Split, TextBlock, ToolOutput, tool
+from fixture_common import serve
+from ors import Environment, Server, Split, TextBlock, ToolOutput, tool
 from ors.types import RunToolSuccess
 
 TASKS = {
@@ -169,4 +169,4 @@ class BadSplits(Environment):
 
 
 if __name__ == "__main__":
-    serve([Broken, BadSplits], __doc__.splitlines()[0])
+    serve(lambda host, port: Server([Broken, BadSplits]).run(host=host, port=port), __doc__.splitlines()[0])
