@@ -33,16 +33,21 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = ors_core::sse::DEFAULT_MAX_RESULT_BY
 /// The default bound on a JSON response body: 64 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 
-/// Where secrets go when a session is created.
+/// Where secrets go when a session is created (PROTOCOL_NOTES row `secrets-forms`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SecretsMode {
-    /// In the `secrets` field of the `/create` body, as the spec says.
+    /// The form the server reads: the body first (ors-rs and ors-sdk 0.1.0 servers read it);
+    /// a server that refuses a body `secrets` field (the `openreward` server answers 422) gets
+    /// the `X-Secrets` header instead, and this client remembers to send the header to it.
     #[default]
+    Auto,
+    /// In the `secrets` field of the `/create` body, as the spec says.
     Body,
-    /// In the `X-Secrets` header (base64 of `{"KEY": {"value": "V"}}`), the form the Python
-    /// reference client sends.
+    /// In the `X-Secrets` header (base64 of `{"KEY": {"value": "V", "allowed_domains": [...]}}`),
+    /// the form the Python clients send; the only form the `openreward` server reads.
     Header,
-    /// Both, for servers of either kind.
+    /// Both (an ors-sdk 0.1.0 server reads the body, ours either; the `openreward` server
+    /// refuses the body field).
     Both,
 }
 
@@ -151,7 +156,7 @@ impl ClientBuilder {
                 reconnect_attempts: 5,
                 backoff_base: Duration::from_millis(250),
                 backoff_max: Duration::from_secs(10),
-                secrets_mode: SecretsMode::Body,
+                secrets_mode: SecretsMode::Auto,
                 user_agent: concat!("ors-rs/", env!("CARGO_PKG_VERSION")).to_owned(),
                 tls_roots: TlsRoots::default(),
                 ca_cert: None,

@@ -194,6 +194,8 @@ pub(crate) struct Http {
     pub(crate) meter: Meter,
     /// Whether the server said it runs calls under ids clients choose (row `client-task-id`).
     client_task_ids: AtomicBool,
+    /// The server refused secrets in the `/create` body: [`SecretsMode::Auto`] sends the header.
+    pub(crate) secrets_in_header: AtomicBool,
 }
 
 impl Http {
@@ -218,6 +220,7 @@ impl Http {
             cfg,
             meter: Meter::default(),
             client_task_ids: AtomicBool::new(false),
+            secrets_in_header: AtomicBool::new(false),
         }
     }
 

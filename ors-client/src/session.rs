@@ -65,7 +65,7 @@ impl SessionBuilder {
     /// Create the session on the server and start its background ping.
     pub async fn open(self) -> Result<Session> {
         let http = Arc::clone(&self.env.client().http);
-        let mut body = match &self.task {
+        let body = match &self.task {
             TaskRef::Spec(v) if !v.is_object() => {
                 return Err(Error::InvalidArgument(
                     "a task given inline must be a JSON object".into(),
@@ -77,25 +77,29 @@ impl SessionBuilder {
         .env(self.env.name());
 
         let sid = create_session_id(&http).await?;
-        let mut req = Req::post(routes::CREATE).sid(&sid);
-        if !self.secrets.is_empty() {
-            let mode = http.cfg.secrets_mode;
-            if matches!(mode, SecretsMode::Body | SecretsMode::Both) {
-                body = body.secrets(self.secrets.clone());
+        let mut mode = match http.cfg.secrets_mode {
+            SecretsMode::Auto if http.secrets_in_header.load(Ordering::Relaxed) => {
+                SecretsMode::Header
             }
-            if matches!(mode, SecretsMode::Header | SecretsMode::Both) {
-                req = req.header(
-                    HeaderName::from_static(HEADER_SECRETS),
-                    secrets_header(&self.secrets)?,
-                );
+            mode => mode,
+        };
+        loop {
+            let req = create_request(&sid, body.clone(), &self.secrets, mode)?;
+            // A repeated /create after a lost reply would hit "session already exists", so
+            // only failures where the server certainly did nothing are retried.
+            match http.fetch(&req, Retry::Refused).await {
+                Ok(_) => break,
+                // FastAPI validates the body before anything runs: the session was not made.
+                Err(e) if mode == SecretsMode::Auto && refuses_body_secrets(&e) => {
+                    tracing::debug!(sid = %sid, "the server refuses body secrets: sending X-Secrets");
+                    http.secrets_in_header.store(true, Ordering::Relaxed);
+                    mode = SecretsMode::Header;
+                }
+                Err(e) => {
+                    release_id(&http, &sid).await;
+                    return Err(e);
+                }
             }
-        }
-        let req = req.json(&body)?;
-        // A repeated /create after a lost reply would hit "session already exists", so only
-        // failures where the server certainly did nothing are retried.
-        if let Err(e) = http.fetch(&req, Retry::Refused).await {
-            release_id(&http, &sid).await;
-            return Err(e);
         }
         tracing::debug!(sid = %sid, env = self.env.name(), "session created");
 
@@ -158,6 +162,37 @@ async fn create_session_id(http: &Http) -> Result<String> {
         ));
     }
     Ok(sid)
+}
+
+/// The `/create` request with the secrets where `mode` puts them (`Auto`: the body).
+fn create_request(
+    sid: &str,
+    mut body: CreateSession,
+    secrets: &Secrets,
+    mode: SecretsMode,
+) -> Result<Req> {
+    let mut req = Req::post(routes::CREATE).sid(sid);
+    if !secrets.is_empty() {
+        if matches!(
+            mode,
+            SecretsMode::Auto | SecretsMode::Body | SecretsMode::Both
+        ) {
+            body = body.secrets(secrets.clone());
+        }
+        if matches!(mode, SecretsMode::Header | SecretsMode::Both) {
+            req = req.header(
+                HeaderName::from_static(HEADER_SECRETS),
+                secrets_header(secrets)?,
+            );
+        }
+    }
+    req.json(&body)
+}
+
+/// Whether `/create` was refused for its body's `secrets` field: the `openreward` server's
+/// 422 `extra_forbidden` naming it (PROTOCOL_NOTES row `secrets-forms`).
+fn refuses_body_secrets(e: &Error) -> bool {
+    matches!(e, Error::Http { status: 422, detail, .. } if detail.contains("secrets"))
 }
 
 /// Best-effort `POST /delete_session` for an id whose `/create` failed.
