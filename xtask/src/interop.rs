@@ -1,11 +1,11 @@
-//! Interop with the Python reference SDK (ors-sdk 0.1.0), run by `cargo xtask test`:
-//! the reference client against our `conformance` and `gsm8k` servers, our client library and
-//! `ors` CLI against the reference server (`interop/rust_client.rs`), `ors check` against the
-//! reference fixture and the broken environments of `interop/python/broken_env.py`
-//! (`interop/check.rs`), the conformance runner
-//! against the reference server hosting the same fixture (it must fail exactly the clauses in
-//! `interop/reference-expected-failures.txt`), the runner against our server (no failure), and
-//! MCP both ways against the official Python MCP SDK (`interop/mcp.rs`).
+//! Interop with the two Python SDKs, run by `cargo xtask test`: the reference ors-sdk 0.1.0 and
+//! openreward 0.1.167 (the current ORS server and client, PROTOCOL_NOTES row `openreward-sdk`).
+//! For each: its client against our `conformance` and `gsm8k` servers, our client library and
+//! `ors` CLI against its server hosting the conformance fixture (`interop/rust_client.rs`), and
+//! the conformance runner against that server (it must fail exactly the clauses of its
+//! expected-failures file). Besides: `ors check` against the reference fixture and the broken
+//! environments of `interop/python/broken_env.py` (`interop/check.rs`), the runner against our
+//! server (no failure), and MCP both ways against the official Python MCP SDK (`interop/mcp.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,14 +13,14 @@ use std::time::{Duration, Instant};
 
 use crate::conformance::{self, ExpectedFailures, Report, RunOptions};
 use crate::procs::{cargo_build, ServerProcess};
-use crate::python::{ensure_venv, workspace_root};
+use crate::python::{workspace_root, Peer};
 
 mod check;
 mod library;
 mod mcp;
 mod rust_client;
 pub use check::ors_check_against_reference;
-pub use rust_client::rust_client_against_reference;
+pub use rust_client::rust_client_against;
 
 /// Keep-alive interval our servers get here, so the long-call checks take seconds, not tens.
 const KEEPALIVE_SECS: &str = "1";
@@ -33,30 +33,42 @@ fn interop_dir() -> PathBuf {
     workspace_root().join("interop")
 }
 
-/// The reference's expected failures file.
-pub fn reference_expected_failures() -> PathBuf {
-    interop_dir().join("reference-expected-failures.txt")
+/// A peer's expected failures file.
+pub fn expected_failures(peer: Peer) -> PathBuf {
+    interop_dir().join(match peer {
+        Peer::OrsSdk => "reference-expected-failures.txt",
+        Peer::OpenReward => "openreward-expected-failures.txt",
+    })
 }
 
 /// Run every interop check; the first failing step ends the run with its error.
 pub fn run_all() -> Result<(), String> {
-    let python = ensure_venv()?;
+    // Both venvs before any step, so a missing package fails at once.
+    Peer::OrsSdk.python()?;
+    Peer::OpenReward.python()?;
     let bins = build_examples()?;
     step("python client vs our servers", || {
-        python_clients_against_ours(&python, &bins)
+        python_clients_against_ours(&bins)
     })?;
-    step(
-        "rust client and ors CLI vs the reference server",
-        rust_client_against_reference,
-    )?;
+    step("openreward client vs our servers", || {
+        openreward_clients_against_ours(&bins)
+    })?;
+    step("rust client and ors CLI vs the reference server", || {
+        rust_client_against(Peer::OrsSdk)
+    })?;
+    step("rust client and ors CLI vs the openreward server", || {
+        rust_client_against(Peer::OpenReward)
+    })?;
     step(
         "ors check vs the reference fixture and broken reference environments",
         ors_check_against_reference,
     )?;
-    step(
-        "conformance runner vs the reference server",
-        conformance_against_reference,
-    )?;
+    step("conformance runner vs the reference server", || {
+        conformance_against(Peer::OrsSdk)
+    })?;
+    step("conformance runner vs the openreward server", || {
+        conformance_against(Peer::OpenReward)
+    })?;
     step("conformance runner vs our server", || {
         conformance_against_ours(&bins)
     })?;
@@ -132,20 +144,24 @@ fn with_envs(cmd: &mut Command, envs: &[(&str, &str)]) {
     cmd.envs(envs.iter().copied());
 }
 
-/// Start the Python reference server hosting the conformance fixture
-/// (`interop/python/conformance_env.py`) on a free loopback port.
-pub fn reference_server() -> Result<ServerProcess, String> {
-    python_server("conformance_env.py", "reference")
+/// Start a peer's server hosting the conformance fixture (`interop/python/conformance_env.py`
+/// with ors-sdk, `openreward_conformance_env.py` with openreward) on a free loopback port.
+pub fn peer_server(peer: Peer) -> Result<ServerProcess, String> {
+    match peer {
+        Peer::OrsSdk => python_server(peer, "conformance_env.py", "reference"),
+        Peer::OpenReward => python_server(peer, "openreward_conformance_env.py", "openreward"),
+    }
 }
 
-/// Start one of the reference-SDK servers of `interop/python/` on a free loopback port, its
-/// log in `target/xtask-logs/{log}.log`.
-pub fn python_server(script: &str, log: &str) -> Result<ServerProcess, String> {
-    let python = ensure_venv()?;
+/// Start one of the Python servers of `interop/python/`, written with `peer`'s SDK, on a free
+/// loopback port, its log in `target/xtask-logs/{log}.log`.
+pub fn python_server(peer: Peer, script: &str, log: &str) -> Result<ServerProcess, String> {
+    let python = peer.python()?;
     let dir = interop_dir().join("python");
     let mut cmd = Command::new(python);
     cmd.arg(dir.join(script))
         .args(["--host", "127.0.0.1", "--port", "0"])
+        .envs(peer.envs().iter().copied())
         .current_dir(&dir);
     // The reference logs every request; keep that out of the way.
     cmd.env("ORS_LOG_LEVEL", "WARNING");
@@ -155,14 +171,15 @@ pub fn python_server(script: &str, log: &str) -> Result<ServerProcess, String> {
 
 /// Run one of the Python client scripts in `interop/python/` with `args` and `envs`.
 fn python_script(
-    python: &Path,
+    peer: Peer,
     script: &str,
     args: &[&str],
     envs: &[(&str, &str)],
 ) -> Result<(), String> {
     let dir = interop_dir().join("python");
-    let mut cmd = Command::new(python);
+    let mut cmd = Command::new(peer.python()?);
     cmd.arg(dir.join(script)).args(args).current_dir(&dir);
+    cmd.envs(peer.envs().iter().copied());
     with_envs(&mut cmd, envs);
     crate::procs::run_to_success(&mut cmd, &format!("{script} {}", args.join(" ")))
 }
@@ -170,17 +187,37 @@ fn python_script(
 /// The reference Python client against our `conformance` and `gsm8k` servers. The
 /// conformance server runs with an API key, which the client sends as `X-API-Key` because
 /// `ORS_API_KEY` is set for it too (notes row `api-key`).
-pub fn python_clients_against_ours(python: &Path, bins: &Path) -> Result<(), String> {
+pub fn python_clients_against_ours(bins: &Path) -> Result<(), String> {
     let (server, key) = our_keyed_fixture(bins)?;
     python_script(
-        python,
+        Peer::OrsSdk,
         "client_conformance.py",
         &[&server.url, "--keepalive-secs", KEEPALIVE_SECS],
         &[("ORS_API_KEY", &key)],
     )?;
     drop(server);
     let server = our_server(bins, "gsm8k", &[])?;
-    python_script(python, "client_gsm8k.py", &[&server.url], &[])
+    python_script(Peer::OrsSdk, "client_gsm8k.py", &[&server.url], &[])
+}
+
+/// The openreward client against our `conformance` (with an API key, which the client sends
+/// and adds as the `api_key` secret) and `gsm8k` servers.
+pub fn openreward_clients_against_ours(bins: &Path) -> Result<(), String> {
+    let (server, key) = our_keyed_fixture(bins)?;
+    python_script(
+        Peer::OpenReward,
+        "openreward_client_conformance.py",
+        &[&server.url],
+        &[("ORS_API_KEY", &key)],
+    )?;
+    drop(server);
+    let server = our_server(bins, "gsm8k", &[])?;
+    python_script(
+        Peer::OpenReward,
+        "openreward_client_gsm8k.py",
+        &[&server.url],
+        &[],
+    )
 }
 
 /// Print the lines of a report that explain a mismatch.
@@ -197,10 +234,10 @@ fn explain(report: &Report, expected_file: Option<&Path>) {
     }
 }
 
-/// The conformance runner against the reference server: exactly the expected failures.
-pub fn conformance_against_reference() -> Result<(), String> {
-    let server = reference_server()?;
-    let file = reference_expected_failures();
+/// The conformance runner against a peer's server: exactly its expected failures.
+pub fn conformance_against(peer: Peer) -> Result<(), String> {
+    let server = peer_server(peer)?;
+    let file = expected_failures(peer);
     let opts = RunOptions {
         expected: ExpectedFailures::load(&file)?,
         ..RunOptions::default()
@@ -211,7 +248,8 @@ pub fn conformance_against_reference() -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "the reference's results differ from {}: unexpected failures {:?}, unexpected passes {:?}, unknown ids {:?}",
+            "{}'s results differ from {}: unexpected failures {:?}, unexpected passes {:?}, unknown ids {:?}",
+            peer.packages()[0],
             file.display(),
             report.unexpected_failures(),
             report.unexpected_passes(),

@@ -9,6 +9,7 @@ use std::path::Path;
 use super::python_server;
 use super::rust_client::{Ors, Run};
 use crate::procs::cargo_build;
+use crate::python::Peer;
 
 /// Problems the reference fixture may show, with why they are right: its tools are meant to
 /// misbehave (or are unbounded, as the contract asks).
@@ -54,11 +55,11 @@ pub fn ors_check_against_reference() -> Result<(), String> {
     let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
     let exe = debug.join("ors");
     let fixture = {
-        let server = python_server("conformance_env.py", "reference-check")?;
+        let server = python_server(Peer::OrsSdk, "conformance_env.py", "reference-check")?;
         check_fixture(&exe, &server.url)
     };
     let broken = {
-        let server = python_server("broken_env.py", "reference-broken")?;
+        let server = python_server(Peer::OrsSdk, "broken_env.py", "reference-broken")?;
         check_broken(&exe, &server.url)
     };
     let errors: Vec<String> = [fixture, broken]

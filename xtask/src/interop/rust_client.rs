@@ -1,5 +1,5 @@
-//! Our client library and the `ors` CLI against the Python reference server hosting the
-//! conformance fixture: [`super::library`] checks the library call by call (in process), then every `ors` subcommand runs as a user would run it and its output and exit
+//! Our client library and the `ors` CLI against a Python server (ors-sdk's or openreward's)
+//! hosting the conformance fixture: [`super::library`] checks the library call by call (in process), then every `ors` subcommand runs as a user would run it and its output and exit
 //! code are checked.
 
 use std::path::Path;
@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::reference_server;
+use super::peer_server;
 use crate::procs::{cargo_build, run_captured};
+use crate::python::Peer;
 
 /// Limit on one run of the example or the CLI, so a hang fails the step instead of CI.
 const RUN_TIMEOUT: Duration = Duration::from_secs(180);
@@ -22,11 +23,15 @@ const SHARED_TOOLS: [&str; 9] = [
     "big", "counter", "echo", "fail", "image", "panic", "secret", "sleep", "submit",
 ];
 
-/// The step: build the example and the CLI, start the reference, run both against it.
-pub fn rust_client_against_reference() -> Result<(), String> {
+/// The step: build the CLI, start the peer's server, run the library and the CLI against it.
+pub fn rust_client_against(peer: Peer) -> Result<(), String> {
     let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
-    let server = reference_server()?;
-    let example = library_checks(&server.url);
+    let server = peer_server(peer)?;
+    let expect = match peer {
+        Peer::OrsSdk => super::library::Expect::Reference,
+        Peer::OpenReward => super::library::Expect::OpenReward,
+    };
+    let example = library_checks(&server.url, expect);
     let cli = cli_checks(&debug.join("ors"), &server.url);
     drop(server);
     match (example, cli) {
@@ -37,10 +42,10 @@ pub fn rust_client_against_reference() -> Result<(), String> {
 }
 
 /// Run the library checks; every one must pass, and none may have been skipped.
-fn library_checks(url: &str) -> Result<(), String> {
-    let (passed, failed) = super::library::run(url, super::library::Expect::Reference)?;
+fn library_checks(url: &str, expect: super::library::Expect) -> Result<(), String> {
+    let (passed, failed) = super::library::run(url, expect)?;
     if failed == 0 && passed >= MIN_EXAMPLE_CHECKS {
-        println!("library against the reference: {passed} passed, 0 failed");
+        println!("library against {url}: {passed} passed, 0 failed");
         Ok(())
     } else {
         Err(format!(
