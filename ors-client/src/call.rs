@@ -14,7 +14,9 @@ use tokio::time::Instant;
 
 use crate::body::{BodyReader, ReadError};
 use crate::error::{Error, Result, SizeLimit};
-use crate::http::{decode_json, preview, status_failure, Failure, Http, Req, MAX_ERROR_BODY};
+use crate::http::{
+    decode_json, preview, status_failure, Failure, Http, Req, Starting, MAX_ERROR_BODY,
+};
 
 /// A progress report from a running tool (the SSE `progress` event).
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +47,8 @@ enum StreamFail {
     Fatal(Error),
     /// Safe to try again (reconnect with the `task_id`, or the server refused the request).
     Retry(Error, Option<Duration>),
+    /// The session's setup is still running: ask again after the delay, not a failure.
+    Starting(Error, Option<Duration>),
 }
 
 /// Run a call to its result, reconnecting as allowed; bounded by the configured call timeout.
@@ -68,6 +72,7 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
     // once its task_id event arrives, is what makes a reconnect safe.
     let mut task_id: Option<String> = http.takes_client_task_ids().then(new_call_id);
     let mut failures = 0u32;
+    let mut starting = Starting::default();
     loop {
         let body = ToolCall {
             name: spec.name.to_owned(),
@@ -83,6 +88,18 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
         match one_stream(http, &req, spec, &mut task_id, &mut seen).await {
             Ok(result) => return Ok(result),
             Err(StreamFail::Fatal(e)) => return Err(e),
+            Err(StreamFail::Starting(e, retry_after)) => {
+                if !starting.keep_waiting(http.cfg.starting_wait) {
+                    return Err(e);
+                }
+                let delay = http.delay(0, retry_after);
+                tracing::debug!(
+                    tool = spec.name,
+                    ?delay,
+                    "session still starting; asking again"
+                );
+                tokio::time::sleep(delay).await;
+            }
             Err(StreamFail::Retry(e, retry_after)) => {
                 if seen.lines >= 2
                     && !seen.chunks
@@ -330,6 +347,9 @@ fn too_large(tool: &str, e: &CallStreamError, limit: usize) -> Error {
 /// for that call, which runs at most once.
 fn classify(f: Failure, have_task_id: bool) -> StreamFail {
     let retry_after = f.retry_after();
+    if f.starting() {
+        return StreamFail::Starting(f.into_error(), retry_after);
+    }
     let repeat = match &f {
         Failure::Fatal(_) => false,
         Failure::Connect(_) => true,

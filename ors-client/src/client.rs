@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ors_core::protocol::routes;
 use ors_core::{
     GetTask, GetTaskRange, ListTasks, ListToolsOutput, NumTasks, NumTasksResponse, Split,
-    TaskRangeResponse, TaskResponse, TasksResponse, ToolSpec,
+    TaskRangeResponse, TaskResponse, TasksResponse, ToolSpec, VersionInfo,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -88,6 +88,14 @@ impl Client {
         }
     }
 
+    /// `GET /version`: the server's version (PROTOCOL_NOTES row `version-route`; servers
+    /// without the route answer 404).
+    pub async fn version(&self) -> Result<VersionInfo> {
+        self.http
+            .json(&Req::get(routes::VERSION), Retry::Idempotent)
+            .await
+    }
+
     /// `GET /list_environments`: the names of the environments the server hosts.
     pub async fn environments(&self) -> Result<Vec<String>> {
         self.http
@@ -130,12 +138,16 @@ impl Environment {
     /// `GET /{env}/tools`: the shared tools (task-specific ones need a session, see
     /// [`crate::Session::tools`]).
     pub async fn tools(&self) -> Result<Vec<ToolSpec>> {
-        let out: ListToolsOutput = self
-            .client
+        Ok(self.listing().await?.tools)
+    }
+
+    /// `GET /{env}/tools` as sent: the tools, and the terminal tool and group scoring when the
+    /// environment has them (PROTOCOL_NOTES rows `terminal-tool`, `score-group`).
+    pub async fn listing(&self) -> Result<ListToolsOutput> {
+        self.client
             .http
             .json(&Req::get(self.path(routes::TOOLS)), Retry::Idempotent)
-            .await?;
-        Ok(out.tools)
+            .await
     }
 
     /// The shared tools in the function-calling format of an LLM provider.

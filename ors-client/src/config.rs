@@ -81,6 +81,11 @@ pub struct Config {
     /// Reconnects of a call stream that dropped once it had a `task_id` (the server's, or the
     /// client's own where the server takes client ids).
     pub reconnect_attempts: u32,
+    /// How long to keep asking a server that answers 503 with `X-Backend-State: starting` (the
+    /// session's setup is still running, PROTOCOL_NOTES row `slow-setup`), at the pace of its
+    /// `Retry-After`; these answers do not count as failed attempts (default 600 s, as the
+    /// `openreward` client).
+    pub starting_wait: Duration,
     /// First backoff delay; doubled per attempt, with jitter.
     pub backoff_base: Duration,
     /// Largest backoff delay (also caps a server's `Retry-After`).
@@ -154,6 +159,7 @@ impl ClientBuilder {
                 ping_interval: Some(Duration::from_secs(10)),
                 max_retries: 3,
                 reconnect_attempts: 5,
+                starting_wait: Duration::from_secs(600),
                 backoff_base: Duration::from_millis(250),
                 backoff_max: Duration::from_secs(10),
                 secrets_mode: SecretsMode::Auto,
@@ -277,6 +283,12 @@ impl ClientBuilder {
     /// Reconnects of a dropped call stream (default 5).
     pub fn reconnect_attempts(mut self, n: u32) -> Self {
         self.cfg.reconnect_attempts = n;
+        self
+    }
+
+    /// How long to keep asking a session whose setup is still running (default 600 s).
+    pub fn starting_wait(mut self, d: Duration) -> Self {
+        self.cfg.starting_wait = d;
         self
     }
 

@@ -2,7 +2,7 @@
 //! error mapping, bounded body reading, and retries with exponential backoff and jitter.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::header::{
@@ -21,7 +21,10 @@ use crate::body::{BodyReader, Meter};
 use crate::config::Config;
 use crate::error::{Error, Result, SizeLimit};
 
-use ors_core::protocol::{HEADER_API_KEY, HEADER_CLIENT_TASK_IDS, HEADER_SESSION_ID};
+use ors_core::protocol::{
+    BACKEND_STARTING, HEADER_API_KEY, HEADER_BACKEND_STATE, HEADER_CLIENT_TASK_IDS,
+    HEADER_SESSION_ID,
+};
 
 /// Redirects followed for one request, at most.
 pub(crate) const MAX_REDIRECTS: usize = 5;
@@ -58,6 +61,8 @@ pub(crate) enum Failure {
         status: u16,
         /// The server's `Retry-After`, in seconds.
         retry_after: Option<Duration>,
+        /// A 503 with `X-Backend-State: starting`: the session's setup is still running.
+        starting: bool,
     },
 }
 
@@ -80,6 +85,12 @@ impl Failure {
             (Failure::Broken(_) | Failure::Timeout(_), Retry::Idempotent) => true,
             (Failure::Broken(_) | Failure::Timeout(_), Retry::Refused) => false,
         }
+    }
+
+    /// Whether the server said the session is still being set up (PROTOCOL_NOTES row
+    /// `slow-setup`).
+    pub(crate) fn starting(&self) -> bool {
+        matches!(self, Failure::Status { starting: true, .. })
     }
 
     /// The server's requested delay, if it gave one.
@@ -390,9 +401,15 @@ impl Http {
         backoff: Backoff,
     ) -> (Result<(http::HeaderMap, Bytes)>, u32) {
         let mut attempt = 0u32;
+        let mut starting = Starting::default();
         loop {
             match self.attempt(req).await {
                 Ok(ok) => return (Ok(ok), attempt + 1),
+                Err(f) if f.starting() && starting.keep_waiting(self.cfg.starting_wait) => {
+                    let delay = backoff.delay(0, f.retry_after());
+                    tracing::debug!(method = %req.method, path = %req.path, ?delay, "session still starting; asking again");
+                    tokio::time::sleep(delay).await;
+                }
                 Err(f) if attempt < backoff.retries && f.retryable(retry) => {
                     let delay = backoff.delay(attempt, f.retry_after());
                     tracing::debug!(
@@ -425,6 +442,17 @@ impl Http {
     /// The backoff before retry number `attempt + 1`, or the server's `Retry-After` (capped).
     pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         self.backoff().delay(attempt, retry_after)
+    }
+}
+
+/// Since when a server has answered "starting" (PROTOCOL_NOTES row `slow-setup`).
+#[derive(Default)]
+pub(crate) struct Starting(Option<Instant>);
+
+impl Starting {
+    /// Whether to ask again: the first such answer starts the clock, `wait` bounds it.
+    pub(crate) fn keep_waiting(&mut self, wait: Duration) -> bool {
+        self.0.get_or_insert_with(Instant::now).elapsed() < wait
     }
 }
 
@@ -597,6 +625,10 @@ pub(crate) fn status_failure(
         },
         status: status.as_u16(),
         retry_after,
+        starting: status == StatusCode::SERVICE_UNAVAILABLE
+            && headers
+                .get(HEADER_BACKEND_STATE)
+                .is_some_and(|v| v.as_bytes() == BACKEND_STARTING.as_bytes()),
     }
 }
 
@@ -756,6 +788,21 @@ mod tests {
     }
 
     #[test]
+    fn a_503_starting_is_told_apart_and_waited_for_within_the_bound() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+        assert!(!status_failure(StatusCode::SERVICE_UNAVAILABLE, &headers, b"{}").starting());
+        headers.insert(HEADER_BACKEND_STATE, HeaderValue::from_static("starting"));
+        let f = status_failure(StatusCode::SERVICE_UNAVAILABLE, &headers, b"{}");
+        assert!(f.starting());
+        assert_eq!(f.retry_after(), Some(Duration::from_secs(2)));
+        assert!(!status_failure(StatusCode::BAD_GATEWAY, &headers, b"{}").starting());
+        let mut clock = Starting::default();
+        assert!(clock.keep_waiting(Duration::from_secs(60)));
+        assert!(!clock.keep_waiting(Duration::ZERO));
+    }
+
+    #[test]
     fn retry_rules_never_repeat_a_4xx() {
         let st = |status| Failure::Status {
             error: Error::Http {
@@ -765,6 +812,7 @@ mod tests {
             },
             status,
             retry_after: None,
+            starting: false,
         };
         for retry in [Retry::Idempotent, Retry::Refused] {
             assert!(!st(400).retryable(retry));

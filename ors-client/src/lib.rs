@@ -68,8 +68,9 @@ pub use config::{
 pub use error::{Error, Result, SizeLimit};
 pub use ors_core::provider::Provider;
 pub use ors_core::{
-    Block, BlockText, Blocks, ErrorCode, ImageBlock, JsonObject, RunToolOutput, Secrets, Split,
-    SplitType, TextBlock, ToolOutput, ToolSpec,
+    Block, BlockText, Blocks, ErrorCode, ImageBlock, JsonObject, ListToolsOutput, Message,
+    RunToolOutput, Secrets, Split, SplitType, TerminalToolSpec, TextBlock, ToolError,
+    ToolErrorReason, ToolOutput, ToolSpec, VersionInfo,
 };
 pub use rollout::{
     evaluate, Action, Call, Episode, EpisodeError, EvalOptions, EvalProgress, EvalProgressFn,

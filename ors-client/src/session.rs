@@ -11,8 +11,8 @@ use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use ors_core::protocol::{routes, HEADER_SECRETS};
 use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
 use ors_core::{
-    Blocks, CreateSession, ErrorCode, ListToolsOutput, RunToolOutput, Secrets, SessionId,
-    ToolOutput, ToolSpec,
+    Blocks, CreateSession, ErrorCode, ListToolsOutput, Message, RunToolOutput, Secrets, SessionId,
+    TerminalToolSpec, ToolOutput, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -32,6 +32,7 @@ pub struct SessionBuilder {
     task: TaskRef,
     secrets: Secrets,
     progress: Option<ProgressFn>,
+    toolset: Option<String>,
 }
 
 impl SessionBuilder {
@@ -41,7 +42,15 @@ impl SessionBuilder {
             task,
             secrets: Secrets::default(),
             progress: None,
+            toolset: None,
         }
+    }
+
+    /// One of the environment's named toolsets for this session (`toolset_name`, PROTOCOL_NOTES
+    /// row `toolset-name`); a server answers 400 for a name the environment does not define.
+    pub fn toolset(mut self, name: impl Into<String>) -> Self {
+        self.toolset = Some(name.into());
+        self
     }
 
     /// Secrets for the environment (API keys it needs); never logged.
@@ -75,6 +84,10 @@ impl SessionBuilder {
             TaskRef::At { split, index } => CreateSession::from_split(split.clone(), *index),
         }
         .env(self.env.name());
+        let body = CreateSession {
+            toolset_name: self.toolset.clone(),
+            ..body
+        };
 
         let sid = create_session_id(&http).await?;
         let mut mode = match http.cfg.secrets_mode {
@@ -429,9 +442,47 @@ impl Session {
             .await
     }
 
+    /// `GET /{env}/messages`: the prompt as a conversation (PROTOCOL_NOTES row
+    /// `messages-route`); from a server without the route, one user message holding the prompt.
+    pub async fn messages(&self) -> Result<Vec<Message>> {
+        let req = Req::get(self.shared.env.path(routes::MESSAGES)).sid(&self.shared.sid);
+        match self
+            .guarded_raw(self.shared.http().json(&req, Retry::Idempotent))
+            .await
+        {
+            Ok(messages) => Ok(messages),
+            Err(e) if self.route_missing(&e).await => Ok(vec![Message::user(self.prompt().await?)]),
+            Err(e) => Err(self.shared.absorb(e)),
+        }
+    }
+
     /// The tools of this episode: `GET /{env}/task_tools` (shared and task-specific), or the
     /// shared `GET /{env}/tools` when the server has no `task_tools` route.
     pub async fn tools(&self) -> Result<Vec<ToolSpec>> {
+        Ok(self.listing().await?.tools)
+    }
+
+    /// The episode's terminal tool, when the environment has one (PROTOCOL_NOTES row
+    /// `terminal-tool`): what [`Session::call_terminal`] calls.
+    pub async fn terminal_tool(&self) -> Result<Option<TerminalToolSpec>> {
+        Ok(self.listing().await?.terminal_tool)
+    }
+
+    /// End the episode with the model's plain answer (it answered without a tool call): call
+    /// the terminal tool with `answer` in its one field. [`Error::InvalidArgument`] when the
+    /// environment has no terminal tool.
+    pub async fn call_terminal(&self, answer: &str) -> Result<ToolOutput> {
+        let Some(term) = self.terminal_tool().await? else {
+            return Err(Error::InvalidArgument(format!(
+                "environment '{}' has no terminal tool",
+                self.shared.env.name()
+            )));
+        };
+        self.call(&term.name, term.input(answer)).await
+    }
+
+    /// The episode's tools listing, from `task_tools` or, without that route, `tools`.
+    async fn listing(&self) -> Result<ListToolsOutput> {
         let http = self.shared.http();
         if !self.shared.no_task_tools.load(Ordering::Relaxed) {
             let req = Req::get(self.shared.env.path(routes::TASK_TOOLS)).sid(&self.shared.sid);
@@ -439,7 +490,7 @@ impl Session {
                 .guarded_raw(http.json::<ListToolsOutput>(&req, Retry::Idempotent))
                 .await
             {
-                Ok(out) => return Ok(out.tools),
+                Ok(out) => return Ok(out),
                 Err(e) if self.route_missing(&e).await => {
                     self.shared.no_task_tools.store(true, Ordering::Relaxed);
                 }
@@ -447,8 +498,7 @@ impl Session {
             }
         }
         let req = Req::get(self.shared.env.path(routes::TOOLS));
-        let out: ListToolsOutput = self.guarded(http.json(&req, Retry::Idempotent)).await?;
-        Ok(out.tools)
+        self.guarded(http.json(&req, Retry::Idempotent)).await
     }
 
     /// This episode's tools in the function-calling format of an LLM provider.

@@ -87,7 +87,8 @@ mod tests {
             panic!("no blocks");
         };
         assert!(
-            msg.error.starts_with("tool 't' returned an output with no blocks"),
+            msg.error
+                .starts_with("tool 't' returned an output with no blocks"),
             "{msg}"
         );
     }

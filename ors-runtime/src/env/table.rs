@@ -515,3 +515,63 @@ pub trait Toolset: Send + Sync + 'static {
     where
         Self: Sized;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, fields: &[&str]) -> ToolEntry<()> {
+        let schema = (!fields.is_empty()).then(|| {
+            let props: JsonObject = fields
+                .iter()
+                .map(|f| ((*f).to_owned(), json!({"type": "string"})))
+                .collect();
+            let mut s = JsonObject::new();
+            s.insert("type".into(), json!("object"));
+            s.insert("properties".into(), Value::Object(props));
+            s
+        });
+        ToolEntry::new(ToolSpec::new(name, "d", schema), true, |_, _, _| {
+            Box::pin(async { RunToolOutput::error("unused") })
+        })
+    }
+
+    #[test]
+    fn the_terminal_tool_is_named_with_its_field_and_not_listed() {
+        let table = ToolTable::new(vec![entry("a", &["x"]), entry("end", &["message"]).terminal()]);
+        assert!(table.errors().is_empty());
+        let term = table.terminal_tool().expect("a terminal tool");
+        assert_eq!((term.name.as_str(), term.arg.as_deref()), ("end", Some("message")));
+        let listed: Vec<&str> = table.all_specs().map(|s| s.name.as_str()).collect();
+        assert_eq!(listed, ["a"]);
+        assert_eq!(table.shared_specs().len(), 1);
+        assert!(table.get("end").is_some(), "still callable");
+        // `reasoning` added to every tool is not the answer's field.
+        let t = ToolTable::with_reasoning(vec![entry("end", &["message"]).terminal()]);
+        assert_eq!(t.terminal_tool().and_then(|s| s.arg.as_deref()), Some("message"));
+        // No input: the answer is dropped and the tool grades from state.
+        let t = ToolTable::new(vec![entry("end", &[]).terminal()]);
+        assert_eq!(t.terminal_tool().map(|s| s.arg.is_none()), Some(true));
+    }
+
+    #[test]
+    fn a_terminal_tool_takes_at_most_one_field_and_there_is_at_most_one() {
+        let t = ToolTable::new(vec![entry("end", &["a", "b"]).terminal()]);
+        assert!(matches!(t.errors(), [ToolTableError::Schema { tool, .. }] if tool == "end"));
+        let t = ToolTable::new(vec![
+            entry("one", &["a"]).terminal(),
+            entry("two", &["a"]).terminal(),
+        ]);
+        assert_eq!(
+            t.errors(),
+            [ToolTableError::TwoTerminalTools("one".into(), "two".into())]
+        );
+    }
+
+    #[test]
+    fn the_finished_latch_is_on_unless_the_table_lets_calls_go_on() {
+        let t = ToolTable::new(vec![entry("a", &[])]);
+        assert!(!t.calls_after_finished());
+        assert!(t.with_calls_after_finished().calls_after_finished());
+    }
+}

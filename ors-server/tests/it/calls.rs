@@ -41,7 +41,8 @@ async fn a_call_streams_task_id_then_end() {
     )
     .unwrap();
     assert_eq!(serde_json::from_str::<Value>(data).unwrap(), example);
-    // The server returns SSE whatever the Accept header says.
+    // The server returns SSE whatever the Accept header says (a new episode: that one finished).
+    let sid = episode(addr, task(2)).await;
     let r = post_s(
         addr,
         &sid,

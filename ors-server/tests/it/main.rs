@@ -7,6 +7,7 @@ mod defences;
 mod discovery;
 mod lifecycle;
 mod ops;
+mod openreward;
 mod output;
 mod sessions;
 mod signal;

@@ -142,11 +142,11 @@ async fn create_validates_its_body() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_ignores_fields_it_does_not_know() {
-    // PROTOCOL_NOTES row `unknown-fields-ignored`: the openreward client sends toolset_name.
+    // PROTOCOL_NOTES row `unknown-fields-ignored`: newer clients send fields we do not know.
     let server = start().await;
     let addr = server.local_addr();
     let sid = new_sid(addr).await;
-    let body = json!({"task_spec": task(2), "toolset_name": "default", "x-trace": [1]});
+    let body = json!({"task_spec": task(2), "x-extension": {"a": 1}, "x-trace": [1]});
     assert_eq!(create_with(addr, &sid, &[], &body).await.status, 200);
     assert_eq!(
         text_of(&call(addr, &sid, "submit", json!({"text": "4", "note": "extra"})).await),
@@ -606,14 +606,15 @@ async fn a_deleted_id_can_be_created_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_episode_is_not_torn_down_automatically() {
-    // PROTOCOL_NOTES row `finished-no-teardown`: `finished: true` changes nothing on the server; the client deletes.
+    // PROTOCOL_NOTES row `finished-no-teardown`: `finished: true` tears nothing down (later
+    // calls are refused, row `finished-latch`, but the prompt is served); the client deletes.
     let server = start().await;
     let addr = server.local_addr();
     let sid = episode(addr, tagged(3, "finished-stays")).await;
     let v = result_of(&call(addr, &sid, "submit", json!({"text": "6"})).await);
     assert_eq!(v["output"]["finished"], true);
     assert_eq!(count("finished-stays:teardown"), 0);
-    assert_eq!(text_of(&call(addr, &sid, "counter", json!({})).await), "1");
+    assert_eq!(get_s(addr, &sid, "/lab/prompt").await.status, 200);
     assert_eq!(post_s(addr, &sid, "/delete", "").await.status, 200);
     assert_eq!(count("finished-stays:teardown"), 1);
     server.shutdown().await;

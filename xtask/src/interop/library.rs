@@ -19,6 +19,8 @@
 //! hint is listed, and secrets are read only from the header: the body form is a 422.
 //! [`SecretsMode::Auto`], the default, works against all three servers.
 
+mod extensions;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -205,6 +207,7 @@ pub fn run(url: &str, expect: Expect) -> Result<(usize, usize), String> {
         sessions(&mut r, &client, expect).await;
         calls(&mut r, &client).await;
         secrets(&mut r, url, expect).await;
+        extensions::run(&mut r, &client, expect).await;
         rollouts(&mut r, &client).await;
         println!("{} passed, {} failed", r.passed, r.failed);
         Ok((r.passed, r.failed))
