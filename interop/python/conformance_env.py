@@ -14,40 +14,11 @@ Prints `ors-reference listening on http://HOST:PORT` on stdout once the port acc
 import asyncio
 from typing import Optional
 
-from pydantic import BaseModel
-
 from ors import Environment, ImageBlock, Server, Split, TextBlock, ToolOutput, tool
 from ors.types import RunToolError, RunToolOutput
 
-from fixture_common import PNG, SPLITS, make_task, serve
-
-class ToolFailure(Exception):
-    """Raised by a tool to produce an `ok: false` result instead of an SSE `error` event."""
-
-
-class EchoInput(BaseModel):
-    text: str
-
-
-class SubmitInput(BaseModel):
-    answer: str
-
-
-class BigInput(BaseModel):
-    bytes: int
-
-
-class FailInput(BaseModel):
-    message: str
-
-
-class SleepInput(BaseModel):
-    ms: int
-
-
-class SecretInput(BaseModel):
-    name: str
-
+from fixture_common import (PNG, SPLITS, BigInput, EchoInput, FailInput, SecretInput, SleepInput,
+                            SubmitInput, ToolFailure, make_task, serve)
 
 class Conformance(Environment):
     """The conformance fixture."""

@@ -1,6 +1,7 @@
 """What the two Python fixtures (conformance_env.py with ors-sdk, openreward_conformance_env.py
-with openreward) share and neither SDK provides: the fixture's tasks and image, and serving on
-a free port with the `listening on http://HOST:PORT` line `cargo xtask` waits for."""
+with openreward) share and neither SDK provides: the fixture's tasks, image and tool inputs
+(pydantic, which both SDKs use), and serving on a free port with the `listening on
+http://HOST:PORT` line `cargo xtask` waits for."""
 
 import argparse
 import base64
@@ -11,6 +12,8 @@ import threading
 import time
 import zlib
 from typing import Callable
+
+from pydantic import BaseModel
 
 SPLITS = {"train": (0, 25), "test": (100, 5), "hard": (200, 3)}
 
@@ -33,6 +36,34 @@ def tiny_png() -> str:
 
 
 PNG = tiny_png()
+
+
+class ToolFailure(Exception):
+    """Raised by a fixture tool for an `ok: false` result instead of an SSE `error` event."""
+
+
+class EchoInput(BaseModel):
+    text: str
+
+
+class SubmitInput(BaseModel):
+    answer: str
+
+
+class BigInput(BaseModel):
+    bytes: int
+
+
+class FailInput(BaseModel):
+    message: str
+
+
+class SleepInput(BaseModel):
+    ms: int
+
+
+class SecretInput(BaseModel):
+    name: str
 
 
 def free_port(host: str) -> int:

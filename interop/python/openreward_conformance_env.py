@@ -17,37 +17,8 @@ from typing import Optional
 from openreward.environments import (Environment, ImageBlock, ListToolsOutput, RunToolError,
                                      RunToolOutput, Server, Split, TextBlock, ToolOutput,
                                      ToolSpec, tool)
-from pydantic import BaseModel
-
-from fixture_common import PNG, SPLITS, make_task, serve
-
-
-class ToolFailure(Exception):
-    """Raised by a tool for an `ok: false` result instead of an SSE `error` event."""
-
-
-class EchoInput(BaseModel):
-    text: str
-
-
-class SubmitInput(BaseModel):
-    answer: str
-
-
-class BigInput(BaseModel):
-    bytes: int
-
-
-class FailInput(BaseModel):
-    message: str
-
-
-class SleepInput(BaseModel):
-    ms: int
-
-
-class SecretInput(BaseModel):
-    name: str
+from fixture_common import (PNG, SPLITS, BigInput, EchoInput, FailInput, SecretInput, SleepInput,
+                            SubmitInput, ToolFailure, make_task, serve)
 
 
 class Conformance(Environment):
