@@ -59,9 +59,9 @@ pub fn normalize(raw: &str) -> Option<String> {
 pub fn last_number(text: &str) -> Option<&str> {
     let is_part = |c: char| c.is_ascii_digit() || matches!(c, ',' | '.' | '$' | '-' | '+');
     let end = text.rfind(|c: char| c.is_ascii_digit())? + 1;
-    let start = text[..end]
-        .rfind(|c: char| !is_part(c))
-        .map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+    let start = text[..end].rfind(|c: char| !is_part(c)).map_or(0, |i| {
+        i + text[i..].chars().next().map_or(1, char::len_utf8)
+    });
     Some(text[start..end].trim_start_matches([',', '.']))
 }
 
@@ -83,7 +83,10 @@ mod tests {
         assert_eq!(last_number("It is -4.5 degrees"), Some("-4.5"));
         assert_eq!(last_number("café 7"), Some("7"));
         assert_eq!(last_number("no numbers"), None);
-        assert!(is_correct(last_number("The total is 1,234.").unwrap_or(""), "1234"));
+        assert!(is_correct(
+            last_number("The total is 1,234.").unwrap_or(""),
+            "1234"
+        ));
     }
 
     #[test]

@@ -538,17 +538,26 @@ mod tests {
 
     #[test]
     fn the_terminal_tool_is_named_with_its_field_and_not_listed() {
-        let table = ToolTable::new(vec![entry("a", &["x"]), entry("end", &["message"]).terminal()]);
+        let table = ToolTable::new(vec![
+            entry("a", &["x"]),
+            entry("end", &["message"]).terminal(),
+        ]);
         assert!(table.errors().is_empty());
         let term = table.terminal_tool().expect("a terminal tool");
-        assert_eq!((term.name.as_str(), term.arg.as_deref()), ("end", Some("message")));
+        assert_eq!(
+            (term.name.as_str(), term.arg.as_deref()),
+            ("end", Some("message"))
+        );
         let listed: Vec<&str> = table.all_specs().map(|s| s.name.as_str()).collect();
         assert_eq!(listed, ["a"]);
         assert_eq!(table.shared_specs().len(), 1);
         assert!(table.get("end").is_some(), "still callable");
         // `reasoning` added to every tool is not the answer's field.
         let t = ToolTable::with_reasoning(vec![entry("end", &["message"]).terminal()]);
-        assert_eq!(t.terminal_tool().and_then(|s| s.arg.as_deref()), Some("message"));
+        assert_eq!(
+            t.terminal_tool().and_then(|s| s.arg.as_deref()),
+            Some("message")
+        );
         // No input: the answer is dropped and the tool grades from state.
         let t = ToolTable::new(vec![entry("end", &[]).terminal()]);
         assert_eq!(t.terminal_tool().map(|s| s.arg.is_none()), Some(true));
