@@ -543,14 +543,20 @@ impl Run<'_> {
                     ep.stop_reason = StopReason::Cancelled;
                     return Ok(());
                 };
+                // The server's finished latch (PROTOCOL_NOTES row `finished-latch`): no later
+                // call would run, so the episode is over.
+                let mut latched = false;
                 let outcome = match result {
                     Ok(out) => Outcome::Output(out),
-                    Err(Error::ToolError { message }) => Outcome::ToolError(message),
+                    Err(Error::ToolError { message, reason }) => {
+                        latched = reason == Some(ors_core::ToolErrorReason::EpisodeFinished);
+                        Outcome::ToolError(message)
+                    }
                     Err(Error::ToolCrashed { message }) => Outcome::Crashed(message),
                     Err(e) => return Err(e),
                 };
                 ep.total_reward += outcome.reward();
-                let finished = outcome.finished();
+                let finished = outcome.finished() || latched;
                 ep.tool_calls.push(Turn {
                     step: ep.steps,
                     id: call.id,
