@@ -50,7 +50,7 @@ fn episode_args(url: &str) -> Vec<String> {
 
 fn error_of(out: &RunToolOutput) -> String {
     match out {
-        RunToolOutput::Error(m) => m.clone(),
+        RunToolOutput::Error(m) => m.error.clone(),
         RunToolOutput::Success(o) => panic!("expected ok: false, got {o:?}"),
     }
 }

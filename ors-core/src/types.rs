@@ -512,7 +512,7 @@ impl RunToolOutput {
     pub fn into_result(self) -> Result<ToolOutput, String> {
         match self {
             RunToolOutput::Success(o) => Ok(o),
-            RunToolOutput::Error(e) => Err(e),
+            RunToolOutput::Error(e) => Err(e.error),
         }
     }
 

@@ -125,7 +125,7 @@ fn ctx() -> ToolContext {
 /// The message of an `ok: false` result.
 fn error_of(out: &RunToolOutput) -> String {
     match out {
-        RunToolOutput::Error(m) => m.clone(),
+        RunToolOutput::Error(m) => m.error.clone(),
         RunToolOutput::Success(o) => panic!("expected ok: false, got {o:?}"),
     }
 }

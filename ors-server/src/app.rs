@@ -299,7 +299,10 @@ impl App {
         // Probes cannot carry a secret: liveness and readiness stay open (`/ready` tells
         // only the session count and the limit); `/version` is open like `/health`
         // (PROTOCOL_NOTES row `version-route`).
-        if !matches!(endpoint, Endpoint::Health | Endpoint::Ready | Endpoint::Version) {
+        if !matches!(
+            endpoint,
+            Endpoint::Health | Endpoint::Ready | Endpoint::Version
+        ) {
             self.authorize(&parts)?;
         }
         if let Some(env) = env {

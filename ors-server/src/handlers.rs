@@ -10,9 +10,8 @@ use http::request::Parts;
 use hyper::body::Incoming;
 use ors_core::sse;
 use ors_core::types::{
-    CreateSession, GetTask, GetTaskRange, ListTasks, ListToolsOutput, Message, NumTasks,
-    NumTasksResponse, SessionId, TaskRangeResponse, TaskResponse, TaskSource, ToolCall,
-    VersionInfo,
+    CreateSession, GetTask, GetTaskRange, ListTasks, Message, NumTasks, NumTasksResponse,
+    SessionId, TaskRangeResponse, TaskResponse, TaskSource, VersionInfo,
 };
 
 use crate::app::{listing, App, HostedEnv};

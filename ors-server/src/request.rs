@@ -11,8 +11,6 @@ use ors_core::types::Secrets;
 use ors_runtime::env::CallInput;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
-use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 

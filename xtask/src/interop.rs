@@ -43,8 +43,9 @@ pub fn expected_failures(peer: Peer) -> PathBuf {
 
 /// Run every interop check; the first failing step ends the run with its error.
 pub fn run_all() -> Result<(), String> {
-    // Both venvs before any step, so a missing package fails at once.
-    Peer::OrsSdk.python()?;
+    // Both venvs before any step, so a missing package fails at once; the reference venv also
+    // holds the Python MCP SDK.
+    let python = Peer::OrsSdk.python()?;
     Peer::OpenReward.python()?;
     let bins = build_examples()?;
     step("python client vs our servers", || {
@@ -73,7 +74,7 @@ pub fn run_all() -> Result<(), String> {
         conformance_against_ours(&bins)
     })?;
     step("python MCP client vs ors mcp (stdio, http)", || {
-        mcp::python_mcp_client_against_ors_mcp(&python)
+        mcp::python_mcp_client_against_ors_mcp()
     })?;
     step(
         "mcp_env wrapping a python MCP server and webhooks: reference client, ors check",

@@ -136,8 +136,8 @@ pub fn mcp_result(out: &RunToolOutput, sid: &str) -> CallToolResult {
             CallToolResult::success(mcp_content(&o.blocks)),
             outcome(Some(o)),
         ),
-        RunToolOutput::Error(message) => (
-            CallToolResult::error(vec![ContentBlock::text(message.clone())]),
+        RunToolOutput::Error(err) => (
+            CallToolResult::error(vec![ContentBlock::text(err.error.clone())]),
             outcome(None),
         ),
     };

@@ -469,14 +469,12 @@ pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
 /// The input as a value (`{}` when there is none), or the `ok: false` answer naming what is
 /// wrong with its text.
 pub(crate) fn as_value(tool: &str, input: CallInput) -> Result<Value, RunToolOutput> {
-    input
-        .into_value()
-        .map_err(|e| {
-            RunToolOutput::refused(
-                ToolErrorReason::InputValidation,
-                format!("invalid input for tool '{tool}': {e}"),
-            )
-        })
+    input.into_value().map_err(|e| {
+        RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
+            format!("invalid input for tool '{tool}': {e}"),
+        )
+    })
 }
 
 /// Take the `reasoning` string out of an input into the context.

@@ -266,7 +266,7 @@ pub fn from_mcp(result: CallToolResult) -> RunToolOutput {
         } else {
             text.join("\n")
         };
-        return RunToolOutput::Error(message);
+        return RunToolOutput::error(message);
     }
     let mut metadata = None;
     if let Some(value) = result.structured_content {

@@ -61,7 +61,7 @@ pub mod webhook;
 
 use std::collections::HashSet;
 
-use ors_core::types::{RunToolOutput, ToolSpec};
+use ors_core::types::{RunToolOutput, ToolErrorReason, ToolSpec};
 
 use crate::env::{DynamicTool, DynamicTools, Environment, ToolEntry, ToolTable, ToolTableError};
 use webhook::WebhookTool;
@@ -236,7 +236,9 @@ impl ExternalTools {
                         Some(call) => call,
                         None => {
                             let msg = format!("the tool '{name}' is not open in this episode");
-                            Box::pin(async move { RunToolOutput::Error(msg) })
+                            Box::pin(async move {
+                                RunToolOutput::refused(ToolErrorReason::NotFound, msg)
+                            })
                         }
                     }
                 })

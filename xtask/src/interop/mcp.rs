@@ -14,7 +14,7 @@ use super::rust_client::Ors;
 use super::{build_examples, interop_dir, our_server, python_script, START_TIMEOUT};
 use crate::conformance;
 use crate::procs::{cargo_build, ServerProcess};
-use crate::python::workspace_root;
+use crate::python::{workspace_root, Peer};
 
 /// The webhook endpoint's secret (a throwaway; the endpoint refuses calls without it).
 const HOOK_SECRET: &str = "interop-hook-secret";
@@ -34,12 +34,12 @@ fn build() -> Result<(PathBuf, PathBuf), String> {
 }
 
 /// The step: the Python MCP client against `ors mcp`, over stdio and HTTP.
-pub fn python_mcp_client_against_ors_mcp(python: &Path) -> Result<(), String> {
+pub fn python_mcp_client_against_ors_mcp() -> Result<(), String> {
     let (bins, ors) = build()?;
     let ors = path_str(&ors)?;
     let fixture = our_server(&bins, "conformance", &[])?;
     python_script(
-        python,
+        Peer::OrsSdk,
         "mcp_client_ors.py",
         &["stdio", ors, &fixture.url],
         &[],
@@ -54,7 +54,7 @@ pub fn python_mcp_client_against_ors_mcp(python: &Path) -> Result<(), String> {
     cmd.stderr(conformance::log_file("ors-mcp-http")?);
     let mcp = ServerProcess::start(cmd, START_TIMEOUT)?;
     python_script(
-        python,
+        Peer::OrsSdk,
         "mcp_client_ors.py",
         &["http", &mcp.url, &fixture.url],
         &[],
@@ -91,7 +91,7 @@ pub fn mcp_env_with_python_servers(python: &Path) -> Result<(), String> {
     args.extend(common);
     let env = mcp_env(&bins, &args, "mcp-env-stdio")?;
     python_script(
-        python,
+        Peer::OrsSdk,
         "client_mcp_env.py",
         &[&env.url, "--per-episode"],
         &[],
@@ -106,7 +106,7 @@ pub fn mcp_env_with_python_servers(python: &Path) -> Result<(), String> {
     args.extend(common);
     let env = mcp_env(&bins, &args, "mcp-env-http")?;
     python_script(
-        python,
+        Peer::OrsSdk,
         "client_mcp_env.py",
         &[&env.url, "--prefix", "py_"],
         &[],
