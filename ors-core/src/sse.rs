@@ -20,12 +20,11 @@ pub use crate::protocol::{
     CHUNK_SIZE, EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_PROGRESS, EVENT_TASK_ID,
 };
 
+mod call_stream;
 mod decode;
 
-pub use decode::{
-    CallEvent, CallStreamDecoder, CallStreamError, DecodeLimits, SseDecoder, SseError, SseEvent,
-    DEFAULT_MAX_RESULT_BYTES, NON_FINITE_NOTE,
-};
+pub use call_stream::{CallEvent, CallStreamDecoder, CallStreamError, NON_FINITE_NOTE};
+pub use decode::{DecodeLimits, SseDecoder, SseError, SseEvent, DEFAULT_MAX_RESULT_BYTES};
 
 /// The bytes of a keep-alive comment.
 pub const KEEPALIVE: &[u8] = b": ping\n\n";

@@ -1,20 +1,16 @@
-//! Decoding: the incremental `text/event-stream` decoder and the call-stream decoder built on
-//! it. Both are bounded by [`DecodeLimits`]: a stream from a broken or hostile peer (a line that
-//! never ends, `chunk`s that never reach their `end`) fails with an error naming the bound
-//! instead of growing the decoder without end.
+//! Decoding: the incremental `text/event-stream` decoder (the call-stream decoder built on it is
+//! in `call_stream.rs`). Both are bounded by [`DecodeLimits`]: a stream from a broken or hostile
+//! peer (a line that never ends, `chunk`s that never reach their `end`) fails with an error
+//! naming the bound instead of growing the decoder without end.
 
 use memchr::memchr2;
-use serde_json::Value;
-
-use super::{EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_PROGRESS, EVENT_TASK_ID};
-use crate::types::RunToolOutput;
 
 /// The default bound on one call's result (its `chunk`s and `end` reassembled), and so on one
 /// line and one event of any stream: 256 MiB.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 256 * 1024 * 1024;
 
 /// What a line may add to its data for the field name (`data: `) and still fit.
-const FIELD_ROOM: usize = 64;
+pub(super) const FIELD_ROOM: usize = 64;
 
 /// How many bytes a decoder may hold. Past a bound decoding stops with an error: the stream is
 /// broken (or hostile) and waiting for more of it cannot help.
@@ -105,7 +101,7 @@ pub struct SseDecoder {
     bad_utf8: bool,
     saw_bytes: bool,
     bom_matched: usize,
-    limits: DecodeLimits,
+    pub(super) limits: DecodeLimits,
     failed: Option<SseError>,
     lines: u64,
     high_water: usize,
@@ -220,7 +216,7 @@ impl SseDecoder {
     }
 
     /// The peak since the last call, for a decoder built on this one.
-    fn take_push_peak(&mut self) -> usize {
+    pub(super) fn take_push_peak(&mut self) -> usize {
         std::mem::take(&mut self.push_peak)
     }
 
@@ -462,327 +458,6 @@ impl SseDecoder {
     }
 }
 
-/// What a tool-call stream says, once reassembled.
-#[derive(Debug, Clone, PartialEq)]
-pub enum CallEvent {
-    /// The call id (first event); reconnect with it if the connection drops.
-    TaskId(String),
-    /// A progress report from the running tool.
-    Progress(Value),
-    /// The final result (`end`, after any `chunk`s).
-    Result(RunToolOutput),
-    /// The tool crashed or the task id was unknown; no result follows.
-    Error(String),
-}
-
-/// Why a call stream could not be understood.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CallStreamError {
-    /// The reassembled `end` data was not a valid result. A non-finite number (`NaN`,
-    /// `Infinity`, or one too large for an `f64`) is named, with [`NON_FINITE_NOTE`].
-    #[error("the result is not valid ORS JSON: {0}")]
-    BadResult(String),
-    /// A `progress` event did not carry JSON.
-    #[error("a progress event is not JSON: {0}")]
-    BadProgress(String),
-    /// The stream is not valid `text/event-stream` or hit a line or event bound.
-    #[error("{0}")]
-    Sse(SseError),
-    /// The `chunk`s (and `end`) of the result add up to more than
-    /// [`DecodeLimits::max_result_bytes`].
-    #[error("the result is larger than {limit} bytes")]
-    ResultTooLarge {
-        /// The bound that was hit.
-        limit: usize,
-    },
-    /// A piece of the result arrived before the `task_id` event that must open the stream.
-    #[error("a `{event}` event arrived before the task_id event that must open a call stream")]
-    NoTaskId {
-        /// The event that came first.
-        event: String,
-    },
-    /// The `task_id` event carried no id.
-    #[error("the task_id event is empty")]
-    EmptyTaskId,
-    /// An event arrived after the call's `end` (or `error`), which is its last event.
-    #[error("a `{event}` event arrived after the call's last event")]
-    AfterEnd {
-        /// The extra event.
-        event: String,
-    },
-}
-
-impl CallStreamError {
-    /// Whether this is a size bound being hit (the stream is too large, not malformed).
-    pub fn is_limit(&self) -> bool {
-        match self {
-            CallStreamError::ResultTooLarge { .. } => true,
-            CallStreamError::Sse(e) => e.is_limit(),
-            _ => false,
-        }
-    }
-
-    /// Whether decoding can go on after this error (a malformed progress report costs the
-    /// call nothing; everything else ends it).
-    pub fn is_fatal(&self) -> bool {
-        !matches!(self, CallStreamError::BadProgress(_))
-    }
-}
-
-/// Decodes a `POST /{env}/call` stream into [`CallEvent`]s, joining `chunk`s with their `end`.
-/// Unknown events and comments are ignored, so new event kinds stay compatible. The stream's
-/// order is checked: `task_id` first (an `error` may come alone), nothing after `end` or
-/// `error`. Everything it holds (unfinished line, event and result together) stays within
-/// [`DecodeLimits::max_result_bytes`].
-#[derive(Debug, Default)]
-pub struct CallStreamDecoder {
-    sse: SseDecoder,
-    pending: String,
-    limits: DecodeLimits,
-    saw_task_id: bool,
-    finished: bool,
-    high_water: usize,
-    failed: Option<CallStreamError>,
-}
-
-impl CallStreamDecoder {
-    /// A decoder at the start of a stream, with the [`DecodeLimits::DEFAULT`] bounds.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// A decoder with the given bounds.
-    pub fn with_limits(limits: DecodeLimits) -> Self {
-        Self {
-            sse: SseDecoder::with_limits(limits),
-            limits,
-            ..Self::default()
-        }
-    }
-
-    /// The bounds this decoder enforces.
-    pub fn limits(&self) -> DecodeLimits {
-        self.limits
-    }
-
-    /// Feed bytes; returns the call events they complete. After a fatal error (see
-    /// [`CallStreamError::is_fatal`]) nothing more is decoded and every push repeats it.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<Result<CallEvent, CallStreamError>> {
-        if let Some(e) = &self.failed {
-            return vec![Err(e.clone())];
-        }
-        // The SSE layer may hold only what the result leaves of its budget, so the unfinished
-        // line, event and result together stay within it.
-        let room = self
-            .limits
-            .max_result_bytes
-            .saturating_sub(self.pending.len());
-        let event_room = room.min(self.limits.max_event_bytes);
-        self.sse.limits = DecodeLimits {
-            max_line_bytes: event_room
-                .saturating_add(FIELD_ROOM)
-                .min(self.limits.max_line_bytes),
-            max_event_bytes: event_room,
-            max_result_bytes: self.limits.max_result_bytes,
-        };
-        let mut events = Vec::new();
-        let decoded = self.sse.try_push_with(bytes, |e| events.push(e));
-        let peak = self.pending.len() + self.sse.take_push_peak();
-        self.note(peak);
-
-        let mut out = Vec::with_capacity(events.len());
-        for e in events {
-            match self.on_event(e) {
-                Some(Err(e)) if e.is_fatal() => {
-                    out.push(Err(e.clone()));
-                    self.fail(e);
-                    return out;
-                }
-                Some(r) => out.push(r),
-                None => {}
-            }
-        }
-        if let Err(e) = decoded {
-            let by_result = event_room < self.limits.max_event_bytes;
-            let e = if e.is_limit() && by_result {
-                CallStreamError::ResultTooLarge {
-                    limit: self.limits.max_result_bytes,
-                }
-            } else {
-                CallStreamError::Sse(e)
-            };
-            out.push(Err(e.clone()));
-            self.fail(e);
-        }
-        out
-    }
-
-    /// Whether any byte has been fed.
-    pub fn saw_bytes(&self) -> bool {
-        self.sse.saw_bytes()
-    }
-
-    /// Complete lines decoded so far (see [`SseDecoder::lines`]).
-    pub fn lines(&self) -> u64 {
-        self.sse.lines()
-    }
-
-    /// Bytes of `chunk`s received for a result whose `end` has not arrived.
-    pub fn pending_result_bytes(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// Whether the stream's last event (`end` or `error`) has arrived.
-    pub fn finished(&self) -> bool {
-        self.finished
-    }
-
-    /// The most bytes this decoder has held at once: unfinished line, event and result (the
-    /// events one push hands back are the caller's).
-    pub fn high_water(&self) -> usize {
-        self.high_water
-    }
-
-    fn note(&mut self, held: usize) {
-        self.high_water = self.high_water.max(held);
-    }
-
-    fn fail(&mut self, e: CallStreamError) {
-        self.pending = String::new();
-        self.failed = Some(e);
-    }
-
-    fn on_event(&mut self, e: SseEvent) -> Option<Result<CallEvent, CallStreamError>> {
-        if self.finished {
-            return Some(Err(CallStreamError::AfterEnd { event: e.event }));
-        }
-        match e.event.as_str() {
-            EVENT_TASK_ID => {
-                if e.data.trim().is_empty() {
-                    return Some(Err(CallStreamError::EmptyTaskId));
-                }
-                self.saw_task_id = true;
-                Some(Ok(CallEvent::TaskId(e.data)))
-            }
-            EVENT_CHUNK | EVENT_END if !self.saw_task_id => {
-                Some(Err(CallStreamError::NoTaskId { event: e.event }))
-            }
-            EVENT_CHUNK => {
-                if self.pending.len() + e.data.len() > self.limits.max_result_bytes {
-                    return Some(Err(CallStreamError::ResultTooLarge {
-                        limit: self.limits.max_result_bytes,
-                    }));
-                }
-                self.pending.push_str(&e.data);
-                self.note(self.pending.len());
-                None
-            }
-            EVENT_END => {
-                self.finished = true;
-                let (held, more) = (self.pending.len(), e.data.len());
-                let max = self.limits.max_result_bytes;
-                if held.saturating_add(more) > max {
-                    return Some(Err(CallStreamError::ResultTooLarge { limit: max }));
-                }
-                let pending = std::mem::take(&mut self.pending);
-                if pending.is_empty() {
-                    self.note(more);
-                    return Some(parse_result("", &e.data));
-                }
-                // Joining copies the end data once more; when that copy would not fit beside
-                // the rest, the two pieces are parsed where they are (slower, but rare: a
-                // compliant `end` is at most one 4 KiB chunk).
-                let joined = held.saturating_add(more.saturating_mul(2));
-                if joined <= max.saturating_add(FIELD_ROOM) {
-                    let mut json = pending;
-                    json.push_str(&e.data);
-                    self.note(joined);
-                    Some(parse_result("", &json))
-                } else {
-                    self.note(held + more);
-                    Some(parse_result(&pending, &e.data))
-                }
-            }
-            EVENT_ERROR => {
-                self.finished = true;
-                self.pending = String::new();
-                Some(Ok(CallEvent::Error(e.data)))
-            }
-            EVENT_PROGRESS => Some(
-                serde_json::from_str(&e.data)
-                    .map(CallEvent::Progress)
-                    .map_err(|err| CallStreamError::BadProgress(err.to_string())),
-            ),
-            _ => None,
-        }
-    }
-}
-
-/// The `end` data (after the joined `chunk`s in `head`) as a result, saying whether it was not
-/// JSON at all or JSON of another shape.
-fn parse_result(head: &str, tail: &str) -> Result<CallEvent, CallStreamError> {
-    fn parse<T: serde::de::DeserializeOwned>(head: &str, tail: &str) -> serde_json::Result<T> {
-        if head.is_empty() {
-            serde_json::from_str(tail)
-        } else {
-            serde_json::from_reader(std::io::Read::chain(head.as_bytes(), tail.as_bytes()))
-        }
-    }
-    parse::<RunToolOutput>(head, tail)
-        .map(CallEvent::Result)
-        .map_err(|err| {
-            // A number too large for an f64 is valid JSON to a parser that skips it, so the
-            // non-finite case is told apart first.
-            let why = if let Some(number) = non_finite(head, tail, &err) {
-                format!("the end data holds {number} ({err}; {NON_FINITE_NOTE})")
-            } else if parse::<serde::de::IgnoredAny>(head, tail).is_ok() {
-                format!("the end data is JSON but not a RunToolOutput ({err})")
-            } else {
-                format!("the end data is not JSON ({err})")
-            };
-            let start = if head.is_empty() { tail } else { head };
-            CallStreamError::BadResult(format!("{why}; data: {}", preview(start)))
-        })
-}
-
-/// Added to a decoding error caused by a non-finite number, which JSON cannot carry (servers
-/// whose encoder writes `NaN` or `Infinity`, as Python's `json.dumps` does, send invalid JSON).
-pub const NON_FINITE_NOTE: &str =
-    "JSON has no NaN or Infinity: a non-finite number (a reward, say) cannot be sent";
-
-/// The non-finite number that made `head`+`tail` fail to parse with `err`, if one did: a
-/// `NaN` or `Infinity` literal where serde_json stopped, or a number too large for an `f64`.
-fn non_finite(head: &str, tail: &str, err: &serde_json::Error) -> Option<&'static str> {
-    if err.to_string().starts_with("number out of range") {
-        return Some("a number out of range");
-    }
-    // serde_json reports a 1-based line and a 1-based byte column; look from one byte before
-    // (the `-` of `-Infinity`) at the next few bytes.
-    let start = err.column().saturating_sub(2);
-    let (mut line, mut col) = (1usize, 0usize);
-    let mut window = Vec::with_capacity(12);
-    for b in head.bytes().chain(tail.bytes()) {
-        if line == err.line() && col >= start {
-            window.push(b);
-            if window.len() == 12 {
-                break;
-            }
-        }
-        if b == b'\n' {
-            line += 1;
-            col = 0;
-        } else {
-            col += 1;
-        }
-    }
-    let window = String::from_utf8_lossy(&window);
-    ["NaN", "Infinity"]
-        .into_iter()
-        .find(|lit| window.contains(lit))
-        .map(|lit| if lit == "NaN" { "`NaN`" } else { "`Infinity`" })
-}
-
 /// How long a field value is as text: its length when it is UTF-8; otherwise an error when
 /// `strict`, else its length with each invalid sequence replaced by U+FFFD (3 bytes), which is
 /// what the bounds count, as it is what is held.
@@ -825,7 +500,7 @@ fn data_prefix(line: &[u8]) -> Option<usize> {
 }
 
 /// At most 200 characters of `text` on one line, for error messages.
-fn preview(text: &str) -> String {
+pub(super) fn preview(text: &str) -> String {
     let one_line: String = text
         .chars()
         .take(201)
