@@ -162,7 +162,15 @@ fn trickle(server: &PathBuf, bytes: usize) -> Result<(), String> {
 }
 
 fn linger(server: &PathBuf) -> Result<(), String> {
-    let (process, target) = start(server, &[("ORS_LINGER_SECS", "5")])?;
+    // The result limit counts the JSON around a result's text, so a 64 MiB `big` result needs
+    // a limit a little above 64 MiB.
+    let (process, target) = start(
+        server,
+        &[
+            ("ORS_LINGER_SECS", "5"),
+            ("ORS_MAX_RESULT_BYTES", "100000000"),
+        ],
+    )?;
     let before = kib(process.pid, "VmRSS")?;
     reset_peak(process.pid)?;
     for i in 0..10 {
