@@ -21,7 +21,12 @@ fn log_format(value: Option<&str>) -> Result<LogFormat, String> {
     }
 }
 
-/// Install a `tracing` subscriber writing to stderr, filtered by `RUST_LOG` (default `info`).
+/// The filter when `RUST_LOG` is unset: `info`, but the MCP SDK (rmcp, used by `McpToolset`)
+/// only from `warn`, as it logs every MCP session it starts at `info` (one per episode).
+const DEFAULT_FILTER: &str = "info,rmcp=warn";
+
+/// Install a `tracing` subscriber writing to stderr, filtered by `RUST_LOG` (default `info`,
+/// rmcp from `warn`).
 /// `ORS_LOG_FORMAT=json` writes one JSON object per line (`timestamp`, `level`, `fields`
 /// with the message, `target`, and the request's `span` with its session, env and tool);
 /// otherwise lines are text, in colour only when stderr is a terminal.
@@ -31,7 +36,7 @@ fn log_format(value: Option<&str>) -> Result<LogFormat, String> {
 /// twice is harmless.
 pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_FILTER));
     let requested = std::env::var("ORS_LOG_FORMAT").ok();
     let format = log_format(requested.as_deref());
     let builder = tracing_subscriber::fmt()
