@@ -9,7 +9,7 @@ use ors_examples::scripted_model::{sum_question, Reply, RunningModel, ScriptedMo
 use ors_server::{Server, ServerConfig};
 use serde_json::{json, Value};
 
-use super::{client, ok, ors, server, server_with, stderr, stdout};
+use super::support::{client, ok, ors, server, server_with, stderr, stdout};
 
 /// A fresh path for an --out file.
 fn out_file(name: &str) -> PathBuf {
