@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use tokio::sync::{Barrier, Semaphore};
 
 use crate::client::{single_text, text_of, Conn, FailKind, Failure, Target};
-use crate::stats::{Errors, Recorder};
+use crate::stats::{cpu_secs, Errors, Recorder};
 
 /// How many sessions each thread sets up at once: a burst of thousands of connects would
 /// overflow the server's accept queue and cost SYN retries of a second each.
@@ -221,16 +221,6 @@ fn unix_ms(t: SystemTime) -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// This process's CPU time (user + system), seconds.
-fn own_cpu_secs() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / 100.0)
-}
-
 /// Run the workload; the report's `window_start_unix_ms` / `window_end_unix_ms` let the
 /// caller read the server's CPU and memory over the same window.
 pub fn run(o: Opts) -> Value {
@@ -243,7 +233,7 @@ pub fn run(o: Opts) -> Value {
         barrier: Arc::new(Barrier::new(o.sessions)),
         started: Arc::new(OnceLock::new()),
     };
-    let cpu0 = own_cpu_secs();
+    let cpu0 = cpu_secs("self");
     let handles: Vec<_> = (0..threads)
         .map(|k| {
             let first = k * per;
@@ -260,7 +250,7 @@ pub fn run(o: Opts) -> Value {
             Err(_) => tally.errors.add_other("a load thread panicked"),
         }
     }
-    let client_cpu = match (cpu0, own_cpu_secs()) {
+    let client_cpu = match (cpu0, cpu_secs("self")) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };

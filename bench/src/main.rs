@@ -93,7 +93,7 @@ struct LoadArgs {
     /// Connections creating and deleting idle sessions.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
-    /// The server's process id (for its memory).
+    /// The server's process id: `idle` reads its memory, `calls` its CPU time over the window.
     #[arg(long)]
     pid: Option<u32>,
     /// Client threads; 1 (the default) keeps the client off the server's second core.

@@ -119,6 +119,20 @@ impl Errors {
     }
 }
 
+/// CPU time (user + system) of a process, in seconds, from `/proc/{which}/stat` (`which` is a
+/// process id or `self`). Clock ticks are taken to be 100 per second, as on every mainstream
+/// Linux.
+pub fn cpu_secs(which: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{which}/stat")).ok()?;
+    // The command name may contain spaces; the fields after it start past the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) ... utime(11) stime(12).
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use crate::client::{single_text, text_of, Conn, FailKind, Failure, Outcome, Target};
-use crate::stats::{Errors, Recorder};
+use crate::stats::{cpu_secs, Errors, Recorder};
 
 /// The text every `echo` call sends (the bare server's canned answer carries the same).
 pub const ECHO_TEXT: &str = "the quick brown fox jumps over the lazy dog";
@@ -177,6 +177,7 @@ pub async fn calls(o: &LoadOpts) -> Value {
     let sessions = open_sessions(&o.target, o.sessions, &mut errors).await;
     let body = Bytes::from(json!({"name": "echo", "input": {"text": ECHO_TEXT}}).to_string());
     let win = Window::new(o.warmup, o.duration);
+    let server_cpu = o.pid.map(|pid| tokio::spawn(server_cpu_over(pid, win)));
     let handles = sessions
         .into_iter()
         .map(|(mut conn, sid)| {
@@ -211,8 +212,30 @@ pub async fn calls(o: &LoadOpts) -> Value {
         errors.merge(e);
         sessions.push(s);
     }
+    let calls = rec.ops();
     close_sessions(sessions, &mut errors).await;
-    report("calls", o, rec, o.duration, &errors)
+    let mut v = report("calls", o, rec, o.duration, &errors);
+    let cpu = match server_cpu {
+        Some(h) => h.await.ok().flatten(),
+        None => None,
+    };
+    if let Some(cpu) = cpu {
+        v["server_cpu_window_s"] = json!(cpu);
+        if calls > 0 {
+            v["server_cpu_us_per_call"] = json!(cpu * 1e6 / calls as f64);
+        }
+    }
+    v
+}
+
+/// The CPU time process `pid` used inside `win`, in seconds: read when the window opens and
+/// when it closes, so session set-up and tear-down are left out like they are from the rate.
+async fn server_cpu_over(pid: u32, win: Window) -> Option<f64> {
+    let which = pid.to_string();
+    tokio::time::sleep_until(win.start.into()).await;
+    let before = cpu_secs(&which)?;
+    tokio::time::sleep_until(win.end.into()).await;
+    Some(cpu_secs(&which)? - before)
 }
 
 /// One full episode on task `index`: create_session, create, prompt, a correct `submit`

@@ -8,6 +8,7 @@
 
 mod agent;
 mod concurrency;
+mod metrics;
 mod report;
 pub(crate) mod servers;
 
@@ -60,6 +61,8 @@ pub enum Only {
     Agent,
     /// 1,024 to 16,384 sessions each calling `sleep` 1 s in a loop for 30 s.
     Concurrency,
+    /// `echo` calls/s of our server with metrics off and on, in interleaved rounds.
+    Metrics,
 }
 
 impl BenchArgs {
@@ -104,6 +107,10 @@ struct Plan {
     /// Its window and the warm-up at its start left out of the latencies (seconds).
     concurrency_duration: f64,
     concurrency_warmup: f64,
+    /// Pairs of metrics-off / metrics-on rounds, and each round's window and warm-up.
+    metrics_pairs: usize,
+    metrics_round: f64,
+    metrics_warmup: f64,
 }
 
 impl Plan {
@@ -144,6 +151,9 @@ impl Plan {
             },
             concurrency_duration: args.duration.unwrap_or(if args.quick { 3.0 } else { 30.0 }),
             concurrency_warmup: if args.quick { 1.0 } else { 2.0 },
+            metrics_pairs: if args.quick { 2 } else { 6 },
+            metrics_round: args.duration.unwrap_or(if args.quick { 1.0 } else { 5.0 }),
+            metrics_warmup: if args.quick { 0.2 } else { 0.5 },
         }
     }
 
@@ -241,6 +251,8 @@ struct Measured {
     idle: Option<Value>,
     /// The concurrency workload's report at each session count.
     concurrency: BTreeMap<usize, Value>,
+    /// The metrics-off and metrics-on rounds (ours only).
+    metrics: Option<metrics::MetricsCost>,
     /// Failures outside the load generator (launch, crash, build).
     failures: Vec<String>,
 }
@@ -250,7 +262,11 @@ impl Measured {
         let in_workloads: u64 = self.workloads.values().map(error_count).sum();
         let in_idle = self.idle.as_ref().map_or(0, error_count);
         let in_concurrency: u64 = self.concurrency.values().map(error_count).sum();
-        in_workloads + in_idle + in_concurrency + self.failures.len() as u64
+        let in_metrics = self
+            .metrics
+            .as_ref()
+            .map_or(0, metrics::MetricsCost::errors);
+        in_workloads + in_idle + in_concurrency + in_metrics + self.failures.len() as u64
     }
 
     fn to_json(&self) -> Value {
@@ -262,6 +278,7 @@ impl Measured {
             "workloads": self.workloads,
             "idle": self.idle,
             "concurrency": concurrency_json(&self.concurrency),
+            "metrics_cost": self.metrics.as_ref().map(metrics::MetricsCost::to_json),
             "failures": self.failures,
             "errors": self.errors(),
         })
@@ -474,6 +491,11 @@ fn measure(
     if args.runs(Only::Agent) && kinds.contains(&Kind::Ours) && launcher.ours.is_some() {
         agent::measure(launcher, plan, &mut results);
     }
+    // Two servers of ours, alone on the machine, taking the rounds in turns.
+    if args.runs(Only::Metrics) && kinds.contains(&Kind::Ours) && launcher.ours.is_some() {
+        let m = results.entry(Kind::Ours.name()).or_default();
+        metrics::measure(launcher, plan, m);
+    }
     // A fresh server per size, after the rest: 16k connections leave a lot in TIME_WAIT.
     for &kind in kinds.iter().filter(|_| args.runs(Only::Concurrency)) {
         if kind == Kind::Ours && launcher.ours.is_none() {
@@ -605,6 +627,12 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
     );
     print!("{}", report.render(&results, &context, elapsed));
     print!("{}", concurrency::render(&results, &plan));
+    let metrics_cost = results
+        .get(Kind::Ours.name())
+        .and_then(|m| m.metrics.as_ref());
+    if let Some(cost) = metrics_cost {
+        print!("{}", metrics::render(cost));
+    }
     if let Some(path) = &args.json {
         let servers: BTreeMap<&str, Value> =
             results.iter().map(|(k, m)| (*k, m.to_json())).collect();
@@ -626,6 +654,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
             "concurrency": results
                 .get(Kind::Ours.name())
                 .map(|m| concurrency_json(&m.concurrency)),
+            "metrics_cost": metrics_cost.map(metrics::MetricsCost::to_json),
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         std::fs::write(path, text + "\n")

@@ -301,13 +301,13 @@ impl Report {
             // print alarming "NOT met" lines that mean nothing.
             let _ = writeln!(
                 out,
-                "\nTargets (issue 6): not judged in a --quick run (windows too short); \
+                "\nTargets (issues 6, 12, 13): not judged in a --quick run (windows too short); \
                  run `cargo xtask bench` for them"
             );
         } else {
             let _ = writeln!(
                 out,
-                "\nTargets (issue 6): {met} of {} met",
+                "\nTargets (issues 6, 12, 13): {met} of {} met",
                 self.targets.len()
             );
         }
@@ -458,6 +458,15 @@ fn targets(rows: &[Row], results: &BTreeMap<&str, Measured>, plan: &Plan) -> Vec
         met,
         detail,
     });
+    let (met, detail) = super::metrics::target(results.get("ours"));
+    t.push(Target {
+        name: format!(
+            "metrics on: echo calls/s at most {}% below metrics off (interleaved rounds)",
+            super::metrics::LIMIT_PCT
+        ),
+        met,
+        detail,
+    });
     t
 }
 
@@ -481,6 +490,9 @@ mod tests {
             concurrency_ref: vec![256],
             concurrency_duration: 3.0,
             concurrency_warmup: 1.0,
+            metrics_pairs: 2,
+            metrics_round: 1.0,
+            metrics_warmup: 0.2,
         }
     }
 

@@ -52,7 +52,12 @@ pub struct Launcher {
 }
 
 impl Launcher {
-    fn command(&self, kind: Kind, max_sessions: Option<usize>) -> Result<Command, String> {
+    fn command(
+        &self,
+        kind: Kind,
+        max_sessions: Option<usize>,
+        env: &[(&str, &str)],
+    ) -> Result<Command, String> {
         let mut cmd = match kind {
             Kind::Ours => {
                 let bin = self
@@ -68,12 +73,14 @@ impl Launcher {
                     "ORS_TOOL_TIMEOUT_SECS",
                     "ORS_MAX_SESSIONS",
                     "ORS_MAX_CONNECTIONS",
+                    "ORS_METRICS",
                 ] {
                     c.env_remove(var);
                 }
                 if let Some(n) = max_sessions {
                     c.env("ORS_MAX_SESSIONS", n.to_string());
                 }
+                c.envs(env.iter().copied());
                 c
             }
             Kind::Reference => {
@@ -119,7 +126,18 @@ impl Launcher {
         kind: Kind,
         max_sessions: Option<usize>,
     ) -> Result<(ServerProcess, Duration), String> {
-        let cmd = self.command(kind, max_sessions)?;
+        self.start_with(kind, max_sessions, &[])
+    }
+
+    /// [`Launcher::start`] with environment variables set for our server (such as
+    /// `ORS_METRICS`); the other servers take none.
+    pub fn start_with(
+        &self,
+        kind: Kind,
+        max_sessions: Option<usize>,
+        env: &[(&str, &str)],
+    ) -> Result<(ServerProcess, Duration), String> {
+        let cmd = self.command(kind, max_sessions, env)?;
         let t0 = Instant::now();
         let server = ServerProcess::start(cmd, READY_TIMEOUT).map_err(|e| {
             format!(
