@@ -1,8 +1,8 @@
 //! The deploy files and the nginx rendering, checked without a cluster.
 
 use super::deploy::{check_manifests, dockerfile, manifests};
+use super::episodes::replica_of;
 use super::nginx::{render, split_replicas, ORS_CONF};
-use super::replica_of;
 
 fn root() -> std::path::PathBuf {
     crate::python::workspace_root()
