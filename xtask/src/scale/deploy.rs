@@ -268,6 +268,9 @@ pub fn check_manifests(docs: &[(String, Value)], ors_conf: &str) -> Vec<String> 
                     rs.contains("ors-ready.ors.svc.cluster.local:8080"),
                     "the router does not send new sessions to ors-ready",
                 );
+                for problem in crate::scale::nginx::session_routing_problems(&router) {
+                    check(false, &format!("the router's ors.conf: {problem}"));
+                }
             }
             (Err(e), _) | (_, Err(e)) => check(false, &e),
         },

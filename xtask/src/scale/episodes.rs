@@ -23,6 +23,9 @@ pub(super) struct Outcome {
     pub(super) began: Duration,
     /// `None`: done, reward checked; else the kind of error.
     pub(super) error: Option<String>,
+    /// The client's error message, when the episode failed with one.
+    pub(super) message: Option<String>,
+    /// How long the episode took, to its end or its failure.
     pub(super) took: Duration,
 }
 
@@ -66,6 +69,7 @@ pub(super) async fn episode(env: Environment, i: usize, sleep_ms: u64, t0: Insta
         replica: None,
         began: t0.elapsed(),
         error: None,
+        message: None,
         took: Duration::ZERO,
     };
     let index = (i % 25) as i64;
@@ -104,6 +108,7 @@ pub(super) async fn episode(env: Environment, i: usize, sleep_ms: u64, t0: Insta
                     .split(['\'', '"', ' '])
                     .find_map(replica_of_id);
             }
+            out.message = Some(e.to_string());
             Some(kind(&e))
         }
         Err(_) => Some("hang".to_owned()),

@@ -37,7 +37,8 @@ fn replica_section(replicas: &[(u32, u16)]) -> String {
     let mut s = String::new();
     for (n, port) in replicas {
         s.push_str(&format!(
-            "upstream ors_{n} {{ server 127.0.0.1:{port} max_fails=0; keepalive 16; }}\n"
+            "upstream ors_{n} {{ server 127.0.0.1:{port} max_fails=0; keepalive 16; \
+             keepalive_timeout 20s; }}\n"
         ));
     }
     s.push_str("upstream ors_any {\n    least_conn;\n");
@@ -46,7 +47,7 @@ fn replica_section(replicas: &[(u32, u16)]) -> String {
             "    server 127.0.0.1:{port} max_fails=1 fail_timeout=5s;\n"
         ));
     }
-    s.push_str("    keepalive 16;\n}\n");
+    s.push_str("    keepalive 16;\n    keepalive_timeout 20s;\n}\n");
     s.push_str("map $http_x_session_id $ors_upstream {\n    default ors_any;\n");
     for (n, _) in replicas {
         s.push_str(&format!("    \"~^{n:08}-\" ors_{n};\n"));
@@ -67,6 +68,107 @@ pub fn render(conf: &str, replicas: &[(u32, u16)], listen: u16) -> Result<String
         "{before}{BEGIN}{}{END}{after}",
         replica_section(replicas)
     ))
+}
+
+/// `conf` without its comments, each run of whitespace one space (quoted strings kept whole).
+fn normalized(conf: &str) -> String {
+    let mut out = String::new();
+    let mut quote: Option<char> = None;
+    let mut comment = false;
+    for c in conf.chars() {
+        match (quote, comment, c) {
+            (_, true, '\n') => comment = false,
+            (_, true, _) => continue,
+            (None, false, '#') => {
+                comment = true;
+                continue;
+            }
+            (None, false, '\'' | '"') => quote = Some(c),
+            (Some(q), false, _) if c == q => quote = None,
+            _ => {}
+        }
+        if c.is_whitespace() && quote.is_none() {
+            if !out.ends_with(' ') {
+                out.push(' ');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The inside of the block opened by `header {` in a normalized config (braces in quoted
+/// strings skipped), or `None`.
+fn block<'a>(conf: &'a str, header: &str) -> Option<&'a str> {
+    let start = conf.find(&format!("{header} {{"))? + header.len() + 2;
+    let mut depth = 1;
+    let mut quote: Option<char> = None;
+    for (i, c) in conf[start..].char_indices() {
+        match (quote, c) {
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '{') => depth += 1,
+            (None, '}') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&conf[start..start + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// What `ors.conf` (ours or the Kubernetes router's) must do with a request that names a
+/// session; each problem as a sentence. Its replica alone may answer it: nginx must never
+/// try another upstream (the default `proxy_next_upstream error timeout` would, given one),
+/// and when the replica does not answer, the client must hear that (502), not that the
+/// session does not exist (404 `session_not_found`).
+pub fn session_routing_problems(conf: &str) -> Vec<String> {
+    let conf = normalized(conf);
+    let mut problems = Vec::new();
+    let mut check = |ok: bool, what: &str| {
+        if !ok {
+            problems.push(what.to_owned());
+        }
+    };
+    let root = block(&conf, "location /").unwrap_or_default();
+    check(
+        root.contains("error_page 418 = @session;")
+            && root.contains("if ($http_x_session_id) { return 418; }"),
+        "`location /` does not hand requests with an X-Session-ID to @session",
+    );
+    match block(&conf, "location @session") {
+        Some(session) => {
+            check(
+                session.contains("proxy_pass http://$ors_upstream;"),
+                "@session does not proxy to the session's replica ($ors_upstream)",
+            );
+            check(
+                session.matches("proxy_next_upstream").count() == 1
+                    && session.contains("proxy_next_upstream off;"),
+                "@session does not say `proxy_next_upstream off;`: a session's request could \
+                 reach another replica, or be sent twice",
+            );
+            check(
+                session.contains("error_page 502 @unreachable;"),
+                "@session does not answer its own 502 with @unreachable",
+            );
+        }
+        None => check(false, "no `location @session` block"),
+    }
+    match block(&conf, "location @unreachable") {
+        Some(down) => check(
+            down.trim_start().starts_with("return 502 ") && !down.contains("session_not_found"),
+            "@unreachable does not answer 502: a replica that does not answer is not a \
+             session that does not exist",
+        ),
+        None => check(false, "no `location @unreachable` block"),
+    }
+    problems
 }
 
 /// The nginx binary: on the PATH or in /usr/sbin, else installed from Debian.

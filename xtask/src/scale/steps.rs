@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use ors_client::{Client, Environment, TaskRef};
 use ors_conformance::http::{Request, Target};
+use ors_core::ErrorCode;
 use serde_json::json;
 
 use super::episodes::{episodes, metrics, replica_of, series, until, Outcome, Step};
@@ -187,8 +188,14 @@ pub(super) async fn scale_up(cluster: &mut Cluster, env: &Environment, plan: &Pl
     step
 }
 
-/// Step 4: one replica is killed (-9) mid-run: only its episodes fail, fast; the others
-/// complete; new episodes go to the survivors.
+/// How an episode on a killed replica may fail: nginx's 502 for a replica that does not answer
+/// (ors.conf's @unreachable: no `code`), the client giving the session up, or the stream of a
+/// call in flight broken. Not `http_404_session_not_found`: that would say the session never
+/// existed (nginx used to answer so), and not another replica's answer.
+const SERVER_GONE: [&str; 3] = ["http_502_-", "session_terminated", "transport"];
+
+/// Step 4: one replica is killed (-9) mid-run: only its episodes fail, fast, with an error
+/// saying their server is gone; the others complete; new episodes go to the survivors.
 pub(super) async fn kill_one(cluster: &mut Cluster, env: &Environment, plan: &Plan) -> Step {
     let mut step = Step::new("4. kill -9 a replica mid-run: only its episodes fail, fast");
     let (run, t0) = churn(env, plan, 500).await;
@@ -209,7 +216,25 @@ pub(super) async fn kill_one(cluster: &mut Cluster, env: &Environment, plan: &Pl
             e != "hang" && e != "timeout",
             format!("an episode on the killed replica hung ({e}, {:?})", o.took),
         );
+        // The kind alone does not tell a session the client gave up because the proxy said
+        // it does not exist; the error code in the message does.
+        let unknown = o
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains(ErrorCode::SessionNotFound.as_str()));
+        step.check(
+            SERVER_GONE.contains(&e.as_str()) && !unknown,
+            format!(
+                "an episode on the killed replica failed with {e} ({}), not as its replica \
+                 stopping to answer ({SERVER_GONE:?}, without session_not_found)",
+                o.message.as_deref().unwrap_or("-")
+            ),
+        );
     }
+    step.check(
+        step.outcomes.iter().any(|o| o.error.is_some()),
+        "no episode failed: none was on replica 1 when it was killed, so the step tried nothing",
+    );
     let late_on_dead = step
         .outcomes
         .iter()
@@ -282,6 +307,9 @@ pub(super) fn deploy_files(cluster: &Cluster, root: &Path) -> Step {
     };
     for problem in deploy::check_manifests(&docs, &cluster.template) {
         step.check(false, problem);
+    }
+    for problem in nginx::session_routing_problems(&cluster.template) {
+        step.check(false, format!("{}: {problem}", nginx::ORS_CONF));
     }
     match deploy::router_conf(&docs) {
         Ok(conf) => {

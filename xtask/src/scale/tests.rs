@@ -2,7 +2,7 @@
 
 use super::deploy::{check_manifests, dockerfile, manifests};
 use super::episodes::replica_of;
-use super::nginx::{render, split_replicas, ORS_CONF};
+use super::nginx::{render, session_routing_problems, split_replicas, ORS_CONF};
 
 fn root() -> std::path::PathBuf {
     crate::python::workspace_root()
@@ -35,6 +35,40 @@ fn the_manifest_checks_catch_a_broken_manifest() {
 }
 
 #[test]
+fn a_session_is_only_ever_answered_by_its_own_replica() {
+    let problems = session_routing_problems(&ors_conf());
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The router's copy is checked by check_manifests (the test above).
+}
+
+#[test]
+fn the_session_routing_check_catches_a_retry_a_404_or_a_bypass() {
+    let shipped = ors_conf();
+    let broken = [
+        // nginx's default: with more than one server behind it, another replica is asked.
+        (
+            "proxy_next_upstream off;",
+            "proxy_next_upstream error timeout;",
+        ),
+        // The old answer: the replica is unreachable, yet the client hears "no such session".
+        (
+            "return 502 '{\"detail\":\"the replica of session",
+            "return 404 '{\"code\":\"session_not_found\",\"detail\":\"the replica of session",
+        ),
+        // Session requests handled like discovery.
+        ("return 418;", "set $x 1;"),
+    ];
+    for (from, to) in broken {
+        assert!(shipped.contains(from), "ors.conf has no {from:?}");
+        let problems = session_routing_problems(&shipped.replacen(from, to, 1));
+        assert_eq!(problems.len(), 1, "{from:?} -> {to:?}: {problems:#?}");
+    }
+    // A comment saying the right thing does not count.
+    let commented = shipped.replacen("proxy_next_upstream off;", "# proxy_next_upstream off;", 1);
+    assert_eq!(session_routing_problems(&commented).len(), 1);
+}
+
+#[test]
 fn rendering_lists_the_replicas_and_keeps_the_rest_of_the_file() {
     let template = ors_conf();
     let conf = render(&template, &[(0, 4000), (7, 4007)], 9999).unwrap();
@@ -46,7 +80,7 @@ fn rendering_lists_the_replicas_and_keeps_the_rest_of_the_file() {
         t_after.replace("listen 8000;", "listen 127.0.0.1:9999;")
     );
     for line in [
-        "upstream ors_7 { server 127.0.0.1:4007 max_fails=0; keepalive 16; }",
+        "upstream ors_7 { server 127.0.0.1:4007 max_fails=0; keepalive 16; keepalive_timeout 20s; }",
         "    server 127.0.0.1:4000 max_fails=1 fail_timeout=5s;",
         "    \"~^00000007-\" ors_7;",
         "    \"~^[0-9]{8}-\" gone;",
