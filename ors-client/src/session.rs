@@ -286,14 +286,34 @@ impl Shared {
             })
     }
 
-    /// Turn a "this session does not exist" answer into the session's death.
+    /// Turn a "this session does not exist" answer, or a gateway's "its server does not
+    /// answer", into the session's death.
     fn absorb(&self, e: Error) -> Error {
         if session_gone(&e) {
             self.mark_dead(format!("the server answered {e}"), true);
             return self.terminated().unwrap_or(e);
         }
+        if server_unreachable(&e) {
+            self.mark_dead(format!("the server is unreachable: {e}"), false);
+            return self.terminated().unwrap_or(e);
+        }
         e
     }
+}
+
+/// Whether an error answer to a session-scoped request comes from a gateway that cannot reach
+/// the session's server: 502 or 504 without an ORS `code`. ORS servers do not answer these
+/// themselves; a proxy in front of them does (`deploy/nginx/ors.conf` answers 502 for a
+/// replica that stopped), and only the server it cannot reach holds the session.
+fn server_unreachable(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Http {
+            status: 502 | 504,
+            code: None,
+            ..
+        }
+    )
 }
 
 /// Whether an error answer to a session-scoped request means the session is gone. Decided on
@@ -323,7 +343,10 @@ async fn ping_loop(shared: Arc<Shared>, every: std::time::Duration) {
                 shared.mark_dead(format!("ping answered {e}"), true);
                 return;
             }
-            Err(e @ (Error::Transport(_) | Error::Timeout(_))) => {
+            Err(e)
+                if matches!(e, Error::Transport(_) | Error::Timeout(_))
+                    || server_unreachable(&e) =>
+            {
                 shared.mark_dead(format!("the server is unreachable: {e}"), false);
                 return;
             }

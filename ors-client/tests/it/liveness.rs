@@ -5,6 +5,7 @@ use std::time::Duration;
 use ors_client::{Client, Error};
 use serde_json::json;
 
+use crate::fake::{Fake, FakeResponse};
 use crate::support::{ok, raw_post, server_with};
 
 fn client(url: &str, ping: Option<Duration>) -> Client {
@@ -106,4 +107,49 @@ async fn a_vanished_server_ends_the_session_and_a_call_in_flight() {
         .unwrap();
     assert!(r.is_err(), "the call in flight fails: {r:?}");
     assert!(s.prompt().await.unwrap_err().is_session_terminated());
+}
+
+/// What `deploy/nginx/ors.conf` answers for a session whose replica stopped answering.
+fn replica_unreachable() -> FakeResponse {
+    FakeResponse::json(
+        502,
+        r#"{"detail":"the replica of session sid-1 does not answer (stopped or crashed): the session cannot go on"}"#,
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_that_cannot_reach_the_sessions_server_ends_the_session() {
+    let fake = Fake::episode(|_| FakeResponse::json(200, "{}"), |_| replica_unreachable()).await;
+    let env = client(&fake.url, None).environment("env");
+    let s = env.session_at("train", 0).await.unwrap();
+    let e = s.call("tool", json!({})).await.unwrap_err();
+    let Error::SessionTerminated { reason, .. } = &e else {
+        panic!("expected SessionTerminated, got {e:?}");
+    };
+    assert!(
+        reason.contains("unreachable") && reason.contains("502"),
+        "{reason}"
+    );
+    // Known dead from now on: the next request fails at once, without asking.
+    let calls = fake.count("POST /env/call");
+    assert!(s.prompt().await.unwrap_err().is_session_terminated());
+    assert_eq!(fake.count("POST /env/call"), calls);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_through_a_proxy_that_cannot_reach_the_server_ends_the_session() {
+    let fake = Fake::start(|req, _| match req.line.as_str() {
+        "POST /create_session" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        "POST /create" => FakeResponse::json(200, r#"{"sid":"sid-1"}"#),
+        "POST /ping" => replica_unreachable(),
+        _ => FakeResponse::json(200, "{}"),
+    })
+    .await;
+    let env = client(&fake.url, Some(Duration::from_millis(100))).environment("env");
+    let s = env.session_at("train", 0).await.unwrap();
+    let reason = death(&s).await;
+    assert!(
+        reason.contains("unreachable") && reason.contains("502"),
+        "{reason}"
+    );
 }
