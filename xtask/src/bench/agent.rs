@@ -58,28 +58,16 @@ pub fn measure(launcher: &Launcher, plan: &Plan, results: &mut BTreeMap<&'static
 
     eprintln!("bench: ours (client): {KEY} ...");
     let (duration, warmup) = plan.window(Kind::Ours);
-    let args: Vec<String> = [
-        "--workload",
+    let args = super::timed_args(
         "agent",
-        "--model-base",
-        &model_base,
-        "--sessions",
-        &SESSIONS.to_string(),
-        "--duration",
-        &duration.to_string(),
-        "--warmup",
-        &warmup.to_string(),
-        "--threads",
-        &plan.client_threads.to_string(),
-        "--time-limit",
-        &(warmup + duration + 120.0).to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+        SESSIONS,
+        (duration, warmup),
+        plan,
+        &["--model-base", &model_base],
+    );
     let mut cmd = Command::new(&launcher.bench);
     cmd.args(["load", "--url", &server.url]).args(&args);
-    match run_json(cmd, warmup + duration + 150.0) {
+    match run_json(cmd, warmup + duration + 180.0) {
         Ok(v) => {
             eprintln!("bench: ours (client): {KEY}: {}", super::report::brief(&v));
             results

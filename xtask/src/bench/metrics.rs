@@ -235,25 +235,14 @@ pub fn measure(launcher: &Launcher, plan: &Plan, m: &mut Measured) {
                 break 'pairs;
             }
             let load = super::load_average().and_then(|l| l.parse().ok());
-            let args: Vec<String> = [
-                "--workload",
+            let pid = server.pid.to_string();
+            let args = super::timed_args(
                 "calls",
-                "--sessions",
-                &SESSIONS.to_string(),
-                "--duration",
-                &duration.to_string(),
-                "--warmup",
-                &warmup.to_string(),
-                "--pid",
-                &server.pid.to_string(),
-                "--threads",
-                &plan.client_threads.to_string(),
-                "--time-limit",
-                &(warmup + duration + 120.0).to_string(),
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+                SESSIONS,
+                (duration, warmup),
+                plan,
+                &["--pid", &pid],
+            );
             let round = cost.rounds.len() + 1;
             match super::run_load(&launcher.bench, &server.url, false, &args) {
                 Ok(report) => {

@@ -199,6 +199,34 @@ pub(crate) fn run_load(
     run_json(cmd, limit + 30.0)
 }
 
+/// The arguments of a timed `ors-bench load` run: `workload` on `sessions` at once, measured
+/// for `duration` seconds after `warmup`, on the plan's client threads, then `extra`; its time
+/// limit leaves room for setting up and closing the sessions.
+fn timed_args(
+    workload: &str,
+    sessions: usize,
+    (duration, warmup): (f64, f64),
+    plan: &Plan,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "--workload".into(),
+        workload.into(),
+        "--sessions".into(),
+        sessions.to_string(),
+        "--duration".into(),
+        duration.to_string(),
+        "--warmup".into(),
+        warmup.to_string(),
+        "--threads".into(),
+        plan.client_threads.to_string(),
+        "--time-limit".into(),
+        (warmup + duration + 150.0).to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
 /// Run a workload process and return the JSON object of its last line; it is killed after
 /// `limit` seconds.
 fn run_json(mut cmd: Command, limit: f64) -> Result<Value, String> {
@@ -337,25 +365,14 @@ fn run_workload(
     let Some(s) = server.as_ref() else { return };
     eprintln!("bench: {name}: {key} ...");
     let cpu0 = servers::cpu_secs(s.pid);
-    let args: Vec<String> = [
-        "--workload",
+    let big = BIG_BYTES.to_string();
+    let args = timed_args(
         workload,
-        "--sessions",
-        &sessions.to_string(),
-        "--duration",
-        &duration.to_string(),
-        "--warmup",
-        &warmup.to_string(),
-        "--big-bytes",
-        &BIG_BYTES.to_string(),
-        "--threads",
-        &plan.client_threads.to_string(),
-        "--time-limit",
-        &(warmup + duration + 150.0).to_string(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+        sessions,
+        (duration, warmup),
+        plan,
+        &["--big-bytes", &big],
+    );
     match run_load(&launcher.bench, &s.url, kind == Kind::Limit, &args) {
         Ok(mut v) => {
             if let (Some(a), Some(b)) = (cpu0, servers::cpu_secs(s.pid)) {

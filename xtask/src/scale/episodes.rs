@@ -201,6 +201,12 @@ impl Step {
         }
     }
 
+    /// Fail the step if any of its episodes failed: "N {what}".
+    pub(super) fn check_no_failed_episode(&mut self, what: &str) {
+        let failed = self.outcomes.iter().filter(|o| o.error.is_some()).count();
+        self.check(failed == 0, format!("{failed} {what}"));
+    }
+
     pub(super) fn print(&self) {
         let mut per_replica: BTreeMap<String, usize> = BTreeMap::new();
         let mut errors: BTreeMap<&str, usize> = BTreeMap::new();

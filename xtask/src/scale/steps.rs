@@ -21,8 +21,7 @@ pub(super) async fn spread(cluster: &Cluster, env: &Environment, plan: &Plan) ->
     let mut step = Step::new("1. episodes through nginx, spread over the replicas");
     let before: Vec<f64> = sessions_created(cluster).await;
     step.outcomes = episodes(env, plan.episodes, plan.concurrency, 0, Arc::default()).await;
-    let errors = step.outcomes.iter().filter(|o| o.error.is_some()).count();
-    step.check(errors == 0, format!("{errors} episodes failed"));
+    step.check_no_failed_episode("episodes failed");
     let after = sessions_created(cluster).await;
     for ((r, b), a) in cluster.replicas.iter().zip(&before).zip(&after) {
         let share = (a - b) / plan.episodes as f64;
@@ -60,8 +59,7 @@ pub(super) async fn long_calls(cluster: &Cluster, env: &Environment, client: &Cl
     let mut step =
         Step::new("2. long calls stream through nginx; a reconnect by task_id finds its call");
     step.outcomes = episodes(env, 8, 8, 3000, Arc::default()).await;
-    let errors = step.outcomes.iter().filter(|o| o.error.is_some()).count();
-    step.check(errors == 0, format!("{errors} long-call episodes failed"));
+    step.check_no_failed_episode("long-call episodes failed");
 
     let session = match client
         .environment("conformance")
@@ -174,11 +172,7 @@ pub(super) async fn scale_up(cluster: &mut Cluster, env: &Environment, plan: &Pl
         step.check(false, format!("adding replica 3: {e}"));
     }
     step.outcomes = run.await.unwrap_or_default();
-    let errors = step.outcomes.iter().filter(|o| o.error.is_some()).count();
-    step.check(
-        errors == 0,
-        format!("{errors} episodes failed while scaling up"),
-    );
+    step.check_no_failed_episode("episodes failed while scaling up");
     let on_new = step
         .outcomes
         .iter()
@@ -275,11 +269,7 @@ pub(super) async fn drain_one(cluster: &mut Cluster, env: &Environment, plan: &P
         },
         None => step.check(false, "replica 2 was not running"),
     }
-    let errors = step.outcomes.iter().filter(|o| o.error.is_some()).count();
-    step.check(
-        errors == 0,
-        format!("{errors} episodes failed while draining"),
-    );
+    step.check_no_failed_episode("episodes failed while draining");
     // Sessions asked for after the signal has had time to arrive.
     let late = step
         .outcomes
