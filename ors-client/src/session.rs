@@ -505,7 +505,7 @@ impl Session {
     }
 
     /// The episode's tools listing, from `task_tools` or, without that route, `tools`.
-    async fn listing(&self) -> Result<ListToolsOutput> {
+    pub(crate) async fn listing(&self) -> Result<ListToolsOutput> {
         let http = self.shared.http();
         if !self.shared.no_task_tools.load(Ordering::Relaxed) {
             let req = Req::get(self.shared.env.path(routes::TASK_TOOLS)).sid(&self.shared.sid);

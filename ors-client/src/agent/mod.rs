@@ -5,9 +5,13 @@
 //! the model's tools (through [`ors_core::provider`]); each answer's tool calls are made on the
 //! session in order, and each result goes back as the API's tool-result message (images too).
 //! Arguments that are not a JSON object go back as an error result for the model to fix. The
-//! episode ends when a call says `finished`, when the model answers without a tool call (or,
-//! with [`OnText::Nudge`], it is told to go on), at the step limit, or when the token budget
-//! is spent. The whole exchange is kept in the trajectory ([`AgentTrace`]).
+//! episode ends when a call says `finished`, when the model answers without a tool call, at
+//! the step limit, or when the token budget is spent. An answer without a tool call goes to
+//! the environment's terminal tool when its tools listing names one (its text in the tool's
+//! one input field, as openreward's harness does; the call is the trajectory's last, its
+//! reward the episode's); without one the episode stops there (or, with [`OnText::Nudge`],
+//! the model is told to go on). The whole exchange is kept in the trajectory
+//! ([`AgentTrace`]).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -76,7 +80,8 @@ impl OnText {
 pub struct AgentOptions {
     /// A system prompt, sent before the environment's prompt.
     pub system: Option<String>,
-    /// What to do when the model answers without a tool call.
+    /// What to do when the model answers without a tool call and the environment has no
+    /// terminal tool (with one, the answer goes to it).
     pub on_text: OnText,
     /// End the episode once the model has read and written this many tokens in all.
     pub token_budget: Option<u64>,
@@ -286,10 +291,22 @@ impl Policy for Agent {
                 c
             })
             .collect();
+        // A plain answer goes to the terminal tool (PROTOCOL_NOTES row `terminal-tool`), as
+        // openreward's harness does: its text in the tool's one field.
+        let final_call = match (tool_calls.is_empty(), obs.terminal_tool) {
+            (true, Some(term)) => Some(Call::new(
+                &term.name,
+                term.input(reply.content.as_deref().unwrap_or("")),
+            )),
+            _ => None,
+        };
         state.messages.push(Message::Assistant {
             content: reply.content,
             tool_calls: tool_calls.clone(),
         });
+        if let Some(call) = final_call {
+            return Ok(Action::Final(call));
+        }
         if tool_calls.is_empty() {
             return Ok(match &self.options.on_text {
                 OnText::Stop => Action::Stop(StopReason::NoToolCall),

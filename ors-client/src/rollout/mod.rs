@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ors_core::{Block, ToolSpec};
+use ors_core::{Block, TerminalToolSpec, ToolSpec};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -53,6 +53,11 @@ pub enum Action {
     /// Make these calls, in order, stopping at one that finishes the episode or fails. The
     /// decision counts as one step even with no call in it (an agent nudging its model).
     Calls(Vec<Call>),
+    /// Make this call and end the episode after it, whatever it returns: the terminal tool
+    /// called with the model's plain answer (PROTOCOL_NOTES row `terminal-tool`). The episode
+    /// counts as finished when the call says so; it ends with [`StopReason::Finished`] then,
+    /// else with [`StopReason::NoToolCall`].
+    Final(Call),
     /// End the episode, for this reason.
     Stop(StopReason),
 }
@@ -82,6 +87,9 @@ pub struct Observation<'a> {
     pub prompt: &'a [Block],
     /// The tools available in this episode (`task_tools`, or the shared tools).
     pub tools: &'a [ToolSpec],
+    /// The environment's terminal tool, when its tools listing names one: what a plain answer
+    /// of the model goes to ([`Action::Final`]).
+    pub terminal_tool: Option<&'a TerminalToolSpec>,
     /// The calls made so far, oldest first; those of the last decision are at the end, with
     /// its step number.
     pub history: &'a [Turn],
@@ -394,6 +402,7 @@ struct Scene<'a> {
     task: Value,
     prompt: Vec<Block>,
     tools: Vec<ToolSpec>,
+    terminal_tool: Option<TerminalToolSpec>,
 }
 
 impl Scene<'_> {
@@ -404,6 +413,7 @@ impl Scene<'_> {
             task: &self.task,
             prompt: &self.prompt,
             tools: &self.tools,
+            terminal_tool: self.terminal_tool.as_ref(),
             history: &ep.tool_calls,
             steps: ep.steps,
         }
@@ -481,12 +491,15 @@ impl Run<'_> {
         ep: &mut Episode,
         clock: &mut Clock,
     ) -> Result<()> {
+        let prompt = clock.env(session.prompt()).await?;
+        let listing = clock.env(session.listing()).await?;
         let scene = Scene {
             split: self.split,
             index: self.index,
             task,
-            prompt: clock.env(session.prompt()).await?,
-            tools: clock.env(session.tools()).await?,
+            prompt,
+            tools: listing.tools,
+            terminal_tool: listing.terminal_tool,
         };
         let mut state = policy.start(scene.observe(ep));
         let result = self
@@ -516,7 +529,7 @@ impl Run<'_> {
                 .unless_aborted(policy.act(state, scene.observe(ep)))
                 .await;
             clock.policy += t.elapsed();
-            let calls = match decided {
+            let (calls, last) = match decided {
                 None => {
                     ep.stop_reason = StopReason::Cancelled;
                     return Ok(());
@@ -525,7 +538,8 @@ impl Run<'_> {
                     ep.stop_reason = reason;
                     return Ok(());
                 }
-                Some(Ok(Action::Calls(calls))) => calls,
+                Some(Ok(Action::Calls(calls))) => (calls, false),
+                Some(Ok(Action::Final(call))) => (vec![call], true),
                 Some(Err(e)) => {
                     return Err(match e.downcast::<Error>() {
                         Ok(e) => *e,
@@ -535,42 +549,61 @@ impl Run<'_> {
             };
             ep.steps += 1;
             for call in calls {
-                let t = Instant::now();
-                let made = self
-                    .stop
-                    .unless_aborted(session.call(&call.name, call.input.clone()));
-                let Some(result) = clock.env(made).await else {
+                let Some(finished) = self.call(session, call, ep, clock).await? else {
                     ep.stop_reason = StopReason::Cancelled;
                     return Ok(());
                 };
-                // The server's finished latch (PROTOCOL_NOTES row `finished-latch`): no later
-                // call would run, so the episode is over.
-                let mut latched = false;
-                let outcome = match result {
-                    Ok(out) => Outcome::Output(out),
-                    Err(Error::ToolError { message, reason }) => {
-                        latched = reason == Some(ors_core::ToolErrorReason::EpisodeFinished);
-                        Outcome::ToolError(message)
-                    }
-                    Err(Error::ToolCrashed { message }) => Outcome::Crashed(message),
-                    Err(e) => return Err(e),
-                };
-                ep.total_reward += outcome.reward();
-                let finished = outcome.finished() || latched;
-                ep.tool_calls.push(Turn {
-                    step: ep.steps,
-                    id: call.id,
-                    name: call.name,
-                    input: call.input,
-                    outcome,
-                    latency_ms: ms(t.elapsed()),
-                });
                 if finished {
                     ep.finished = true;
                     ep.stop_reason = StopReason::Finished;
                     return Ok(());
                 }
             }
+            if last {
+                ep.stop_reason = StopReason::NoToolCall;
+                return Ok(());
+            }
         }
+    }
+
+    /// Make `call` and record it: whether it ended the episode, or `None` when the evaluation
+    /// was aborted first.
+    async fn call(
+        &self,
+        session: &Session,
+        call: Call,
+        ep: &mut Episode,
+        clock: &mut Clock,
+    ) -> Result<Option<bool>> {
+        let t = Instant::now();
+        let made = self
+            .stop
+            .unless_aborted(session.call(&call.name, call.input.clone()));
+        let Some(result) = clock.env(made).await else {
+            return Ok(None);
+        };
+        // The server's finished latch (PROTOCOL_NOTES row `finished-latch`): no later call
+        // would run, so the episode is over.
+        let mut latched = false;
+        let outcome = match result {
+            Ok(out) => Outcome::Output(out),
+            Err(Error::ToolError { message, reason }) => {
+                latched = reason == Some(ors_core::ToolErrorReason::EpisodeFinished);
+                Outcome::ToolError(message)
+            }
+            Err(Error::ToolCrashed { message }) => Outcome::Crashed(message),
+            Err(e) => return Err(e),
+        };
+        ep.total_reward += outcome.reward();
+        let finished = outcome.finished() || latched;
+        ep.tool_calls.push(Turn {
+            step: ep.steps,
+            id: call.id,
+            name: call.name,
+            input: call.input,
+            outcome,
+            latency_ms: ms(t.elapsed()),
+        });
+        Ok(Some(finished))
     }
 }

@@ -406,3 +406,70 @@ async fn an_unreachable_model_server_is_named() {
         error.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_answer_goes_to_the_terminal_tool_on_both_apis() {
+    // gsm8k's `final_answer` is its terminal tool: the model answers in prose, the agent
+    // hands the prose to it, and its grade is the episode's reward.
+    let srv = server().await;
+    let c = client(&srv.url());
+    let env = c.environment("gsm8k");
+    let mut answers = Vec::new();
+    for i in 0..3 {
+        let task = env.task("test", i).await.unwrap();
+        let (q, a) = (task["question"].as_str(), task["answer"].as_str());
+        let expected: i64 = a
+            .unwrap()
+            .rsplit("####")
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        answers.push((q.unwrap().to_owned(), expected));
+    }
+    let answers = Arc::new(answers);
+    for api in [Api::OpenAi, Api::Anthropic] {
+        let table = Arc::clone(&answers);
+        let model = ScriptedModel::new(move |x| {
+            let Some(i) = table
+                .iter()
+                .position(|(q, _)| x.first_user_text.starts_with(q))
+            else {
+                return Reply::Text("I do not know.".into());
+            };
+            // The second task gets a wrong answer: a plain answer is graded, not rewarded.
+            let n = table[i].1 + i64::from(i == 1);
+            Reply::Text(format!("Adding it all up, the total is {n}."))
+        })
+        .bind("127.0.0.1:0")
+        .await
+        .unwrap();
+        let opts = ModelOptions::new(api, base(&model, api), "scripted").max_retries(3);
+        let agent = Agent::new(opts.connect(&c).unwrap());
+        let options = EvalOptions::default().concurrency(3).max_steps(6);
+        let report = evaluate(&env, "test", 0..3, Arc::new(agent), options).await;
+        no_rejections(&model);
+        let rewards: Vec<f64> = report.episodes.iter().map(|e| e.total_reward).collect();
+        assert_eq!(rewards, [1.0, 0.0, 1.0], "{api}");
+        for ep in &report.episodes {
+            assert!(ep.error.is_none(), "{:?}", ep.error);
+            assert_eq!(ep.stop_reason, StopReason::Finished);
+            assert!(ep.finished);
+            assert_eq!(ep.steps, 1);
+            let [turn] = ep.tool_calls.as_slice() else {
+                panic!("one call: {:?}", ep.tool_calls)
+            };
+            assert_eq!(turn.name, "final_answer");
+            let n = answers[ep.index as usize].1 + i64::from(ep.index == 1);
+            let said = format!("Adding it all up, the total is {n}.");
+            assert_eq!(turn.input, json!({ "message": said }));
+            assert_eq!(turn.id, None, "no model call id: the agent made this call");
+            let trace = ep.agent.as_ref().unwrap();
+            let roles: Vec<&str> = trace.messages.iter().map(role).collect();
+            assert_eq!(roles, ["user", "assistant"]);
+        }
+        assert_eq!(model.requests(), 3, "one model call per episode");
+    }
+    srv.shutdown().await;
+}
