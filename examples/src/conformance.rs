@@ -143,7 +143,7 @@ impl Environment for Conformance {
     }
 
     /// Echo the text back (reward 0.0, episode not finished; metadata `length`: its characters).
-    #[tool]
+    #[tool(concurrent)]
     fn echo(&self, input: EchoInput) -> ToolOutput {
         let mut metadata = JsonObject::new();
         metadata.insert(

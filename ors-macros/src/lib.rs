@@ -116,6 +116,14 @@ pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// among the episode's task tools). Names are 1 to 64 characters from `A-Z a-z 0-9 _ -`
 /// and unique.
 ///
+/// How a call shares its session (PROTOCOL_NOTES row `tool-concurrency`): by default a call
+/// has the episode to itself, and a session's calls run one at a time in arrival order.
+/// `concurrent` (an async or plain `fn` taking `&self`) lets calls run beside the session's
+/// other concurrent calls: for read-only lookups and shells. `exclusive` says the default
+/// explicitly: the call waits for every call in flight, concurrent ones included, and holds
+/// back the concurrent calls that arrive after it. `concurrent` on `&mut self`, or with
+/// `exclusive`, `terminal` (a terminal tool is always exclusive) or `blocking`, is an error.
+///
 /// ```
 /// use ors_server::prelude::*;
 ///
@@ -141,7 +149,7 @@ pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///         }
 ///     }
 ///
-///     #[tool(name = "count", description = "How many guesses so far.", shared = false)]
+///     #[tool(name = "count", description = "How many guesses so far.", shared = false, concurrent)]
 ///     fn guesses(&self) -> String {
 ///         self.guesses.to_string()
 ///     }
@@ -149,6 +157,7 @@ pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// let specs: Vec<_> = Counter::tool_table().all_specs().map(|s| s.name.as_str()).collect();
 /// assert_eq!(specs, ["guess", "count"]);
+/// assert!(Counter::tool_table().is_concurrent("count"));
 /// ```
 #[proc_macro_attribute]
 pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {

@@ -10,134 +10,11 @@ use syn::{
     ReturnType, Type,
 };
 
-use crate::args::{self, Errors, Key};
+use crate::args::{self, Errors};
 
-const TOOL_KEYS: &[Key] = &[
-    Key {
-        name: "name",
-        usage: "name = \"...\"",
-    },
-    Key {
-        name: "description",
-        usage: "description = \"...\"",
-    },
-    Key {
-        name: "shared",
-        usage: "shared = false",
-    },
-    Key {
-        name: "blocking",
-        usage: "blocking",
-    },
-    Key {
-        name: "schema",
-        usage: "schema = \"file.json\" or schema = \"{...}\"",
-    },
-    Key {
-        name: "validate",
-        usage: "validate",
-    },
-    Key {
-        name: "detail_url",
-        usage: "detail_url = \"https://...\"",
-    },
-    Key {
-        name: "terminal",
-        usage: "terminal",
-    },
-];
+mod attr;
 
-/// The arguments of one `#[tool(...)]`, as written. A new key is a field here, a [`Key`]
-/// above and an arm in [`ToolArgs::parse`].
-#[derive(Default)]
-struct ToolArgs {
-    name: Option<LitStr>,
-    description: Option<LitStr>,
-    shared: Option<bool>,
-    /// `blocking`: where it was written, for errors about it.
-    blocking: Option<Span>,
-    schema: Option<LitStr>,
-    validate: bool,
-    detail_url: Option<LitStr>,
-    /// `terminal`: the tool a harness calls with the model's plain answer.
-    terminal: bool,
-}
-
-impl ToolArgs {
-    fn parse(attr: &Attribute, errors: &mut Errors) -> Self {
-        let mut out = ToolArgs::default();
-        match &attr.meta {
-            Meta::Path(_) => {}
-            Meta::List(list) => {
-                args::parse_args(
-                    list.tokens.clone(),
-                    "#[tool]",
-                    TOOL_KEYS,
-                    errors,
-                    |key, meta| {
-                        match key {
-                            "name" => out.name = Some(args::lit_str(meta, "name")?),
-                            "description" => {
-                                out.description = Some(args::lit_str(meta, "description")?)
-                            }
-                            "shared" => out.shared = Some(args::lit_bool(meta, "shared")?.value),
-                            "blocking" => {
-                                if args::flag(meta, "blocking")? {
-                                    out.blocking = Some(meta.path.span());
-                                }
-                            }
-                            "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
-                            "validate" => out.validate = args::flag(meta, "validate")?,
-                            "terminal" => out.terminal = args::flag(meta, "terminal")?,
-                            _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
-                        }
-                        Ok(())
-                    },
-                );
-            }
-            Meta::NameValue(nv) => errors.spanned(
-                nv,
-                "write `#[tool]` or `#[tool(name = \"...\", description = \"...\", shared = false)]`",
-            ),
-        }
-        out
-    }
-}
-
-/// A `schema = "..."`: JSON written inline (checked now), or a file read with `include_str!`
-/// (a path relative to the source file, checked when the table is built).
-enum SchemaSource {
-    Inline(LitStr),
-    File(LitStr),
-}
-
-impl SchemaSource {
-    fn parse(lit: LitStr, errors: &mut Errors) -> Self {
-        let text = lit.value();
-        if !text.trim_start().starts_with('{') {
-            if text.trim().is_empty() {
-                errors.spanned(
-                    &lit,
-                    "`schema` is empty: give a JSON object or a .json file",
-                );
-            }
-            return SchemaSource::File(lit);
-        }
-        match serde_json::from_str::<serde_json::Value>(&text) {
-            Err(e) => errors.spanned(
-                &lit,
-                format!("`schema` is not valid JSON: {e} (line and column within the string)"),
-            ),
-            Ok(v) if v.get("type").and_then(|t| t.as_str()) != Some("object") => errors.spanned(
-                &lit,
-                "a tool's input `schema` must be an object schema: `{\"type\": \"object\", \
-                 \"properties\": {...}}`",
-            ),
-            Ok(_) => {}
-        }
-        SchemaSource::Inline(lit)
-    }
-}
+use attr::{Concurrency, SchemaSource, ToolArgs};
 
 /// A parameter after `self`. Its role is decided by its type, through traits, in the
 /// generated code: the macro knows only whether it is taken by value or by reference.
@@ -175,6 +52,8 @@ pub(crate) struct Tool {
     /// for `impl Trait`, which cannot be named outside the method).
     output_ty: Option<Type>,
     blocking: bool,
+    /// Whether calls may run beside other calls of the session (checked: a `&self` async tool).
+    concurrency: Concurrency,
     schema: Option<SchemaSource>,
     validate: bool,
     detail_url: Option<LitStr>,
@@ -232,6 +111,12 @@ pub(crate) fn use_attr_paths(attrs: &[Attribute], cfgs: &TokenStream) -> TokenSt
 /// Read a tool from its method (with the `#[tool]` attribute already taken off). `None` when
 /// the method cannot be called as a tool; every problem is recorded in `errors`.
 pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<Tool> {
+    let args = ToolArgs::parse(attr, errors);
+    let receiver = match method.sig.inputs.first() {
+        Some(FnArg::Receiver(r)) => receiver_mutability(r).map(|m| (m, r)),
+        _ => None,
+    };
+    let concurrency = Concurrency::check(&args, receiver, errors);
     let ToolArgs {
         name: name_lit,
         description,
@@ -241,7 +126,9 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         validate,
         detail_url,
         terminal,
-    } = ToolArgs::parse(attr, errors);
+        concurrent: _,
+        exclusive: _,
+    } = args;
     let shared = shared.unwrap_or(true);
     let schema = schema.map(|lit| SchemaSource::parse(lit, errors));
     if let Some(url) = &detail_url {
@@ -406,10 +293,11 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         output_ty,
         // An `async` blocking tool is reported above; generated as async, it adds no second error.
         blocking: blocking.is_some() && sig.asyncness.is_none(),
+        concurrency,
         schema,
         validate,
         detail_url,
-        terminal,
+        terminal: terminal.is_some(),
     })
 }
 
@@ -657,10 +545,16 @@ impl Tool {
         let future = quote_spanned! {method.span()=>
             #p::Box::pin(async move { #body })
         };
+        // A concurrent tool's adapter borrows the environment shared, so it can run beside
+        // other calls; everything else gets it `&mut`.
+        let env_ref = match self.concurrency {
+            Concurrency::Concurrent => quote!(&'a #self_ty),
+            Concurrency::Exclusive => quote!(&'a mut #self_ty),
+        };
         quote_spanned! {method.span()=>
             #[allow(clippy::needless_lifetimes)]
             fn #adapter<'a>(
-                __ors_env: &'a mut #self_ty,
+                __ors_env: #env_ref,
                 #ctx_param: #p::ToolContext,
                 __ors_input: #p::CallInput,
             ) -> #p::ToolFuture<'a> {
@@ -669,7 +563,7 @@ impl Tool {
         }
     }
 
-    /// `.tool(decl, adapter)` (or `.blocking_tool`) for the table builder: the declaration
+    /// `.tool(decl, adapter)` (or `.blocking_tool`, `.concurrent_tool`) for the table builder: the declaration
     /// is a chain of `ToolDecl` builder calls, one per attribute given.
     pub(crate) fn builder_call(&self, self_ty: &Type, krate: &Path) -> TokenStream {
         let p = quote!(#krate::__private);
@@ -713,6 +607,8 @@ impl Tool {
         let adapter = self.adapter_ident();
         if self.blocking {
             quote!(.blocking_tool(#decl, #adapter))
+        } else if self.concurrency == Concurrency::Concurrent {
+            quote!(.concurrent_tool(#decl, #adapter))
         } else {
             quote!(.tool(#decl, #adapter))
         }

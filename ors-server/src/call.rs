@@ -1,5 +1,6 @@
-//! Tool calls. A call is one boxed job: wait for the session's turn, lock the episode, run
-//! the tool (panics caught, time limit applied), record the result. The request polls the job
+//! Tool calls. A call is one boxed job: wait for the session's episode (exclusively, or shared
+//! for a `#[tool(concurrent)]` tool: [`crate::session::EpisodeGate`]), run the tool (panics
+//! caught, time limit applied), record the result. The request polls the job
 //! once in place: a tool that finishes without waiting is answered right there as one
 //! complete SSE body. A job that has to wait moves to its own task, so a client that goes
 //! away never cancels it, and the response streams its events. Either way the result lingers
@@ -20,7 +21,7 @@ use bytes::Bytes;
 use futures_util::FutureExt as _;
 use ors_core::sse;
 use ors_core::types::RunToolOutput;
-use ors_runtime::env::{CallInput, DynSession, ProgressSink, ToolContext};
+use ors_runtime::env::{CallInput, DynSession, ProgressSink, ToolContext, ToolFuture};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -318,48 +319,56 @@ async fn run_job(
     timeout: Option<Duration>,
     shared: Arc<CallShared>,
 ) -> JobDone {
-    // Taken before the first await, so turns follow the order calls arrived in.
-    let (turn, previous) = session.take_turn();
+    let concurrent = session.is_concurrent(&name);
     session.active_calls.fetch_add(1, Ordering::AcqRel);
     shared.active.fetch_add(1, Ordering::AcqRel);
-    if let Some(previous) = previous {
-        // Err means the previous call is done (its sender dropped): our turn.
-        let _ = previous.await;
-    }
-    let mut ran = std::time::Duration::ZERO;
-    let (outcome, kind) = {
-        let mut slot = session.episode.lock().await;
-        match slot.as_mut() {
-            // Shutdown stopped waiting for calls while this one waited its turn.
-            Some(_) if shared.abort.is_cancelled() => (
-                Outcome::Error(format!(
-                    "the server shut down before tool '{name}' could run"
-                )),
-                CallOutcome::cancelled,
-            ),
-            Some(episode) => {
-                let call = Call {
-                    session: &session,
-                    record: &record,
-                    name: &name,
-                    timeout,
-                    shared: &shared,
-                };
-                let started = std::time::Instant::now();
-                let done = call.run(episode.as_mut(), input).await;
-                ran = started.elapsed();
-                done
-            }
-            None => (
-                Outcome::Error(format!(
-                    "session '{}' was deleted before tool '{name}' could run",
-                    session.id
-                )),
-                CallOutcome::cancelled,
-            ),
-        }
+    // The gate is asked in the job's first poll, before anything else can wait, so calls
+    // queue in the order they arrived.
+    let mut gate = if concurrent {
+        Held::Shared(session.episode.shared().await)
+    } else {
+        Held::Exclusive(session.episode.lock().await)
     };
-    drop(turn);
+    let episode = match &mut gate {
+        Held::Shared(slot) => slot.as_deref().map(Episode::Shared),
+        Held::Exclusive(slot) => slot.as_deref_mut().map(Episode::Exclusive),
+    };
+    let mut ran = std::time::Duration::ZERO;
+    let (outcome, kind) = match episode {
+        // Shutdown stopped waiting for calls while this one waited its turn.
+        Some(_) if shared.abort.is_cancelled() => (
+            Outcome::Error(format!(
+                "the server shut down before tool '{name}' could run"
+            )),
+            CallOutcome::cancelled,
+        ),
+        Some(episode) => {
+            let call = Call {
+                session: &session,
+                record: &record,
+                name: &name,
+                timeout,
+                shared: &shared,
+            };
+            let started = std::time::Instant::now();
+            let done = call
+                .run(|ctx| match episode {
+                    Episode::Exclusive(e) => e.call(ctx, &name, input),
+                    Episode::Shared(e) => e.call_concurrent(ctx, &name, input),
+                })
+                .await;
+            ran = started.elapsed();
+            done
+        }
+        None => (
+            Outcome::Error(format!(
+                "session '{}' was deleted before tool '{name}' could run",
+                session.id
+            )),
+            CallOutcome::cancelled,
+        ),
+    };
+    drop(gate);
     let events = outcome.encode();
     let (listeners, unheard) = record.finish(events.clone());
     shared.results.keep(&session, &record, events.len());
@@ -382,6 +391,18 @@ async fn run_job(
     JobDone { events, unheard }
 }
 
+/// The session's episode slot as a call holds it.
+enum Held<'a> {
+    Exclusive(crate::session::EpisodeMut<'a>),
+    Shared(tokio::sync::RwLockReadGuard<'a, Option<Box<dyn DynSession>>>),
+}
+
+/// The episode as a call may use it.
+enum Episode<'a> {
+    Exclusive(&'a mut (dyn DynSession + 'static)),
+    Shared(&'a (dyn DynSession + 'static)),
+}
+
 struct Call<'a> {
     session: &'a Session,
     record: &'a Arc<CallRecord>,
@@ -393,7 +414,10 @@ struct Call<'a> {
 impl Call<'_> {
     /// Run the tool under its time limit, catching a panic, giving up `grace` after the
     /// session is deleted and at once when the server aborts; how it ended, for the metrics.
-    async fn run(&self, episode: &mut dyn DynSession, input: CallInput) -> (Outcome, CallOutcome) {
+    async fn run<'e>(
+        &self,
+        tool: impl FnOnce(ToolContext) -> ToolFuture<'e>,
+    ) -> (Outcome, CallOutcome) {
         let (session, name) = (self.session, self.name);
         let cancel = session.cancel.child_token();
         let sink_record = Arc::clone(self.record);
@@ -405,7 +429,7 @@ impl Call<'_> {
             Some(sink),
         );
         let (outcome, kind) = {
-            let tool = AssertUnwindSafe(episode.call(ctx, name, input)).catch_unwind();
+            let tool = AssertUnwindSafe(tool(ctx)).catch_unwind();
             let deadline = async {
                 match self.timeout {
                     Some(d) => tokio::time::sleep(d).await,

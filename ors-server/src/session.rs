@@ -2,10 +2,11 @@
 //! store that holds them (with the [`Tombstones`] of ended ids), and what the idle reaper
 //! takes.
 //!
-//! A session's episode sits behind an async mutex: a tool call holds it for the whole call,
-//! `prompt` and `task_tools` briefly. Calls on one session also take a turn in a FIFO chain
-//! when they arrive (see [`Session::take_turn`]), so they run one at a time in arrival order
-//! (PROTOCOL_NOTES row `calls-serialized`) while different sessions run in parallel.
+//! A session's episode sits behind an [`EpisodeGate`]: a tool call holds it for the whole
+//! call, exclusively, `prompt` and `task_tools` briefly. The gate queues in arrival order, so
+//! calls on one session run one at a time in the order they came (PROTOCOL_NOTES row
+//! `calls-serialized`) while different sessions run in parallel. A `#[tool(concurrent)]` call
+//! holds it shared, beside other concurrent calls (row `tool-concurrency`).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -16,14 +17,14 @@ use std::time::{Duration, Instant};
 use dashmap::DashMap;
 use futures_util::FutureExt as _;
 use ors_runtime::env::{DynSession, TaskError};
-use tokio::sync::{oneshot, Notify};
+use tokio::sync::{Notify, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, SetupFailure};
 use crate::results::{CallTable, ResultStore};
 use crate::sid::{Origin, SessionIds};
 use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
-use crate::util::{clock_ms, lock, panic_message};
+use crate::util::{clock_ms, panic_message};
 
 const PENDING: u8 = 0;
 const READY: u8 = 1;
@@ -44,6 +45,37 @@ pub(crate) enum Ending {
     Shutdown,
 }
 
+/// The episode slot of a session (`None` before setup, after a failed one and after
+/// teardown), as a readers-writer gate: a concurrent tool's call holds it shared, everything
+/// else exclusively.
+///
+/// tokio's `RwLock` queues every acquisition in one FIFO line, and a writer at the head of the
+/// line holds back every reader behind it. So an exclusive call waits for the calls in flight
+/// (concurrent ones included) and is never starved by a stream of concurrent calls that
+/// arrive after it (writer preference, as openreward's `_ExclusiveGate`); and as long as
+/// nothing is concurrent, calls run one at a time in arrival order.
+pub(crate) struct EpisodeGate(RwLock<Option<Box<dyn DynSession>>>);
+
+/// The episode held exclusively.
+pub(crate) type EpisodeMut<'a> = RwLockWriteGuard<'a, Option<Box<dyn DynSession>>>;
+
+impl EpisodeGate {
+    fn new() -> Self {
+        Self(RwLock::new(None))
+    }
+
+    /// Wait for the episode to ourselves: behind every call queued before, concurrent or not.
+    pub(crate) async fn lock(&self) -> EpisodeMut<'_> {
+        self.0.write().await
+    }
+
+    /// Wait to share the episode with other concurrent calls: behind any exclusive call
+    /// queued before.
+    pub(crate) async fn shared(&self) -> RwLockReadGuard<'_, Option<Box<dyn DynSession>>> {
+        self.0.read().await
+    }
+}
+
 /// One episode of one environment.
 pub(crate) struct Session {
     pub(crate) id: Arc<str>,
@@ -57,12 +89,13 @@ pub(crate) struct Session {
     /// Set once, when the session is closed.
     ending: OnceLock<Ending>,
     /// The episode once set up; `None` before, after a failed setup, and after teardown.
-    pub(crate) episode: tokio::sync::Mutex<Option<Box<dyn DynSession>>>,
+    pub(crate) episode: EpisodeGate,
+    /// Which tools run beside other calls (set with the episode; none before).
+    concurrent_tools: OnceLock<fn(&str) -> bool>,
     /// Fires on delete, reaping and shutdown; every call's token is a child of it.
     pub(crate) cancel: CancellationToken,
     /// Calls of this session, kept for reconnects while their results linger.
     pub(crate) calls: Mutex<CallTable>,
-    order: Mutex<Option<oneshot::Receiver<()>>>,
     /// Calls started and not finished.
     pub(crate) active_calls: AtomicUsize,
     /// Open call streams of this session: while a client listens, the reaper leaves the
@@ -101,10 +134,10 @@ impl Session {
             setup_done: Notify::new(),
             failure: OnceLock::new(),
             ending: OnceLock::new(),
-            episode: tokio::sync::Mutex::new(None),
+            episode: EpisodeGate::new(),
+            concurrent_tools: OnceLock::new(),
             cancel: CancellationToken::new(),
             calls: Mutex::new(CallTable::new(results)),
-            order: Mutex::new(None),
             active_calls: AtomicUsize::new(0),
             listeners: AtomicUsize::new(0),
         }
@@ -186,6 +219,7 @@ impl Session {
                         teardown(&session.id, episode, Duration::from_secs(10)).await;
                         session.settle(GONE);
                     } else {
+                        let _ = session.concurrent_tools.set(episode.concurrent_tools());
                         *slot = Some(episode);
                         drop(slot);
                         session.settle(READY);
@@ -214,16 +248,15 @@ impl Session {
     /// drive calls without an environment type).
     #[cfg(test)]
     pub(crate) async fn set_ready(&self, episode: Box<dyn DynSession>) {
+        let _ = self.concurrent_tools.set(episode.concurrent_tools());
         *self.episode.lock().await = Some(episode);
         self.settle(READY);
     }
 
-    /// Take this call's turn: the receiver resolves when the previous call is done, and
-    /// dropping the returned sender lets the next one run.
-    pub(crate) fn take_turn(&self) -> (oneshot::Sender<()>, Option<oneshot::Receiver<()>>) {
-        let (tx, rx) = oneshot::channel();
-        let previous = lock(&self.order).replace(rx);
-        (tx, previous)
+    /// Whether calls of tool `name` may share the episode with other concurrent calls
+    /// (`#[tool(concurrent)]`); none may before the episode is set up.
+    pub(crate) fn is_concurrent(&self, name: &str) -> bool {
+        self.concurrent_tools.get().is_some_and(|f| f(name))
     }
 
     /// The answer to a request naming this session after it ended.
@@ -556,15 +589,22 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn turns_are_taken_in_order() {
+    async fn an_exclusive_holder_waits_for_shared_ones_and_holds_back_later_ones() {
         let s = session("a");
-        let (first, none) = s.take_turn();
-        assert!(none.is_none());
-        let (_second, after_first) = s.take_turn();
-        let mut after_first = after_first.unwrap();
-        assert!(after_first.try_recv().is_err());
-        drop(first);
-        assert!(after_first.await.is_err()); // closed: the turn has passed
+        let (one, two) = (s.episode.shared().await, s.episode.shared().await);
+        let mut exclusive = Box::pin(s.episode.lock());
+        assert!(
+            (&mut exclusive).now_or_never().is_none(),
+            "shared ones inside"
+        );
+        // Queued behind the exclusive one, a shared one waits although only shared ones hold.
+        let mut late = Box::pin(s.episode.shared());
+        assert!((&mut late).now_or_never().is_none(), "writer preference");
+        drop((one, two));
+        let held = exclusive.await;
+        assert!((&mut late).now_or_never().is_none());
+        drop(held);
+        assert!(late.now_or_never().is_some());
     }
 
     #[tokio::test]

@@ -96,6 +96,24 @@ pub trait DynSession: Send + Sync {
     fn tools(&self) -> Vec<ToolSpec>;
     /// Run a tool.
     fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a>;
+    /// Which tools may run beside other calls of the session (`#[tool(concurrent)]`; PROTOCOL_NOTES
+    /// row `tool-concurrency`): for those the server calls [`DynSession::call_concurrent`]
+    /// with the episode borrowed shared. A plain function of the name, so a server can ask it
+    /// before it locks the episode. By default none.
+    fn concurrent_tools(&self) -> fn(&str) -> bool {
+        |_| false
+    }
+    /// Run a tool that [`DynSession::concurrent_tools`] names, with the episode borrowed shared.
+    fn call_concurrent<'a>(
+        &'a self,
+        _ctx: ToolContext,
+        name: &'a str,
+        _input: CallInput,
+    ) -> ToolFuture<'a> {
+        Box::pin(async move {
+            ors_core::types::RunToolOutput::error(format!("tool '{name}' is not concurrent"))
+        })
+    }
     /// Tear the episode down.
     fn teardown(&mut self) -> BoxFuture<'_, ()>;
 }

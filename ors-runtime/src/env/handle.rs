@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
@@ -155,8 +156,9 @@ enum Slot<E> {
 
 struct Episode<E: Environment> {
     slot: Slot<E>,
-    /// A call returned `finished: true` (PROTOCOL_NOTES row `finished-latch`).
-    finished: bool,
+    /// A call returned `finished: true` (PROTOCOL_NOTES row `finished-latch`). Atomic because
+    /// concurrent calls share the episode.
+    finished: AtomicBool,
 }
 
 const AWAY: &str = "a blocking tool of this session that timed out is still running; the \
@@ -189,21 +191,63 @@ impl<E: Environment> Episode<E> {
     /// Run a call, unless the episode has finished: then it is refused with reason
     /// `episode_finished` unless the environment lets calls go on.
     async fn call(&mut self, ctx: ToolContext, name: &str, input: CallInput) -> RunToolOutput {
+        if let Some(refused) = self.latched(name) {
+            return refused;
+        }
+        let out = self.run(ctx, name, input).await;
+        self.latch(&out);
+        out
+    }
+
+    /// A concurrent tool's call, with the episode shared with other concurrent calls; refused
+    /// like any call once the episode has finished.
+    async fn call_concurrent(
+        &self,
+        ctx: ToolContext,
+        name: &str,
+        input: CallInput,
+    ) -> RunToolOutput {
+        if let Some(refused) = self.latched(name) {
+            return refused;
+        }
+        // A timed-out blocking tool still holds the episode; only an exclusive call may wait
+        // for it (waiting needs the slot to itself).
+        let Some(env) = self.here() else {
+            return RunToolOutput::error(AWAY);
+        };
+        let out = match E::tool_table().prepare(name, ctx, input) {
+            Prepared::Entry(entry, ctx, input) => match &entry.run {
+                ToolRun::Concurrent(f) => f(env, ctx, input).await,
+                // The server asks `concurrent_tools` first, so only a confused caller gets here.
+                _ => RunToolOutput::error(format!("tool '{name}' is not concurrent")),
+            },
+            Prepared::NotInTable(..) => E::tool_table().unknown(name),
+            Prepared::Refused(out) => return out,
+        };
+        self.latch(&out);
+        out
+    }
+
+    /// The refusal of a call after the episode finished, unless the environment lets calls
+    /// go on.
+    fn latched(&self, name: &str) -> Option<RunToolOutput> {
         let latched = !E::tool_table().calls_after_finished();
-        if latched && self.finished {
-            return RunToolOutput::refused(
+        (latched && self.finished.load(Ordering::Acquire)).then(|| {
+            RunToolOutput::refused(
                 ToolErrorReason::EpisodeFinished,
                 format!(
                     "'{name}' was not run: the episode has finished (a tool returned \
                      finished: true), so no further tool calls are accepted"
                 ),
-            );
-        }
-        let out = self.run(ctx, name, input).await;
+            )
+        })
+    }
+
+    /// Remember that `out` finished the episode.
+    fn latch(&self, out: &RunToolOutput) {
         if out.output().is_some_and(|o| o.finished) {
-            self.finished = true;
+            self.finished.store(true, Ordering::Release);
         }
-        out
     }
 
     async fn run(&mut self, ctx: ToolContext, name: &str, input: CallInput) -> RunToolOutput {
@@ -223,6 +267,10 @@ impl<E: Environment> Episode<E> {
         };
         match run {
             ToolRun::Async(f) => match self.env().await {
+                Some(env) => f(env, ctx, input).await,
+                None => RunToolOutput::error(LOST),
+            },
+            ToolRun::Concurrent(f) => match self.env().await {
                 Some(env) => f(env, ctx, input).await,
                 None => RunToolOutput::error(LOST),
             },
@@ -283,6 +331,17 @@ impl<E: Environment> DynSession for Episode<E> {
     fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a> {
         Box::pin(Episode::call(self, ctx, name, input))
     }
+    fn concurrent_tools(&self) -> fn(&str) -> bool {
+        is_concurrent::<E>
+    }
+    fn call_concurrent<'a>(
+        &'a self,
+        ctx: ToolContext,
+        name: &'a str,
+        input: CallInput,
+    ) -> ToolFuture<'a> {
+        Box::pin(Episode::call_concurrent(self, ctx, name, input))
+    }
     fn teardown(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Some(env) = self.env().await {
@@ -292,6 +351,11 @@ impl<E: Environment> DynSession for Episode<E> {
     }
 }
 
+/// Whether `E`'s tool `name` is concurrent (what [`DynSession::concurrent_tools`] returns).
+fn is_concurrent<E: Environment>(name: &str) -> bool {
+    E::tool_table().is_concurrent(name)
+}
+
 async fn construct<E: Environment>(
     task: E::Task,
     secrets: Secrets,
@@ -299,7 +363,7 @@ async fn construct<E: Environment>(
     let env = E::new(task, secrets).await?;
     Ok(Box::new(Episode {
         slot: Slot::Here(Box::new(env)),
-        finished: false,
+        finished: AtomicBool::new(false),
     }))
 }
 

@@ -24,6 +24,12 @@ pub type ToolFuture<'a> = Pin<Box<dyn Future<Output = RunToolOutput> + Send + 'a
 pub type ToolFn<E> =
     Arc<dyn for<'a> Fn(&'a mut E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync>;
 
+/// The adapter of a `#[tool(concurrent)]` tool: it borrows the environment shared, so the
+/// server may run it beside other concurrent calls of the session (PROTOCOL_NOTES row
+/// `tool-concurrency`).
+pub type ConcurrentFn<E> =
+    Arc<dyn for<'a> Fn(&'a E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync>;
+
 /// The adapter of a `#[tool(blocking)]` tool: synchronous, run on tokio's blocking pool.
 pub type BlockingFn<E> = Arc<dyn Fn(&mut E, ToolContext, CallInput) -> RunToolOutput + Send + Sync>;
 
@@ -36,6 +42,9 @@ pub enum ToolRun<E> {
     /// out the answer goes at once; the thread finishes in the background, and the session's
     /// next call waits for it to hand the episode back.
     Blocking(BlockingFn<E>),
+    /// A future borrowing the environment shared (`#[tool(concurrent)]`): a server runs it
+    /// beside the session's other concurrent calls, never beside an exclusive one.
+    Concurrent(ConcurrentFn<E>),
 }
 
 impl<E> Clone for ToolRun<E> {
@@ -43,6 +52,7 @@ impl<E> Clone for ToolRun<E> {
         match self {
             ToolRun::Async(f) => ToolRun::Async(Arc::clone(f)),
             ToolRun::Blocking(f) => ToolRun::Blocking(Arc::clone(f)),
+            ToolRun::Concurrent(f) => ToolRun::Concurrent(Arc::clone(f)),
         }
     }
 }
@@ -103,6 +113,26 @@ impl<E: 'static> ToolEntry<E> {
         }
     }
 
+    /// An entry calling `call` with the environment borrowed shared: a concurrent tool.
+    pub fn concurrent<F>(spec: ToolSpec, shared: bool, call: F) -> Self
+    where
+        F: for<'a> Fn(&'a E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync + 'static,
+    {
+        Self {
+            spec,
+            shared,
+            run: ToolRun::Concurrent(Arc::new(call)),
+            validator: None,
+            terminal: false,
+        }
+    }
+
+    /// Whether calls of this tool may run beside other calls of their session: a concurrent
+    /// tool that is not the terminal one (a terminal tool is always exclusive).
+    pub fn is_concurrent(&self) -> bool {
+        matches!(self.run, ToolRun::Concurrent(_)) && !self.terminal
+    }
+
     /// This entry with its inputs validated by `validator` before it runs.
     pub fn validated(mut self, validator: Arc<InputValidator>) -> Self {
         self.validator = Some(validator);
@@ -116,7 +146,8 @@ impl<E: 'static> ToolEntry<E> {
     }
 
     /// This entry as a tool of `O`, reaching the `E` stored inside an `O` through `project`
-    /// (how an environment includes a toolset kept in one of its fields).
+    /// (how an environment includes a toolset kept in one of its fields). A concurrent tool
+    /// becomes an exclusive one there: `project` only reaches the toolset through `&mut`.
     pub fn project<O: 'static>(&self, project: fn(&mut O) -> &mut E) -> ToolEntry<O> {
         let run = match &self.run {
             ToolRun::Async(f) => {
@@ -130,6 +161,12 @@ impl<E: 'static> ToolEntry<E> {
                 let f: BlockingFn<O> =
                     Arc::new(move |outer: &mut O, ctx, input| inner(project(outer), ctx, input));
                 ToolRun::Blocking(f)
+            }
+            ToolRun::Concurrent(f) => {
+                let inner = Arc::clone(f);
+                let f: ToolFn<O> =
+                    Arc::new(move |outer: &mut O, ctx, input| inner(project(outer), ctx, input));
+                ToolRun::Async(f)
             }
         };
         ToolEntry {
@@ -151,6 +188,7 @@ impl<E: 'static> ToolEntry<E> {
     ) -> ToolFuture<'a> {
         match &self.run {
             ToolRun::Async(f) => f(env, ctx, input),
+            ToolRun::Concurrent(f) => f(env, ctx, input),
             ToolRun::Blocking(f) => {
                 let out = f(env, ctx, input);
                 Box::pin(async move { out })
@@ -352,6 +390,12 @@ impl<E: 'static> ToolTable<E> {
     /// The entries in declaration order.
     pub fn entries(&self) -> &[ToolEntry<E>] {
         &self.entries
+    }
+
+    /// Whether calls of tool `name` may run beside other calls of their session
+    /// ([`ToolEntry::is_concurrent`]); an unknown name is not.
+    pub fn is_concurrent(&self, name: &str) -> bool {
+        self.get(name).is_some_and(ToolEntry::is_concurrent)
     }
 
     /// The entry of a tool by name.
@@ -573,6 +617,45 @@ mod tests {
             t.errors(),
             [ToolTableError::TwoTerminalTools("one".into(), "two".into())]
         );
+    }
+
+    #[test]
+    fn concurrent_entries_are_concurrent_unless_terminal_or_projected() {
+        let read = |spec| {
+            ToolEntry::<u32>::concurrent(spec, true, |n: &u32, _, _| {
+                let n = *n;
+                Box::pin(async move { RunToolOutput::error(n.to_string()) })
+            })
+        };
+        let table = ToolTable::new(vec![
+            read(ToolSpec::new("read", "d", None)),
+            read(ToolSpec::new("end", "d", None)).terminal(),
+            ToolEntry::new(
+                ToolSpec::new("write", "d", None),
+                true,
+                |n: &mut u32, _, _| {
+                    *n += 1;
+                    Box::pin(async { RunToolOutput::error("unused") })
+                },
+            ),
+        ]);
+        assert!(table.is_concurrent("read"));
+        assert!(
+            !table.is_concurrent("end"),
+            "a terminal tool is always exclusive"
+        );
+        assert!(!table.is_concurrent("write"));
+        assert!(!table.is_concurrent("missing"));
+        // Included through a `&mut` projection, the tool runs exclusively (and still runs).
+        let outer: ToolEntry<(u32,)> = table.entries()[0].project(|o: &mut (u32,)| &mut o.0);
+        assert!(!outer.is_concurrent());
+        let mut env = (7,);
+        let out = futures_util::FutureExt::now_or_never(outer.run_inline(
+            &mut env,
+            ToolContext::detached(),
+            CallInput::empty(),
+        ));
+        assert_eq!(out, Some(RunToolOutput::error("7")));
     }
 
     #[test]

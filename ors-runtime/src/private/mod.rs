@@ -81,6 +81,17 @@ impl<E: 'static> TableBuilder<E> {
         self
     }
 
+    /// Add a `#[tool(concurrent)]` tool (its adapter borrows the environment shared).
+    pub fn concurrent_tool<F>(mut self, decl: ToolDecl<'_>, call: F) -> Self
+    where
+        F: for<'a> Fn(&'a E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync + 'static,
+    {
+        self.add(decl, |spec, shared| {
+            ToolEntry::concurrent(spec, shared, call)
+        });
+        self
+    }
+
     /// Add a `#[tool(blocking)]` tool.
     pub fn blocking_tool<F>(mut self, decl: ToolDecl<'_>, call: F) -> Self
     where

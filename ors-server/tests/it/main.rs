@@ -3,6 +3,7 @@
 //! drives an in-process server over raw HTTP/1.1 with the fixtures of `support`.
 
 mod calls;
+mod concurrency;
 mod defences;
 mod discovery;
 mod lifecycle;

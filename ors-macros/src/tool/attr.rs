@@ -1,0 +1,207 @@
+//! The arguments of one `#[tool(...)]`: reading them, and the checks that concern only them
+//! and the receiver (how a tool may run beside other calls of its session).
+
+use proc_macro2::Span;
+use syn::meta::ParseNestedMeta;
+use syn::spanned::Spanned;
+use syn::{Attribute, LitStr, Meta};
+
+use crate::args::{self, Errors, Key};
+
+const TOOL_KEYS: &[Key] = &[
+    Key {
+        name: "name",
+        usage: "name = \"...\"",
+    },
+    Key {
+        name: "description",
+        usage: "description = \"...\"",
+    },
+    Key {
+        name: "shared",
+        usage: "shared = false",
+    },
+    Key {
+        name: "blocking",
+        usage: "blocking",
+    },
+    Key {
+        name: "schema",
+        usage: "schema = \"file.json\" or schema = \"{...}\"",
+    },
+    Key {
+        name: "validate",
+        usage: "validate",
+    },
+    Key {
+        name: "detail_url",
+        usage: "detail_url = \"https://...\"",
+    },
+    Key {
+        name: "terminal",
+        usage: "terminal",
+    },
+    Key {
+        name: "concurrent",
+        usage: "concurrent",
+    },
+    Key {
+        name: "exclusive",
+        usage: "exclusive",
+    },
+];
+
+/// The arguments of one `#[tool(...)]`, as written. A new key is a field here, a [`Key`]
+/// above and an arm in [`ToolArgs::parse`].
+#[derive(Default)]
+pub(super) struct ToolArgs {
+    pub(super) name: Option<LitStr>,
+    pub(super) description: Option<LitStr>,
+    pub(super) shared: Option<bool>,
+    /// `blocking`: where it was written, for errors about it.
+    pub(super) blocking: Option<Span>,
+    pub(super) schema: Option<LitStr>,
+    pub(super) validate: bool,
+    pub(super) detail_url: Option<LitStr>,
+    /// `terminal`: where it was written; the tool a harness calls with the model's plain
+    /// answer.
+    pub(super) terminal: Option<Span>,
+    /// `concurrent`: where it was written.
+    pub(super) concurrent: Option<Span>,
+    /// `exclusive`: where it was written.
+    pub(super) exclusive: Option<Span>,
+}
+
+impl ToolArgs {
+    pub(super) fn parse(attr: &Attribute, errors: &mut Errors) -> Self {
+        let mut out = ToolArgs::default();
+        match &attr.meta {
+            Meta::Path(_) => {}
+            Meta::List(list) => {
+                args::parse_args(
+                    list.tokens.clone(),
+                    "#[tool]",
+                    TOOL_KEYS,
+                    errors,
+                    |key, meta| {
+                        match key {
+                            "name" => out.name = Some(args::lit_str(meta, "name")?),
+                            "description" => {
+                                out.description = Some(args::lit_str(meta, "description")?)
+                            }
+                            "shared" => out.shared = Some(args::lit_bool(meta, "shared")?.value),
+                            "blocking" => out.blocking = flag_span(meta, "blocking")?,
+                            "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
+                            "validate" => out.validate = args::flag(meta, "validate")?,
+                            "terminal" => out.terminal = flag_span(meta, "terminal")?,
+                            "concurrent" => out.concurrent = flag_span(meta, "concurrent")?,
+                            "exclusive" => out.exclusive = flag_span(meta, "exclusive")?,
+                            _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
+                        }
+                        Ok(())
+                    },
+                );
+            }
+            Meta::NameValue(nv) => errors.spanned(
+                nv,
+                "write `#[tool]` or `#[tool(name = \"...\", description = \"...\", shared = false)]`",
+            ),
+        }
+        out
+    }
+}
+
+/// A `schema = "..."`: JSON written inline (checked now), or a file read with `include_str!`
+/// (a path relative to the source file, checked when the table is built).
+pub(super) enum SchemaSource {
+    Inline(LitStr),
+    File(LitStr),
+}
+
+impl SchemaSource {
+    pub(super) fn parse(lit: LitStr, errors: &mut Errors) -> Self {
+        let text = lit.value();
+        if !text.trim_start().starts_with('{') {
+            if text.trim().is_empty() {
+                errors.spanned(
+                    &lit,
+                    "`schema` is empty: give a JSON object or a .json file",
+                );
+            }
+            return SchemaSource::File(lit);
+        }
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Err(e) => errors.spanned(
+                &lit,
+                format!("`schema` is not valid JSON: {e} (line and column within the string)"),
+            ),
+            Ok(v) if v.get("type").and_then(|t| t.as_str()) != Some("object") => errors.spanned(
+                &lit,
+                "a tool's input `schema` must be an object schema: `{\"type\": \"object\", \
+                 \"properties\": {...}}`",
+            ),
+            Ok(_) => {}
+        }
+        SchemaSource::Inline(lit)
+    }
+}
+
+/// A flag key: where it was written when it is on (`key` or `key = true`).
+fn flag_span(meta: &ParseNestedMeta, key: &str) -> syn::Result<Option<Span>> {
+    Ok(args::flag(meta, key)?.then(|| meta.path.span()))
+}
+
+/// How a tool's calls share their session (PROTOCOL_NOTES row `tool-concurrency`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Concurrency {
+    /// The default, and what `exclusive` says explicitly: the call has the episode to itself.
+    Exclusive,
+    /// `concurrent` on a `&self` tool: the call may run beside other concurrent calls.
+    Concurrent,
+}
+
+impl Concurrency {
+    /// Check `concurrent` against the other arguments and the receiver; a misuse is one error
+    /// where it was written, and the tool is then generated as an exclusive one (so no second
+    /// error follows from the generated code).
+    pub(super) fn check(
+        args: &ToolArgs,
+        receiver: Option<(bool, &syn::Receiver)>,
+        errors: &mut Errors,
+    ) -> Self {
+        let Some(at) = args.concurrent else {
+            return Concurrency::Exclusive;
+        };
+        if args.exclusive.is_some() {
+            errors.at(
+                at,
+                "a tool is `concurrent` or `exclusive`, not both: `concurrent` runs beside other \
+                 calls of the session, `exclusive` waits for all of them; keep one",
+            );
+        } else if args.terminal.is_some() {
+            errors.at(
+                at,
+                "a terminal tool is always exclusive (it grades the episode, so nothing may \
+                 change the state it reads while it runs): drop `concurrent`",
+            );
+        } else if args.blocking.is_some() {
+            errors.at(
+                at,
+                "a `blocking` tool cannot be `concurrent`: it takes the episode to a thread of \
+                 its own; make it an `async fn` (hand blocking work to \
+                 `tokio::task::spawn_blocking` with owned data) or drop `concurrent`",
+            );
+        } else if let Some((true, receiver)) = receiver {
+            errors.spanned(
+                receiver,
+                "a #[tool(concurrent)] method runs beside other calls of the same session, so it \
+                 borrows the environment shared: take `&self` (keep what it changes behind a \
+                 Mutex or an atomic), or drop `concurrent` to have the episode to itself with \
+                 `&mut self`",
+            );
+        } else {
+            return Concurrency::Concurrent;
+        }
+        Concurrency::Exclusive
+    }
+}
