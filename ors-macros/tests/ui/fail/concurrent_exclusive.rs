@@ -4,18 +4,16 @@ use ors_server::prelude::*;
 #[path = "../support/env.rs"]
 mod support;
 
-struct Env {
-    reads: u32,
-}
+struct Env;
 
 #[environment]
 impl Environment for Env {
-    env_basics!(Env { reads: 0 });
+    env_basics!(Env);
 
     /// Reads.
     #[tool(concurrent, exclusive)]
     fn read(&self) -> String {
-        self.reads.to_string()
+        String::new()
     }
 }
 

@@ -4,18 +4,15 @@ use ors_server::prelude::*;
 #[path = "../support/env.rs"]
 mod support;
 
-struct Env {
-    reads: u32,
-}
+struct Env;
 
 #[environment]
 impl Environment for Env {
-    env_basics!(Env { reads: 0 });
+    env_basics!(Env);
 
-    /// Counts reads: a concurrent tool cannot change the environment through `&mut self`.
+    /// Reads, through `&mut self`.
     #[tool(concurrent)]
     fn read(&mut self) -> String {
-        self.reads += 1;
         String::new()
     }
 }

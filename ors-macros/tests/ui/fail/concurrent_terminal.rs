@@ -4,18 +4,16 @@ use ors_server::prelude::*;
 #[path = "../support/env.rs"]
 mod support;
 
-struct Env {
-    reads: u32,
-}
+struct Env;
 
 #[environment]
 impl Environment for Env {
-    env_basics!(Env { reads: 0 });
+    env_basics!(Env);
 
     /// The model's plain answer.
     #[tool(terminal, concurrent)]
     fn answer(&self) -> String {
-        self.reads.to_string()
+        String::new()
     }
 }
 
