@@ -8,6 +8,10 @@
 //! - Prompt: one text block, the question.
 //! - Shared tools: `echo`, `submit`, `counter`, `big`, `image`, `fail`, `panic`, `sleep`,
 //!   `secret`; task-specific tool: `hint` (listed only by `task_tools`).
+//! - Group scoring (`/score_group`): a candidate scores 1.0 when the text of its last assistant
+//!   message, trimmed, is the task's answer, else 0.0; a candidate whose metadata has
+//!   `"score": "omit"` gets no score, so the environment answers the wrong number of scores
+//!   (what the count check is tested with).
 
 use std::time::Duration;
 
@@ -142,6 +146,23 @@ impl Environment for Conformance {
         Ok(vec![Block::text(&self.task.question)])
     }
 
+    async fn score_group(
+        &self,
+        candidates: Vec<GroupCandidate>,
+    ) -> Result<Vec<GroupScore>, EnvError> {
+        Ok(candidates
+            .iter()
+            .filter(|c| {
+                let omit = c.metadata.as_ref().and_then(|m| m.get("score"));
+                omit.and_then(|v| v.as_str()) != Some("omit")
+            })
+            .map(|c| {
+                let right = final_answer(c).is_some_and(|a| a.trim() == self.task.answer);
+                GroupScore::from(if right { 1.0 } else { 0.0 })
+            })
+            .collect())
+    }
+
     /// Echo the text back (reward 0.0, episode not finished; metadata `length`: its characters).
     #[tool(concurrent)]
     fn echo(&self, input: EchoInput) -> ToolOutput {
@@ -242,4 +263,22 @@ impl Environment for Conformance {
     fn hint(&self) -> String {
         format!("The answer is {}", self.task.answer)
     }
+}
+
+/// The text of a candidate's last assistant message: its answer.
+fn final_answer(candidate: &GroupCandidate) -> Option<String> {
+    let last = candidate
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)?;
+    let text: String = last
+        .blocks
+        .iter()
+        .filter_map(|b| match b {
+            MessageBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    Some(text)
 }

@@ -236,12 +236,24 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
             const _: () = #p::implements_environment::<#ty>();
         }
     });
+    // An optional capability is advertised only when the impl writes it (PROTOCOL_NOTES row
+    // `score-group`): the trait's default cannot tell the server it was not overridden.
+    let scores_groups = imp
+        .items
+        .iter()
+        .any(|item| matches!(item, ImplItem::Fn(f) if f.sig.ident == "score_group"))
+        .then(|| {
+            quote!(
+                const SUPPORTS_SCORE_GROUP: bool = true;
+            )
+        });
     let meta = crate::impl_beside(
         &imp,
         Some(quote!(#p::EnvironmentMeta)),
         quote!(),
         quote! {
             #name
+            #scores_groups
             fn tool_table() -> &'static #p::ToolTable<Self> {
                 #body
             }

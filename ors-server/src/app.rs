@@ -99,13 +99,14 @@ impl HostedEnv {
     }
 }
 
-/// A tools listing: `tools`, and the terminal tool when the environment has one (PROTOCOL_NOTES
-/// row `terminal-tool`).
+/// A tools listing: `tools`, the terminal tool when the environment has one (PROTOCOL_NOTES
+/// row `terminal-tool`), and `supports_score_group: true` when it scores groups (row
+/// `score-group`; absent otherwise, which clients read as false).
 pub(crate) fn listing(env: &dyn DynEnvironment, tools: Vec<ToolSpec>) -> ListToolsOutput {
     ListToolsOutput {
         tools,
         terminal_tool: env.terminal_tool().cloned(),
-        supports_score_group: None,
+        supports_score_group: env.supports_score_group().then_some(true),
     }
 }
 

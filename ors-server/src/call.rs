@@ -18,10 +18,11 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 use ors_core::sse;
-use ors_core::types::RunToolOutput;
-use ors_runtime::env::{CallInput, DynSession, ProgressSink, ToolContext, ToolFuture};
+use ors_core::types::{GroupCandidate, RunToolOutput, ScoreGroupOutput};
+use ors_runtime::env::{CallInput, DynSession, ProgressSink, ToolContext};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -133,10 +134,26 @@ impl CallRecord {
     }
 }
 
+/// What a call runs: a tool, or the scoring of a group of candidate answers, which goes
+/// through the same gate, time limit, stream and results store (PROTOCOL_NOTES row
+/// `score-group`).
+pub(crate) enum Work {
+    /// The named tool with this input.
+    Tool(CallInput),
+    /// The episode's `score_group` with these candidates (holding the episode exclusively).
+    ScoreGroup(Vec<GroupCandidate>),
+}
+
+/// The name a group scoring goes by in logs, metrics and messages (no tool can have it: it is
+/// a method of the `Environment` trait).
+pub(crate) const SCORE_GROUP: &str = "score_group";
+
 /// How a call ended, before encoding.
 enum Outcome {
     /// A result for the `end` event (including `ok: false` ones).
     Result(RunToolOutput),
+    /// The scores of a group, for the `end` event.
+    Scores(ScoreGroupOutput),
     /// An `error` event: the tool crashed, or its session went away.
     Error(String),
 }
@@ -145,6 +162,10 @@ impl Outcome {
     fn encode(&self) -> Bytes {
         Bytes::from(match self {
             Outcome::Result(r) => sse::encode_result(r),
+            Outcome::Scores(s) => match serde_json::to_string(s) {
+                Ok(json) => sse::encode_result_json(&json),
+                Err(e) => sse::encode_error(&format!("the scores cannot be encoded: {e}")),
+            },
             Outcome::Error(m) => sse::encode_error(m),
         })
     }
@@ -226,7 +247,7 @@ pub(crate) async fn serve(
         session,
         record,
         call.name,
-        call.input,
+        call.work,
         call.timeout,
         Arc::clone(shared),
     )
@@ -235,8 +256,9 @@ pub(crate) async fn serve(
 
 /// A call as the request asks for it, with the limits that apply.
 pub(crate) struct CallRequest {
+    /// The tool's name ([`SCORE_GROUP`] for a group scoring).
     pub(crate) name: String,
-    pub(crate) input: CallInput,
+    pub(crate) work: Work,
     /// The client's id for the call: a reconnect, or a new call under that id.
     pub(crate) task_id: Option<String>,
     /// The tool's time limit.
@@ -264,7 +286,7 @@ async fn start(
     session: Arc<Session>,
     record: Arc<CallRecord>,
     name: String,
-    input: CallInput,
+    work: Work,
     timeout: Option<Duration>,
     shared: Arc<CallShared>,
 ) -> Resp {
@@ -275,7 +297,7 @@ async fn start(
         session,
         Arc::clone(&record),
         name,
-        input,
+        work,
         timeout,
         shared,
     ));
@@ -315,11 +337,11 @@ async fn run_job(
     session: Arc<Session>,
     record: Arc<CallRecord>,
     name: String,
-    input: CallInput,
+    work: Work,
     timeout: Option<Duration>,
     shared: Arc<CallShared>,
 ) -> JobDone {
-    let concurrent = session.is_concurrent(&name);
+    let concurrent = matches!(work, Work::Tool(_)) && session.is_concurrent(&name);
     session.active_calls.fetch_add(1, Ordering::AcqRel);
     shared.active.fetch_add(1, Ordering::AcqRel);
     // The gate is asked in the job's first poll, before anything else can wait, so calls
@@ -352,9 +374,25 @@ async fn run_job(
             };
             let started = std::time::Instant::now();
             let done = call
-                .run(|ctx| match episode {
-                    Episode::Exclusive(e) => e.call(ctx, &name, input),
-                    Episode::Shared(e) => e.call_concurrent(ctx, &name, input),
+                .run(|ctx| -> BoxFuture<'_, Outcome> {
+                    match (episode, work) {
+                        (Episode::Exclusive(e), Work::Tool(input)) => {
+                            Box::pin(e.call(ctx, &name, input).map(Outcome::Result))
+                        }
+                        (Episode::Shared(e), Work::Tool(input)) => {
+                            Box::pin(e.call_concurrent(ctx, &name, input).map(Outcome::Result))
+                        }
+                        (Episode::Exclusive(e), Work::ScoreGroup(candidates)) => {
+                            Box::pin(e.score_group(candidates).map(|r| match r {
+                                Ok(scores) => Outcome::Scores(ScoreGroupOutput { scores }),
+                                Err(e) => Outcome::Error(format!("{SCORE_GROUP} failed: {e}")),
+                            }))
+                        }
+                        // Not reached: a scoring always takes the gate exclusively (above).
+                        (Episode::Shared(_), Work::ScoreGroup(_)) => Box::pin(std::future::ready(
+                            Outcome::Error(format!("{SCORE_GROUP} needs the episode to itself")),
+                        )),
+                    }
                 })
                 .await;
             ran = started.elapsed();
@@ -416,7 +454,7 @@ impl Call<'_> {
     /// session is deleted and at once when the server aborts; how it ended, for the metrics.
     async fn run<'e>(
         &self,
-        tool: impl FnOnce(ToolContext) -> ToolFuture<'e>,
+        tool: impl FnOnce(ToolContext) -> BoxFuture<'e, Outcome>,
     ) -> (Outcome, CallOutcome) {
         let (session, name) = (self.session, self.name);
         let cancel = session.cancel.child_token();
@@ -443,11 +481,13 @@ impl Call<'_> {
             tokio::select! {
                 biased;
                 r = tool => match r {
-                    Ok(out) => {
+                    Ok(Outcome::Result(out)) => {
                         let out = crate::limits::check_result(name, out, self.shared.max_result_bytes);
                         let kind = if out.is_ok() { CallOutcome::ok } else { CallOutcome::tool_error };
                         (Outcome::Result(out), kind)
                     }
+                    Ok(scores @ Outcome::Scores(_)) => (scores, CallOutcome::ok),
+                    Ok(failed @ Outcome::Error(_)) => (failed, CallOutcome::crashed),
                     Err(panic) => {
                         let msg = panic_message(&*panic);
                         tracing::warn!(session = %session.id, tool = name, panic = %msg, "tool panicked");
@@ -550,7 +590,7 @@ mod tests {
     fn request(task_id: Option<&str>) -> CallRequest {
         CallRequest {
             name: "big".into(),
-            input: CallInput::empty(),
+            work: Work::Tool(CallInput::empty()),
             task_id: task_id.map(str::to_owned),
             timeout: None,
             max_queued: 8,

@@ -75,6 +75,11 @@ pub(crate) enum ApiError {
     SessionStarting(Arc<str>),
     #[error("missing or invalid API key: send it in X-API-Key or Authorization: Bearer")]
     Unauthorized,
+    #[error(
+        "environment '{0}' does not implement score_group (its tools listing does not set \
+         supports_score_group)"
+    )]
+    ScoreGroupUnsupported(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -100,6 +105,7 @@ impl ApiError {
             | ApiError::UnknownEnvironment(_)
             | ApiError::SessionNotFound(_)
             | ApiError::NoEpisodeYet(_)
+            | ApiError::ScoreGroupUnsupported(_)
             | ApiError::SessionTimedOut { .. } => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::MissingSessionId
@@ -124,7 +130,8 @@ impl ApiError {
     /// The machine-readable code of each error: the one place they are decided.
     pub(crate) fn code(&self) -> ErrorCode {
         match self {
-            ApiError::NoRoute { .. } => ErrorCode::NoRoute,
+            // The environment has no such route: what clients read as "unsupported".
+            ApiError::NoRoute { .. } | ApiError::ScoreGroupUnsupported(_) => ErrorCode::NoRoute,
             ApiError::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
             ApiError::UnknownEnvironment(_) => ErrorCode::UnknownEnvironment,
             ApiError::MissingSessionId

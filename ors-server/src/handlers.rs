@@ -11,7 +11,7 @@ use hyper::body::Incoming;
 use ors_core::sse;
 use ors_core::types::{
     CreateSession, GetTask, GetTaskRange, ListTasks, Message, NumTasks, NumTasksResponse,
-    SessionId, TaskRangeResponse, TaskResponse, TaskSource, VersionInfo,
+    ScoreGroup, SessionId, TaskRangeResponse, TaskResponse, TaskSource, VersionInfo,
 };
 
 use crate::app::{listing, App, HostedEnv};
@@ -137,6 +137,10 @@ impl App {
                     )));
                 }
                 json(&messages)
+            }
+            Endpoint::ScoreGroup => {
+                self.env(env)?;
+                self.score_group(parts, body).await
             }
             Endpoint::Metrics => self.metrics_reply(),
             Endpoint::Ready => self.ready(),
@@ -286,7 +290,37 @@ impl App {
             max_queued: self.config.max_queued_calls,
             setup_wait: self.config.setup_wait,
             name,
-            input,
+            work: call::Work::Tool(input),
+            task_id,
+        };
+        call::serve(session, request, &self.calls).await
+    }
+
+    /// Score a group of candidate answers (or reconnect to a scoring by `task_id`), streamed
+    /// like a call (PROTOCOL_NOTES row `score-group`). An environment without `score_group`
+    /// is a 404 before any stream opens, so a client tells "unsupported" from a failure.
+    async fn score_group(&self, parts: &Parts, body: Incoming) -> Result<Resp, ApiError> {
+        let sid = request::session_id(&parts.headers)?;
+        tracing::Span::current().record("session", sid);
+        let body = self.body(parts, body).await?;
+        let session = self.sessions.get(sid)?;
+        self.record_env(&session);
+        let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
+        if !hosted.env.supports_score_group() {
+            return Err(ApiError::ScoreGroupUnsupported(hosted.name.clone()));
+        }
+        let ScoreGroup {
+            candidates,
+            task_id,
+        } = parse_body(&body)?;
+        drop(body);
+        tracing::Span::current().record("tool", call::SCORE_GROUP);
+        let request = call::CallRequest {
+            timeout: self.config.timeout_for(call::SCORE_GROUP),
+            max_queued: self.config.max_queued_calls,
+            setup_wait: self.config.setup_wait,
+            name: call::SCORE_GROUP.to_owned(),
+            work: call::Work::ScoreGroup(candidates),
             task_id,
         };
         call::serve(session, request, &self.calls).await

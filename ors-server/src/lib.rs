@@ -216,8 +216,9 @@ pub use stats::ServerStats;
 /// bounds.
 pub mod prelude {
     pub use ors_core::{
-        Block, Blocks, ImageBlock, Json, JsonObject, Message, RunToolOutput, Secrets, Split,
-        SplitType, TextBlock, ToolErrorReason, ToolOutput, ToolSpec,
+        Block, Blocks, GroupCandidate, GroupScore, ImageBlock, Json, JsonObject, Message,
+        MessageBlock, Role, RunToolOutput, Secrets, Split, SplitType, TextBlock, ToolErrorReason,
+        ToolOutput, ToolSpec,
     };
     pub use ors_macros::{environment, tool, toolset, wire};
     pub use ors_runtime::__private::serde::de::{Deserialize, DeserializeOwned};

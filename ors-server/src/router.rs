@@ -55,6 +55,8 @@ pub enum Endpoint {
     Version,
     /// `GET /{env}/messages`: the episode's opening messages.
     Messages,
+    /// `POST /{env}/score_group`: score a group of candidate answers, over SSE.
+    ScoreGroup,
     /// `GET /metrics`: Prometheus text (not an ORS route; ours, for operators).
     Metrics,
     /// `GET /ready`: whether this replica takes new sessions (ours, for load balancers).
@@ -63,7 +65,7 @@ pub enum Endpoint {
 
 impl Endpoint {
     /// Every endpoint, in declaration order (`e as usize` is its index).
-    pub(crate) const ALL: [Endpoint; 20] = [
+    pub(crate) const ALL: [Endpoint; 21] = [
         Endpoint::Health,
         Endpoint::ListEnvironments,
         Endpoint::CreateSession,
@@ -82,6 +84,7 @@ impl Endpoint {
         Endpoint::Call,
         Endpoint::Version,
         Endpoint::Messages,
+        Endpoint::ScoreGroup,
         Endpoint::Metrics,
         Endpoint::Ready,
     ];
@@ -107,6 +110,7 @@ impl Endpoint {
             Endpoint::Call => "call",
             Endpoint::Version => "version",
             Endpoint::Messages => "messages",
+            Endpoint::ScoreGroup => "score_group",
             Endpoint::Metrics => "metrics",
             Endpoint::Ready => "ready",
         }
@@ -198,6 +202,12 @@ const ROUTES: &[RouteDef] = &[
     r(routes::VERSION, Scope::Root, Verb::Get, Endpoint::Version),
     r(routes::MESSAGES, Scope::Env, Verb::Get, Endpoint::Messages),
     r(routes::CALL, Scope::Env, Verb::Post, Endpoint::Call),
+    r(
+        routes::SCORE_GROUP,
+        Scope::Env,
+        Verb::Post,
+        Endpoint::ScoreGroup,
+    ),
     r(METRICS, Scope::Root, Verb::Get, Endpoint::Metrics),
     r(READY, Scope::Root, Verb::Get, Endpoint::Ready),
 ];
@@ -307,6 +317,7 @@ mod tests {
             (Method::GET, "prompt", Endpoint::Prompt),
             (Method::GET, "messages", Endpoint::Messages),
             (Method::POST, "call", Endpoint::Call),
+            (Method::POST, "score_group", Endpoint::ScoreGroup),
         ];
         for (m, action, e) in cases {
             let with_env = format!("/math/{action}");

@@ -4,7 +4,9 @@
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use ors_core::types::{Blocks, Message, Secrets, Split, TerminalToolSpec, ToolSpec};
+use ors_core::types::{
+    Blocks, GroupCandidate, GroupScore, Message, Secrets, Split, TerminalToolSpec, ToolSpec,
+};
 
 use super::{CallInput, EnvError, ToolContext, ToolFuture, ToolTableError};
 
@@ -60,6 +62,11 @@ pub trait DynEnvironment: Send + Sync {
     fn terminal_tool(&self) -> Option<&TerminalToolSpec> {
         None
     }
+    /// Whether its episodes score groups of candidate answers (`/score_group`, PROTOCOL_NOTES
+    /// row `score-group`).
+    fn supports_score_group(&self) -> bool {
+        false
+    }
     /// Problems in the tool table; a server refuses to host an environment with any.
     fn table_errors(&self) -> &[ToolTableError];
     /// All tasks of a split as JSON.
@@ -94,6 +101,20 @@ pub trait DynSession: Send + Sync {
     }
     /// Every tool of this episode.
     fn tools(&self) -> Vec<ToolSpec>;
+    /// Score a group of candidate answers: exactly one score per candidate, in their order (a
+    /// wrong count is an error naming both numbers). `&mut` so it can wait for an episode a
+    /// blocking tool still holds.
+    fn score_group(
+        &mut self,
+        candidates: Vec<GroupCandidate>,
+    ) -> BoxFuture<'_, Result<Vec<GroupScore>, EnvError>> {
+        let _ = candidates;
+        Box::pin(async {
+            Err(EnvError::Unsupported(
+                "this episode does not score groups".into(),
+            ))
+        })
+    }
     /// Run a tool.
     fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a>;
     /// Which tools may run beside other calls of the session (`#[tool(concurrent)]`; PROTOCOL_NOTES

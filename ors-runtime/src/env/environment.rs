@@ -8,7 +8,9 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
-use ors_core::types::{Blocks, Message, RunToolOutput, Secrets, Split, ToolSpec};
+use ors_core::types::{
+    Blocks, GroupCandidate, GroupScore, Message, RunToolOutput, Secrets, Split, ToolSpec,
+};
 
 use super::table::{add_reasoning, as_value, Prepared};
 use super::{CallInput, ToolContext, ToolTable};
@@ -58,6 +60,11 @@ pub trait EnvironmentMeta: Sized + 'static {
 
     /// The tool table, built on first use and shared by every episode.
     fn tool_table() -> &'static ToolTable<Self>;
+
+    /// Whether the impl writes [`Environment::score_group`]: `#[environment]` sets it when it
+    /// sees the method, and only then do the listings send `supports_score_group: true`
+    /// (PROTOCOL_NOTES row `score-group`).
+    const SUPPORTS_SCORE_GROUP: bool = false;
 }
 
 /// A type an environment can use as its [`Environment::Task`]: tasks are JSON on the wire, sent
@@ -179,6 +186,25 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
         async move { Ok(vec![Message::user(self.prompt().await?)]) }
     }
 
+    /// Score a group of candidate answers to this episode's task, one score per candidate in
+    /// their order (GRPO-style comparative rewards, PROTOCOL_NOTES row `score-group`): served
+    /// by `POST /{env}/score_group` on the session. Optional: an environment that does not
+    /// write it is not advertised as scoring groups and the route answers 404. Return an
+    /// error when judging fails rather than made-up scores; a wrong number of scores is an
+    /// error the caller sees.
+    fn score_group(
+        &self,
+        candidates: Vec<GroupCandidate>,
+    ) -> impl Future<Output = Result<Vec<GroupScore>, EnvError>> + Send {
+        let _ = candidates;
+        async move {
+            Err(EnvError::Unsupported(format!(
+                "environment '{}' does not implement score_group",
+                Self::NAME
+            )))
+        }
+    }
+
     /// Release the episode's resources; called on `delete`, reaping and shutdown.
     fn teardown(&mut self) -> impl Future<Output = ()> + Send {
         async {}
@@ -214,6 +240,7 @@ pub const ENVIRONMENT_METHODS: &[&str] = &[
     "new",
     "prompt",
     "messages",
+    "score_group",
     "teardown",
     "task_tools",
     "call_task_tool",

@@ -12,7 +12,8 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use ors_core::types::{
-    Blocks, Message, RunToolOutput, Secrets, Split, TerminalToolSpec, ToolErrorReason, ToolSpec,
+    Blocks, GroupCandidate, GroupScore, Message, RunToolOutput, Secrets, Split, TerminalToolSpec,
+    ToolErrorReason, ToolSpec,
 };
 
 use super::environment::call_task_tool;
@@ -342,6 +343,33 @@ impl<E: Environment> DynSession for Episode<E> {
     ) -> ToolFuture<'a> {
         Box::pin(Episode::call_concurrent(self, ctx, name, input))
     }
+    fn score_group(
+        &mut self,
+        candidates: Vec<GroupCandidate>,
+    ) -> BoxFuture<'_, Result<Vec<GroupScore>, EnvError>> {
+        Box::pin(async move {
+            let asked = candidates.len();
+            let env = self.env().await.ok_or_else(|| EnvError::msg(LOST))?;
+            let scores = env.score_group(candidates).await?;
+            if scores.len() != asked {
+                return Err(EnvError::msg(format!(
+                    "score_group of environment '{}' returned {} scores for {asked} candidates \
+                     (one score per candidate is required)",
+                    E::NAME,
+                    scores.len()
+                )));
+            }
+            if let Some(i) = scores.iter().position(|s| !s.reward.is_finite()) {
+                return Err(EnvError::msg(format!(
+                    "score_group of environment '{}' gave candidate {i} the reward {} (JSON \
+                     carries only finite numbers)",
+                    E::NAME,
+                    scores[i].reward
+                )));
+            }
+            Ok(scores)
+        })
+    }
     fn teardown(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             if let Some(env) = self.env().await {
@@ -387,6 +415,9 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
     }
     fn terminal_tool(&self) -> Option<&TerminalToolSpec> {
         E::tool_table().terminal_tool()
+    }
+    fn supports_score_group(&self) -> bool {
+        E::SUPPORTS_SCORE_GROUP
     }
     fn table_errors(&self) -> &[ToolTableError] {
         E::tool_table().errors()

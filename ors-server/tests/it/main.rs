@@ -10,6 +10,7 @@ mod lifecycle;
 mod openreward;
 mod ops;
 mod output;
+mod score_group;
 mod sessions;
 mod signal;
 mod support;
