@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
 use ors_core::sse::{CallEvent, CallStreamDecoder, CallStreamError, DecodeLimits, SseError};
-use ors_core::{RunToolOutput, ToolCall};
+use ors_core::types::{GroupCandidate, ScoreGroup};
+use ors_core::ToolCall;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -36,9 +38,37 @@ pub type ProgressFn = Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
 pub(crate) struct CallSpec<'a> {
     pub path: String,
     pub sid: &'a str,
+    /// The tool's name (`score_group` for a group scoring), for the body and messages.
     pub name: &'a str,
-    pub input: &'a Value,
+    pub payload: Payload<'a>,
     pub progress: Option<&'a ProgressFn>,
+}
+
+/// What a call sends: a tool's input, or the candidates of a group scoring, which streams
+/// like a call (PROTOCOL_NOTES row `score-group`).
+pub(crate) enum Payload<'a> {
+    Tool(&'a Value),
+    ScoreGroup(&'a [GroupCandidate]),
+}
+
+impl CallSpec<'_> {
+    /// The request of one attempt, under `task_id` when there is one.
+    fn request(&self, task_id: Option<String>) -> Result<Req> {
+        let req = Req::post(&self.path)
+            .sid(self.sid)
+            .accept(ors_core::protocol::EVENT_STREAM);
+        match self.payload {
+            Payload::Tool(input) => req.json(&ToolCall {
+                name: self.name.to_owned(),
+                input: input.clone(),
+                task_id,
+            }),
+            Payload::ScoreGroup(candidates) => req.json(&ScoreGroup {
+                candidates: candidates.to_vec(),
+                task_id,
+            }),
+        }
+    }
 }
 
 /// How one connection of a call ended, when it did not give a result.
@@ -52,7 +82,7 @@ enum StreamFail {
 }
 
 /// Run a call to its result, reconnecting as allowed; bounded by the configured call timeout.
-pub(crate) async fn run_call(http: &Http, spec: CallSpec<'_>) -> Result<RunToolOutput> {
+pub(crate) async fn run_call<T: DeserializeOwned>(http: &Http, spec: CallSpec<'_>) -> Result<T> {
     match http.cfg.call_timeout {
         None => call_loop(http, &spec).await,
         Some(limit) => tokio::time::timeout(limit, call_loop(http, &spec))
@@ -66,7 +96,7 @@ pub(crate) async fn run_call(http: &Http, spec: CallSpec<'_>) -> Result<RunToolO
     }
 }
 
-async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
+async fn call_loop<T: DeserializeOwned>(http: &Http, spec: &CallSpec<'_>) -> Result<T> {
     // A server that takes client ids runs the call once under this one however often it is
     // sent, so from the first attempt any failure may be retried. Otherwise the server's id,
     // once its task_id event arrives, is what makes a reconnect safe.
@@ -74,15 +104,7 @@ async fn call_loop(http: &Http, spec: &CallSpec<'_>) -> Result<RunToolOutput> {
     let mut failures = 0u32;
     let mut starting = Starting::default();
     loop {
-        let body = ToolCall {
-            name: spec.name.to_owned(),
-            input: spec.input.clone(),
-            task_id: task_id.clone(),
-        };
-        let req = Req::post(&spec.path)
-            .sid(spec.sid)
-            .accept(ors_core::protocol::EVENT_STREAM)
-            .json(&body)?;
+        let req = spec.request(task_id.clone())?;
         let started = Instant::now();
         let mut seen = Seen::default();
         match one_stream(http, &req, spec, &mut task_id, &mut seen).await {
@@ -160,13 +182,13 @@ const END_GRACE: Duration = Duration::from_millis(500);
 const PREVIEW_BYTES: usize = 300;
 
 /// One connection: send (or resend with the `task_id`) and read events until the result.
-async fn one_stream(
+async fn one_stream<T: DeserializeOwned>(
     http: &Http,
     req: &Req,
     spec: &CallSpec<'_>,
     task_id: &mut Option<String>,
     seen: &mut Seen,
-) -> std::result::Result<RunToolOutput, StreamFail> {
+) -> std::result::Result<T, StreamFail> {
     let resp = match http.send_once(req, http.cfg.request_timeout).await {
         Ok(r) => r,
         Err(f) => return Err(classify(f, task_id.is_some())),
@@ -237,10 +259,10 @@ async fn one_stream(
 
     let heartbeat = http.cfg.heartbeat_timeout;
     let max = http.cfg.max_result_bytes;
-    let mut decoder = CallStreamDecoder::with_limits(DecodeLimits::bounded(max));
+    let mut decoder = CallStreamDecoder::<T>::for_result(DecodeLimits::bounded(max));
     let mut lines = 0u64;
     let mut deadline = Instant::now() + heartbeat;
-    let mut result: Option<RunToolOutput> = None;
+    let mut result: Option<T> = None;
     loop {
         let next = tokio::time::timeout_at(deadline, reader.next()).await;
         let data = match (next, result.take()) {

@@ -27,6 +27,16 @@ pub enum Error {
         /// The message the server sent.
         message: String,
     },
+    /// The environment does not offer an optional capability (`score_group` of an environment
+    /// that does not score groups, PROTOCOL_NOTES row `score-group`): nothing ran, and the
+    /// session is still usable.
+    #[error("environment '{env}' does not support {capability}")]
+    Unsupported {
+        /// The environment.
+        env: String,
+        /// The capability ("score_group").
+        capability: String,
+    },
     /// The server answered with an HTTP error status.
     #[error("HTTP {status}{}: {detail}", code_note(.code.as_deref()))]
     Http {
@@ -166,6 +176,7 @@ impl Error {
         match self {
             Error::ToolError { .. } => "tool_error",
             Error::ToolCrashed { .. } => "tool_crashed",
+            Error::Unsupported { .. } => "unsupported",
             Error::Http { .. } => "http",
             Error::SessionTerminated { .. } => "session_terminated",
             Error::Transport(_) => "transport",

@@ -68,9 +68,9 @@ pub use config::{
 pub use error::{Error, Result, SizeLimit};
 pub use ors_core::provider::Provider;
 pub use ors_core::{
-    Block, BlockText, Blocks, ErrorCode, ImageBlock, JsonObject, ListToolsOutput, Message,
-    RunToolOutput, Secrets, Split, SplitType, TerminalToolSpec, TextBlock, ToolError,
-    ToolErrorReason, ToolOutput, ToolSpec, VersionInfo,
+    Block, BlockText, Blocks, ErrorCode, GroupCandidate, GroupScore, ImageBlock, JsonObject,
+    ListToolsOutput, Message, MessageBlock, Role, RunToolOutput, Secrets, Split, SplitType,
+    TerminalToolSpec, TextBlock, ToolError, ToolErrorReason, ToolOutput, ToolSpec, VersionInfo,
 };
 pub use rollout::{
     evaluate, Action, Call, Episode, EpisodeError, EvalOptions, EvalProgress, EvalProgressFn,

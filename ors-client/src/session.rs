@@ -11,15 +11,15 @@ use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use ors_core::protocol::{routes, HEADER_SECRETS};
 use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
 use ors_core::{
-    Blocks, CreateSession, ErrorCode, ListToolsOutput, Message, RunToolOutput, Secrets, SessionId,
-    TerminalToolSpec, ToolOutput, ToolSpec,
+    Blocks, CreateSession, ErrorCode, GroupCandidate, GroupScore, ListToolsOutput, Message,
+    RunToolOutput, ScoreGroupOutput, Secrets, SessionId, TerminalToolSpec, ToolOutput, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::call::{run_call, CallSpec, Progress, ProgressFn};
+use crate::call::{run_call, CallSpec, Payload, Progress, ProgressFn};
 use crate::client::{Environment, TaskRef};
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
@@ -585,10 +585,49 @@ impl Session {
             path: self.shared.env.path(routes::CALL),
             sid: &self.shared.sid,
             name,
-            input: &input,
+            payload: Payload::Tool(&input),
             progress,
         };
         self.guarded(run_call(self.shared.http(), spec)).await
+    }
+
+    /// Whether the environment scores groups of candidate answers (`supports_score_group` in
+    /// its tools listing; absent means no).
+    pub async fn supports_score_group(&self) -> Result<bool> {
+        Ok(self.listing().await?.supports_score_group == Some(true))
+    }
+
+    /// Score a group of candidate answers to this session's task (`POST /{env}/score_group`,
+    /// PROTOCOL_NOTES row `score-group`): one score per candidate, in their order, streamed and
+    /// reconnected like a call. [`Error::Unsupported`] when the environment does not score
+    /// groups; a failed judging is [`Error::ToolCrashed`].
+    pub async fn score_group(&self, candidates: Vec<GroupCandidate>) -> Result<Vec<GroupScore>> {
+        let asked = candidates.len();
+        let spec = CallSpec {
+            path: self.shared.env.path(routes::SCORE_GROUP),
+            sid: &self.shared.sid,
+            name: "score_group",
+            payload: Payload::ScoreGroup(&candidates),
+            progress: None,
+        };
+        let out: ScoreGroupOutput = match self.guarded_raw(run_call(self.shared.http(), spec)).await
+        {
+            Ok(out) => out,
+            Err(e) if self.route_missing(&e).await => {
+                return Err(Error::Unsupported {
+                    env: self.shared.env.name().to_owned(),
+                    capability: "score_group".to_owned(),
+                })
+            }
+            Err(e) => return Err(self.shared.absorb(e)),
+        };
+        if out.scores.len() != asked {
+            return Err(Error::Protocol(format!(
+                "score_group answered {} scores for {asked} candidates",
+                out.scores.len()
+            )));
+        }
+        Ok(out.scores)
     }
 
     /// Delete the session on the server (`POST /delete`) and stop pinging. A session the

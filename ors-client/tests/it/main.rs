@@ -11,6 +11,7 @@ mod liveness;
 mod progress_env;
 mod reconnect;
 mod retry;
+mod score_group;
 mod sessions;
 mod support;
 mod tls;

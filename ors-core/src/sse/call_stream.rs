@@ -1,21 +1,26 @@
 //! The call-stream decoder: a tool call's `task_id`, `progress`, `chunk`s and `end` (or
 //! `error`) reassembled into [`CallEvent`]s, on top of the bounded [`SseDecoder`].
 
+use std::marker::PhantomData;
+
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::decode::{preview, DecodeLimits, SseDecoder, SseError, SseEvent, FIELD_ROOM};
 use super::{EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_PROGRESS, EVENT_TASK_ID};
 use crate::types::RunToolOutput;
 
-/// What a tool-call stream says, once reassembled.
+/// What a tool-call stream says, once reassembled. `T` is what the `end` data holds: a
+/// [`RunToolOutput`] for `/call`, a `ScoreGroupOutput` for `/score_group` (PROTOCOL_NOTES row
+/// `score-group`), which streams the same way.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CallEvent {
+pub enum CallEvent<T = RunToolOutput> {
     /// The call id (first event); reconnect with it if the connection drops.
     TaskId(String),
     /// A progress report from the running tool.
     Progress(Value),
     /// The final result (`end`, after any `chunk`s).
-    Result(RunToolOutput),
+    Result(T),
     /// The tool crashed or the task id was unknown; no result follows.
     Error(String),
 }
@@ -80,8 +85,8 @@ impl CallStreamError {
 /// order is checked: `task_id` first (an `error` may come alone), nothing after `end` or
 /// `error`. Everything it holds (unfinished line, event and result together) stays within
 /// [`DecodeLimits::max_result_bytes`].
-#[derive(Debug, Default)]
-pub struct CallStreamDecoder {
+#[derive(Debug)]
+pub struct CallStreamDecoder<T = RunToolOutput> {
     sse: SseDecoder,
     pending: String,
     limits: DecodeLimits,
@@ -89,20 +94,41 @@ pub struct CallStreamDecoder {
     finished: bool,
     high_water: usize,
     failed: Option<CallStreamError>,
+    result: PhantomData<fn() -> T>,
+}
+
+impl Default for CallStreamDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl CallStreamDecoder {
-    /// A decoder at the start of a stream, with the [`DecodeLimits::DEFAULT`] bounds.
+    /// A decoder of a tool call's stream at its start, with the [`DecodeLimits::DEFAULT`]
+    /// bounds.
     pub fn new() -> Self {
-        Self::default()
+        Self::with_limits(DecodeLimits::DEFAULT)
     }
 
-    /// A decoder with the given bounds.
+    /// A decoder of a tool call's stream with the given bounds.
     pub fn with_limits(limits: DecodeLimits) -> Self {
+        Self::for_result(limits)
+    }
+}
+
+impl<T: DeserializeOwned> CallStreamDecoder<T> {
+    /// A decoder of a stream whose `end` data is a `T` (a group scoring's, say), with the
+    /// given bounds.
+    pub fn for_result(limits: DecodeLimits) -> Self {
         Self {
             sse: SseDecoder::with_limits(limits),
+            pending: String::new(),
             limits,
-            ..Self::default()
+            saw_task_id: false,
+            finished: false,
+            high_water: 0,
+            failed: None,
+            result: PhantomData,
         }
     }
 
@@ -113,7 +139,7 @@ impl CallStreamDecoder {
 
     /// Feed bytes; returns the call events they complete. After a fatal error (see
     /// [`CallStreamError::is_fatal`]) nothing more is decoded and every push repeats it.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<Result<CallEvent, CallStreamError>> {
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<Result<CallEvent<T>, CallStreamError>> {
         if let Some(e) = &self.failed {
             return vec![Err(e.clone())];
         }
@@ -198,7 +224,7 @@ impl CallStreamDecoder {
         self.failed = Some(e);
     }
 
-    fn on_event(&mut self, e: SseEvent) -> Option<Result<CallEvent, CallStreamError>> {
+    fn on_event(&mut self, e: SseEvent) -> Option<Result<CallEvent<T>, CallStreamError>> {
         if self.finished {
             return Some(Err(CallStreamError::AfterEnd { event: e.event }));
         }
@@ -266,7 +292,10 @@ impl CallStreamDecoder {
 
 /// The `end` data (after the joined `chunk`s in `head`) as a result, saying whether it was not
 /// JSON at all or JSON of another shape.
-fn parse_result(head: &str, tail: &str) -> Result<CallEvent, CallStreamError> {
+fn parse_result<R: DeserializeOwned>(
+    head: &str,
+    tail: &str,
+) -> Result<CallEvent<R>, CallStreamError> {
     fn parse<T: serde::de::DeserializeOwned>(head: &str, tail: &str) -> serde_json::Result<T> {
         if head.is_empty() {
             serde_json::from_str(tail)
@@ -274,7 +303,7 @@ fn parse_result(head: &str, tail: &str) -> Result<CallEvent, CallStreamError> {
             serde_json::from_reader(std::io::Read::chain(head.as_bytes(), tail.as_bytes()))
         }
     }
-    parse::<RunToolOutput>(head, tail)
+    parse::<R>(head, tail)
         .map(CallEvent::Result)
         .map_err(|err| {
             // A number too large for an f64 is valid JSON to a parser that skips it, so the
@@ -282,7 +311,11 @@ fn parse_result(head: &str, tail: &str) -> Result<CallEvent, CallStreamError> {
             let why = if let Some(number) = non_finite(head, tail, &err) {
                 format!("the end data holds {number} ({err}; {NON_FINITE_NOTE})")
             } else if parse::<serde::de::IgnoredAny>(head, tail).is_ok() {
-                format!("the end data is JSON but not a RunToolOutput ({err})")
+                let wanted = std::any::type_name::<R>()
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or("result");
+                format!("the end data is JSON but not a {wanted} ({err})")
             } else {
                 format!("the end data is not JSON ({err})")
             };
