@@ -4,7 +4,8 @@ get_task/get_task_range (which read `env_name`), episodes from a task object and
 split+index, secrets with allowed_domains and the `api_key` secret the client adds itself,
 chunked results, images, refused calls and their `reason`, the finished latch, a crash,
 task-specific tools, /messages, /version, 24 parallel sessions, a call longer than the client's
-30 s read timeout, the API key on and off, and an unknown `toolset_name`.
+30 s read timeout, the API key on and off, an unknown `toolset_name`, and group scoring
+(`score_group`: scores in candidate order, a miscounting judge as ScoreGroupFailed).
 
 Usage: python openreward_client_conformance.py URL
 The server must require the API key in ORS_API_KEY (the client sends it) and send keep-alives
@@ -19,8 +20,9 @@ import os
 import sys
 
 import aiohttp
-from openreward import AsyncEnvironmentsAPI
-from openreward.api.errors import ToolCallError, ToolFailed
+from openreward import AsyncEnvironmentsAPI, GroupCandidate, Message
+from openreward.api.environments.types import TextBlock
+from openreward.api.errors import ScoreGroupFailed, ToolCallError, ToolFailed
 
 from harness import Checks, expect, expect_eq, expect_raises
 
@@ -89,7 +91,7 @@ async def main(url: str, key: str) -> int:
         for fmt in [None] + FORMATS:
             expect_eq(tool_names(fmt, await env.list_tools(format=fmt)), SHARED, f"{fmt} tool names")
         expect(await env.terminal_tool() is None, "the fixture has no terminal tool")
-        expect(not await env.supports_score_group(), "the fixture does not score groups")
+        expect(await env.supports_score_group(), "the fixture scores groups")
 
     for name, check in [
         ("discovery.splits", splits),
@@ -216,7 +218,25 @@ async def main(url: str, key: str) -> int:
         expect_eq(err.status, 400, "unknown toolset status")
         expect("codex" in str(err), f"the error does not name the toolset: {err}")
 
+    def candidate(answer: str, metadata=None) -> GroupCandidate:
+        turns = [Message(role="user", blocks=[TextBlock(text="What is 1+1?")]),
+                 Message(role="assistant", blocks=[TextBlock(text=answer)])]
+        return GroupCandidate(messages=turns, metadata=metadata)
+
+    async def score_group():
+        # Task 1 of train: the answer is "2"; the fixture scores a right final answer 1.0.
+        async with env.session(split="train", index=1) as s:
+            expect(await s.supports_score_group(), "session: supports_score_group")
+            scores = await s.score_group([candidate("3"), candidate(" 2 "), [Message(role="assistant", blocks=[TextBlock(text="2")])]])
+            expect_eq([sc.reward for sc in scores], [0.0, 1.0, 1.0], "group rewards in candidate order")
+            # The fixture gives no score to a candidate marked so: the server reports the count.
+            err = await expect_raises(s.score_group([candidate("2"), candidate("2", {"score": "omit"})]), ScoreGroupFailed)
+            expect("1 scores for 2 candidates" in str(err), f"mismatch error {err}")
+            # Neither marks the session dead.
+            expect_eq(text_of(await s.call_tool("counter")), "1", "counter after scoring")
+
     for name, check in [
+        ("calls.score-group", score_group),
         ("episode.from-task-with-secrets", episode_from_task),
         ("episode.from-split-index", episode_from_split_index),
         ("episode.finished-latch", finished_latch),

@@ -1,7 +1,8 @@
 """The openreward SDK's client (openreward 0.1.167) against an ORS server hosting the gsm8k
 environment: splits and tasks (with `env_name`), tools in every provider format, the terminal
 tool a harness calls with the model's plain answer, episodes from a task object and from
-split+index, grading, the prompt as messages, and concurrent episodes.
+split+index, grading, the prompt as messages, concurrent episodes, and group scoring reported
+as unsupported (gsm8k does not implement it).
 
 Usage: python openreward_client_gsm8k.py URL
 Exits non-zero if any check fails.
@@ -11,9 +12,11 @@ import argparse
 import asyncio
 import sys
 
-from openreward import AsyncEnvironmentsAPI
+from openreward import AsyncEnvironmentsAPI, GroupCandidate, Message
+from openreward.api.environments.types import TextBlock
+from openreward.api.errors import ScoreGroupUnsupported
 
-from harness import Checks, expect, expect_eq
+from harness import Checks, expect, expect_eq, expect_raises
 
 ENV = "gsm8k"
 FORMATS = [None, "openai", "anthropic", "google", "openrouter"]
@@ -82,7 +85,16 @@ async def main(url: str) -> int:
 
         await asyncio.gather(*(one(i, t) for i, t in enumerate(tasks)))
 
+    async def score_group_unsupported():
+        expect(not await env.supports_score_group(), "gsm8k does not score groups")
+        async with env.session(split="test", index=0) as s:
+            only = GroupCandidate(messages=[Message(role="assistant", blocks=[TextBlock(text="4")])])
+            await expect_raises(s.score_group([only]), ScoreGroupUnsupported)
+            out = await s.call_tool("submit", {"answer": "-1.5"})
+            expect(out.finished, "the session still works after the refusal")
+
     for name, check in [
+        ("score-group.unsupported", score_group_unsupported),
         ("discovery", discovery),
         ("tools-and-terminal-tool", tools),
         ("episode.terminal-tool", terminal_episode),

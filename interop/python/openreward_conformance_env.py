@@ -3,8 +3,10 @@ is the current ORS environment server.
 
 The same contract as the Rust `conformance` example and `conformance_env.py` (ors-sdk): env
 `conformance`; splits train (25), test (5), hard (bare name, 3); shared tools echo, submit,
-counter, big, image, fail, panic, sleep, secret; task-specific tool hint; a second environment
-`aux` after it. `cargo xtask conformance --url ...` against it must fail exactly the clauses in
+counter, big, image, fail, panic, sleep, secret; task-specific tool hint; group scoring (a
+candidate whose last assistant text, trimmed, is the answer scores 1.0, else 0.0; one with
+metadata `{"score": "omit"}` gets no score); a second environment `aux` after it, which does not
+score groups. `cargo xtask conformance --url ...` against it must fail exactly the clauses in
 interop/openreward-expected-failures.txt.
 
 Usage: python openreward_conformance_env.py [--host 127.0.0.1] [--port N]   (0: a free port)
@@ -14,9 +16,9 @@ Prints `ors-reference listening on http://HOST:PORT` once the port accepts conne
 import asyncio
 from typing import Optional
 
-from openreward.environments import (Environment, ImageBlock, ListToolsOutput, RunToolError,
-                                     RunToolOutput, Server, Split, TextBlock, ToolOutput,
-                                     ToolSpec, tool)
+from openreward.environments import (Environment, GroupCandidate, GroupScore, ImageBlock,
+                                     ListToolsOutput, RunToolError, RunToolOutput, Server, Split,
+                                     TextBlock, ToolOutput, ToolSpec, tool)
 from fixture_common import (PNG, SPLITS, BigInput, EchoInput, FailInput, SecretInput, SleepInput,
                             SubmitInput, ToolFailure, make_task, serve)
 
@@ -40,6 +42,17 @@ class Conformance(Environment):
 
     def get_prompt(self):
         return [TextBlock(text=str(self.task_spec.get("question", "")))]
+
+    async def score_group(self, candidates: list[GroupCandidate]) -> list[GroupScore]:
+        answer = str(self.task_spec.get("answer", ""))
+        scores = []
+        for c in candidates:
+            if (c.metadata or {}).get("score") == "omit":
+                continue
+            last = next((m for m in reversed(c.messages) if m.role == "assistant"), None)
+            text = "".join(b.text for b in last.blocks if b.type == "text") if last else None
+            scores.append(GroupScore(reward=1.0 if text is not None and text.strip() == answer else 0.0))
+        return scores
 
     def list_task_tools(self) -> ListToolsOutput:
         # The task-specific hint; the server lists it after the shared tools.

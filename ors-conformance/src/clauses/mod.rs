@@ -5,6 +5,7 @@ mod calls;
 mod chunking;
 mod discovery;
 mod robustness;
+mod score_group;
 mod sessions;
 
 use super::support::Check;
@@ -71,6 +72,7 @@ pub fn all() -> Vec<&'static Clause> {
         .iter()
         .chain(sessions::CLAUSES)
         .chain(calls::CLAUSES)
+        .chain(score_group::CLAUSES)
         .chain(chunking::CLAUSES)
         .chain(auth::CLAUSES)
         .chain(robustness::CLAUSES)

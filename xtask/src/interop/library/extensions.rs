@@ -1,10 +1,12 @@
 //! The client's side of the openreward SDK's additions (PROTOCOL_NOTES rows `openreward-sdk`
 //! onwards), against whichever server the library checks run on: `reason` of refused calls,
 //! the finished latch, `/messages` (with the `/prompt` fallback), `/version`, the terminal
-//! tool, and `toolset_name`. ors-sdk 0.1.0 predates them all; the checks expect what each
-//! server does.
+//! tool, `toolset_name` and group scoring. ors-sdk 0.1.0 predates them all; the checks expect
+//! what each server does.
 
-use ors_client::{Client, Error, Message, ToolErrorReason};
+use ors_client::{
+    Block, Client, Error, GroupCandidate, JsonObject, Message, Role, ToolErrorReason,
+};
 use serde_json::json;
 
 use super::{ensure, eq, Ctx, Expect, Report};
@@ -96,4 +98,53 @@ pub(super) async fn run(r: &mut Report, client: &Client, expect: Expect) {
         }
     })
     .await;
+    let note = if newer {
+        "scored"
+    } else {
+        "unsupported: ors-sdk predates it"
+    };
+    r.record("extensions.score-group", note, async {
+        let listed = env.listing().await.ctx("tools")?.supports_score_group;
+        eq("supports_score_group", listed == Some(true), newer)?;
+        // Task 1 of train: the answer is "2"; the fixture scores a right final answer 1.0.
+        let s = env.session_at("train", 1).await.ctx("create")?;
+        let got = s
+            .score_group(vec![candidate("3", None), candidate(" 2 ", None)])
+            .await;
+        if !newer {
+            s.close().await.ctx("close")?;
+            return match got {
+                Err(Error::Unsupported { .. }) => Ok(()),
+                other => Err(format!("score_group on ors-sdk: {other:?}")),
+            };
+        }
+        let rewards: Vec<f64> = got.ctx("score_group")?.iter().map(|s| s.reward).collect();
+        eq("rewards", rewards, vec![0.0, 1.0])?;
+        let mut omit = JsonObject::new();
+        omit.insert("score".into(), "omit".into());
+        let miscounted = s
+            .score_group(vec![candidate("2", None), candidate("2", Some(omit))])
+            .await;
+        s.close().await.ctx("close")?;
+        match miscounted {
+            Err(Error::ToolCrashed { message }) => {
+                ensure(message.contains("1 scores for 2 candidates"), || message)
+            }
+            other => Err(format!("a miscounting judge: {other:?}")),
+        }
+    })
+    .await;
+}
+
+/// A candidate whose final answer is `answer`.
+fn candidate(answer: &str, metadata: Option<JsonObject>) -> GroupCandidate {
+    let turn = Message {
+        role: Role::Assistant,
+        blocks: vec![Block::text(answer).into()],
+        detail: None,
+    };
+    GroupCandidate {
+        messages: vec![turn],
+        metadata,
+    }
 }
