@@ -8,6 +8,9 @@
 //! - Prompt: one text block, the question.
 //! - Shared tools: `echo`, `submit`, `counter`, `big`, `image`, `fail`, `panic`, `sleep`,
 //!   `secret`; task-specific tool: `hint` (listed only by `task_tools`).
+//! - A toolset a session may select with `toolset_name: "codex"` (the name of one of the
+//!   openreward SDK's built-in toolsets, so its client can select it): tool `shout` (the text
+//!   upper-cased), listed by `task_tools` and callable only in those sessions.
 //! - Group scoring (`/score_group`): a candidate scores 1.0 when the text of its last assistant
 //!   message, trimmed, is the task's answer, else 0.0; a candidate whose metadata has
 //!   `"score": "omit"` gets no score, so the environment answers the wrong number of scores
@@ -104,6 +107,19 @@ pub struct SecretInput {
     pub name: String,
 }
 
+/// The toolset a session selects with `toolset_name: "codex"`.
+#[derive(Debug, Default)]
+pub struct Loud;
+
+#[toolset]
+impl Loud {
+    /// Send the text back upper-cased.
+    #[tool]
+    fn shout(&self, input: EchoInput) -> String {
+        input.text.to_uppercase()
+    }
+}
+
 /// An episode of the conformance fixture.
 #[derive(Debug)]
 pub struct Conformance {
@@ -111,6 +127,8 @@ pub struct Conformance {
     secrets: Secrets,
     /// Runs of `counter` in this session: per-session state the tests check for isolation.
     counter: u64,
+    /// The tools of sessions that select `codex`.
+    loud: Loud,
 }
 
 impl Conformance {
@@ -120,7 +138,7 @@ impl Conformance {
     }
 }
 
-#[environment]
+#[environment(select_toolsets(loud = "codex"))]
 impl Environment for Conformance {
     type Task = ConformanceTask;
 
@@ -139,6 +157,7 @@ impl Environment for Conformance {
             task,
             secrets,
             counter: 0,
+            loud: Loud,
         })
     }
 

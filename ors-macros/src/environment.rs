@@ -21,6 +21,10 @@ const ENV_KEYS: &[Key] = &[
         usage: "toolsets(field, ...)",
     },
     Key {
+        name: "select_toolsets",
+        usage: "select_toolsets(field = \"name\", ...)",
+    },
+    Key {
         name: "reasoning",
         usage: "reasoning",
     },
@@ -38,6 +42,9 @@ const ENV_KEYS: &[Key] = &[
 struct EnvArgs {
     name: Option<LitStr>,
     toolsets: Vec<Member>,
+    /// Toolset fields a session selects by name at `/create` (PROTOCOL_NOTES row
+    /// `toolset-name`).
+    selectable: Vec<Selectable>,
     krate: Path,
     /// Every tool takes an optional `reasoning` string.
     reasoning: bool,
@@ -51,6 +58,7 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
     let mut out = EnvArgs {
         name: None,
         toolsets: Vec::new(),
+        selectable: Vec::new(),
         krate: args::default_crate(),
         reasoning: false,
         dynamic_tools: None,
@@ -60,6 +68,7 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
         match key {
             "name" => out.name = Some(args::lit_str(meta, "name")?),
             "toolsets" => out.toolsets.extend(args::members(meta)?),
+            "select_toolsets" => out.selectable.extend(selectables(meta)?),
             "reasoning" => out.reasoning = args::flag(meta, "reasoning")?,
             "dynamic_tools" => out.dynamic_tools = Some(args::path_value(meta, "dynamic_tools")?),
             "calls_after_finished" => {
@@ -76,7 +85,74 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
         }
         seen.push(m);
     }
+    check_selectable(&out, errors);
     out
+}
+
+/// A toolset field a session may select, and the name it is selected by.
+struct Selectable {
+    field: Member,
+    name: LitStr,
+}
+
+/// `select_toolsets(field = "name", other)`: a bare field is selected by its own name.
+fn selectables(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Vec<Selectable>> {
+    let mut out = Vec::new();
+    meta.parse_nested_meta(|inner| {
+        let Some(ident) = inner.path.get_ident() else {
+            return Err(inner.error("expected a field name: `select_toolsets(field = \"name\")`"));
+        };
+        let name = if inner.input.peek(syn::Token![=]) {
+            inner.value()?.parse::<LitStr>()?
+        } else {
+            let text = ident.to_string();
+            LitStr::new(text.strip_prefix("r#").unwrap_or(&text), ident.span())
+        };
+        out.push(Selectable {
+            field: Member::Named(ident.clone()),
+            name,
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Names are URL-safe and unique, a field is selectable once and not also always included.
+fn check_selectable(args: &EnvArgs, errors: &mut Errors) {
+    for (i, s) in args.selectable.iter().enumerate() {
+        let name = s.name.value();
+        if !args::valid_name(&name) {
+            errors.spanned(
+                &s.name,
+                format!("invalid toolset name `{name}`: 1 to 64 characters from `A-Z a-z 0-9 _ -`"),
+            );
+        }
+        let earlier = &args.selectable[..i];
+        if let Some(first) = earlier.iter().find(|e| e.name.value() == name) {
+            let field = &first.field;
+            errors.spanned(
+                &s.name,
+                format!(
+                    "toolset name `{name}` is given twice (also to field `{}`): a session selects \
+                     a toolset by its name, so each name must be unique",
+                    quote!(#field)
+                ),
+            );
+        }
+        if earlier.iter().any(|e| e.field == s.field) {
+            errors.spanned(
+                &s.field,
+                "this toolset field is listed twice in select_toolsets",
+            );
+        }
+        if args.toolsets.contains(&s.field) {
+            errors.spanned(
+                &s.field,
+                "this field is in both `toolsets(...)` (tools of every session) and \
+                 `select_toolsets(...)` (tools of the sessions that select it); keep one",
+            );
+        }
+    }
 }
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -223,6 +299,20 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
     let cfgs = crate::cfgs(&imp);
     let own: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
     let collisions = table::collision_checks(&cfgs, &self_ty, krate, &own, &args.toolsets);
+    let selectable: Vec<(Member, LitStr)> = args
+        .selectable
+        .iter()
+        .map(|s| (s.field.clone(), s.name.clone()))
+        .collect();
+    let named_collisions = table::selectable_collision_checks(
+        &cfgs,
+        &self_ty,
+        krate,
+        &own,
+        &args.toolsets,
+        &selectable,
+    );
+    let named = table::named_toolsets(&self_ty, krate, &selectable, args.reasoning);
     let trait_methods = tools.iter().map(|t| t.not_a_trait_method(krate, &cfgs));
     let attr_uses = tool::use_attr_paths(&tool_attrs, &cfgs);
     // The trait is recognised by type, not by name (so `use ors_server::Environment as Env`
@@ -254,6 +344,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         quote! {
             #name
             #scores_groups
+            #named
             fn tool_table() -> &'static #p::ToolTable<Self> {
                 #body
             }
@@ -267,6 +358,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         #tool_items
         #is_environment
         #collisions
+        #named_collisions
         #(#trait_methods)*
         #attr_uses
         #errors

@@ -156,3 +156,78 @@ pub(crate) fn collision_checks(
         };
     }
 }
+
+/// `fn named_toolsets()` of the `EnvironmentMeta` impl: the selectable toolsets, built on
+/// first use; nothing when there are none (the trait's default is empty).
+pub(crate) fn named_toolsets(
+    self_ty: &Type,
+    krate: &Path,
+    selectable: &[(Member, syn::LitStr)],
+    reasoning: bool,
+) -> TokenStream {
+    if selectable.is_empty() {
+        return TokenStream::new();
+    }
+    let p = quote!(#krate::__private);
+    let items = selectable.iter().map(|(m, name)| {
+        let field = toolset_field(self_ty, krate, m);
+        quote!(#p::named_toolset(#name, #field, #reasoning))
+    });
+    quote! {
+        fn named_toolsets() -> &'static [#p::NamedToolset<Self>] {
+            static __ORS_NAMED: #p::OnceLock<#p::Vec<#p::NamedToolset<#self_ty>>> =
+                #p::OnceLock::new();
+            __ORS_NAMED.get_or_init(|| #p::Vec::from([#(#items),*]))
+        }
+    }
+}
+
+/// `const` checks that a selectable toolset shares no tool name with the environment or with
+/// a toolset every session has (two selectable toolsets may: a session has one of them).
+pub(crate) fn selectable_collision_checks(
+    cfgs: &TokenStream,
+    self_ty: &Type,
+    krate: &Path,
+    own: &[String],
+    always: &[Member],
+    selectable: &[(Member, syn::LitStr)],
+) -> TokenStream {
+    if selectable.is_empty() {
+        return TokenStream::new();
+    }
+    let p = quote!(#krate::__private);
+    let env_name = quote!(#self_ty).to_string().replace(' ', "");
+    let always_names: Vec<_> = (0..always.len())
+        .map(|i| quote::format_ident!("__ORS_ALWAYS_{}", i))
+        .collect();
+    let always_fields: Vec<String> = always.iter().map(|m| quote!(#m).to_string()).collect();
+    let always_consts = always.iter().zip(&always_names).map(|(m, n)| {
+        let field = toolset_field(self_ty, krate, m);
+        quote!(const #n: &[&str] = #field.names;)
+    });
+    let checks = selectable.iter().map(|(m, _)| {
+        let field = toolset_field(self_ty, krate, m);
+        let field_name = quote!(#m).to_string();
+        quote_spanned! {m.span()=>
+            if let #p::Option::Some(msg) = #p::toolset_collision(
+                #env_name,
+                __ORS_OWN,
+                &[#((#always_fields, #always_names)),*],
+                #field_name,
+                #field.names,
+            )
+            .as_str()
+            {
+                ::core::panic!("{}", msg);
+            }
+        }
+    });
+    quote! {
+        #cfgs
+        const _: () = {
+            const __ORS_OWN: &[&str] = &[#(#own),*];
+            #(#always_consts)*
+            #(#checks)*
+        };
+    }
+}

@@ -209,7 +209,10 @@ impl App {
         };
         tracing::Span::current().record("env", env.name.as_str());
         if let Some(name) = &create.toolset_name {
-            return Err(unknown_toolset(&env.name, name));
+            let known = env.env.toolset_names();
+            if !known.contains(&name.as_str()) {
+                return Err(unknown_toolset(&env.name, name, &known));
+            }
         }
         // Checked before resolving the task so a duplicate is a cheap 400; `insert` re-checks.
         if self.sessions.contains(sid) {
@@ -237,7 +240,10 @@ impl App {
             }
             return Err(ApiError::ShuttingDown);
         }
-        session.spawn_setup(env.env.create(task, secrets));
+        session.spawn_setup(match &create.toolset_name {
+            Some(toolset) => env.env.create_with_toolset(task, secrets, toolset),
+            None => env.env.create(task, secrets),
+        });
         if let Some(m) = &self.metrics {
             m.session_created();
         }
@@ -342,11 +348,16 @@ impl App {
 const PROTOCOL_NOTES_REVISION: &str = "38";
 
 /// `/create` named a toolset the environment does not define (PROTOCOL_NOTES row
-/// `toolset-name`). Environments define no named toolsets yet, so every name is unknown;
-/// the answer says so rather than ignoring a name the client relies on.
-fn unknown_toolset(env: &str, name: &str) -> ApiError {
+/// `toolset-name`): refused, naming the ones it has, rather than ignoring a name the client
+/// relies on.
+fn unknown_toolset(env: &str, name: &str, known: &[&str]) -> ApiError {
+    let known = if known.is_empty() {
+        "none".to_owned()
+    } else {
+        known.join(", ")
+    };
     ApiError::BadRequest(format!(
-        "unknown toolset '{name}': environment '{env}' defines no named toolsets (known: none)"
+        "unknown toolset '{name}': environment '{env}' defines the toolsets: {known}"
     ))
 }
 

@@ -67,6 +67,25 @@ pub trait DynEnvironment: Send + Sync {
     fn supports_score_group(&self) -> bool {
         false
     }
+    /// The names of the toolsets a session may select with `/create`'s `toolset_name`.
+    fn toolset_names(&self) -> Vec<&str> {
+        Vec::new()
+    }
+    /// Construct an episode that has the named toolset's tools besides the environment's
+    /// (`name` is one of [`DynEnvironment::toolset_names`]).
+    fn create_with_toolset(
+        &self,
+        task: Value,
+        secrets: Secrets,
+        toolset: &str,
+    ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
+        let _ = (task, secrets);
+        let msg = format!(
+            "environment '{}' has no toolset '{toolset}' to select",
+            self.name()
+        );
+        Box::pin(async move { Err(TaskError::Env(EnvError::Unsupported(msg))) })
+    }
     /// Problems in the tool table; a server refuses to host an environment with any.
     fn table_errors(&self) -> &[ToolTableError];
     /// All tasks of a split as JSON.

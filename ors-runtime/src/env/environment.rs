@@ -13,7 +13,7 @@ use ors_core::types::{
 };
 
 use super::table::{add_reasoning, as_value, Prepared};
-use super::{CallInput, ToolContext, ToolTable};
+use super::{CallInput, NamedToolset, ToolContext, ToolTable};
 use crate::tasks::DataError;
 
 /// An error from an environment's own code (task loading, setup, prompt).
@@ -65,6 +65,12 @@ pub trait EnvironmentMeta: Sized + 'static {
     /// sees the method, and only then do the listings send `supports_score_group: true`
     /// (PROTOCOL_NOTES row `score-group`).
     const SUPPORTS_SCORE_GROUP: bool = false;
+
+    /// The toolsets a session may select by name (`#[environment(select_toolsets(...))]`,
+    /// PROTOCOL_NOTES row `toolset-name`), built on first use.
+    fn named_toolsets() -> &'static [NamedToolset<Self>] {
+        &[]
+    }
 }
 
 /// A type an environment can use as its [`Environment::Task`]: tasks are JSON on the wire, sent

@@ -19,8 +19,8 @@ use ors_core::types::{
 use super::environment::call_task_tool;
 use super::table::{Prepared, ToolRun};
 use super::{
-    episode_tools, CallInput, DynEnvironment, DynSession, EnvError, Environment, TaskError,
-    ToolContext, ToolFuture, ToolTableError, WireTask,
+    episode_tools, CallInput, DynEnvironment, DynSession, EnvError, Environment, NamedToolset,
+    TaskError, ToolContext, ToolFuture, ToolTableError, WireTask,
 };
 
 /// The most tasks one `/tasks` or `/task_range` reply carries from a split served by index
@@ -160,6 +160,8 @@ struct Episode<E: Environment> {
     /// A call returned `finished: true` (PROTOCOL_NOTES row `finished-latch`). Atomic because
     /// concurrent calls share the episode.
     finished: AtomicBool,
+    /// The toolset this session selected at `/create` (PROTOCOL_NOTES row `toolset-name`).
+    toolset: Option<&'static NamedToolset<E>>,
 }
 
 const AWAY: &str = "a blocking tool of this session that timed out is still running; the \
@@ -255,7 +257,12 @@ impl<E: Environment> Episode<E> {
         if self.env().await.is_none() {
             return RunToolOutput::error(LOST);
         }
-        let table = E::tool_table();
+        // The selected toolset's tools first: `#[environment]` refuses a name it shares with
+        // the environment's own tools, so nothing is shadowed.
+        let table = match self.toolset {
+            Some(ts) if ts.table().get(name).is_some() => ts.table(),
+            _ => E::tool_table(),
+        };
         let (run, ctx, input) = match table.prepare(name, ctx, input) {
             Prepared::Entry(entry, ctx, input) => (entry.run.clone(), ctx, input),
             Prepared::NotInTable(ctx, input) => {
@@ -323,11 +330,15 @@ impl<E: Environment> DynSession for Episode<E> {
         }
     }
     fn tools(&self) -> Vec<ToolSpec> {
-        match self.here() {
+        let mut tools = match self.here() {
             Some(env) => episode_tools(env),
             // Away on a blocking tool's thread: the table's tools, without computed ones.
             None => E::tool_table().all_specs().cloned().collect(),
+        };
+        if let Some(ts) = self.toolset {
+            tools.extend(ts.table().all_specs().cloned());
         }
+        tools
     }
     fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a> {
         Box::pin(Episode::call(self, ctx, name, input))
@@ -385,13 +396,21 @@ fn is_concurrent<E: Environment>(name: &str) -> bool {
 }
 
 async fn construct<E: Environment>(
-    task: E::Task,
+    task: Value,
     secrets: Secrets,
+    toolset: Option<&'static NamedToolset<E>>,
 ) -> Result<Box<dyn DynSession>, TaskError> {
+    let task = E::Task::from_wire(task).map_err(|e| {
+        TaskError::Env(EnvError::InvalidTask(format!(
+            "task_spec does not match environment '{}': {e}",
+            E::NAME
+        )))
+    })?;
     let env = E::new(task, secrets).await?;
     Ok(Box::new(Episode {
         slot: Slot::Here(Box::new(env)),
         finished: AtomicBool::new(false),
+        toolset,
     }))
 }
 
@@ -468,14 +487,23 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         task: Value,
         secrets: Secrets,
     ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
-        Box::pin(async move {
-            let task = E::Task::from_wire(task).map_err(|e| {
-                TaskError::Env(EnvError::InvalidTask(format!(
-                    "task_spec does not match environment '{}': {e}",
-                    E::NAME
-                )))
-            })?;
-            construct::<E>(task, secrets).await
-        })
+        Box::pin(construct::<E>(task, secrets, None))
+    }
+    fn toolset_names(&self) -> Vec<&str> {
+        E::named_toolsets().iter().map(NamedToolset::name).collect()
+    }
+    fn create_with_toolset(
+        &self,
+        task: Value,
+        secrets: Secrets,
+        toolset: &str,
+    ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
+        match E::named_toolsets().iter().find(|t| t.name() == toolset) {
+            Some(ts) => Box::pin(construct::<E>(task, secrets, Some(ts))),
+            None => {
+                let msg = format!("environment '{}' has no toolset '{toolset}'", E::NAME);
+                Box::pin(async move { Err(TaskError::Env(EnvError::Unsupported(msg))) })
+            }
+        }
     }
 }

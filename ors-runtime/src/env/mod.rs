@@ -17,6 +17,7 @@ mod dynamic_tools;
 mod environment;
 mod handle;
 mod input;
+mod named;
 mod table;
 
 pub use context::{ProgressSink, ToolContext};
@@ -27,6 +28,7 @@ pub use environment::{
 };
 pub use handle::{EnvHandle, MAX_TASKS_PER_REQUEST};
 pub use input::{CallInput, InputError};
+pub use named::NamedToolset;
 
 pub(crate) use environment::ENVIRONMENT_METHODS;
 pub(crate) use table::as_value;

@@ -5,8 +5,8 @@ mod decl;
 mod params;
 
 pub use crate::env::{
-    CallInput, DynamicTool, EnvironmentMeta, ToolContext, ToolEntry, ToolFuture, ToolTable,
-    ToolTableError, Toolset,
+    CallInput, DynamicTool, EnvironmentMeta, NamedToolset, ToolContext, ToolEntry, ToolFuture,
+    ToolTable, ToolTableError, Toolset,
 };
 pub use crate::schema::input_schema;
 pub use checks::{
@@ -142,6 +142,22 @@ impl<E: 'static> TableBuilder<E> {
         };
         self.errors.into_iter().fold(table, ToolTable::with_error)
     }
+}
+
+/// The selectable toolset `name` made of a toolset field's tools
+/// (`#[environment(select_toolsets(field = "name"))]`).
+pub fn named_toolset<E: 'static, T: 'static>(
+    name: &'static str,
+    field: ToolsetField<E, T>,
+    reasoning: bool,
+) -> NamedToolset<E> {
+    let table = (field.table)();
+    let entries = table
+        .entries()
+        .iter()
+        .map(|e| e.project(field.project))
+        .collect();
+    NamedToolset::new(name, entries, reasoning)
 }
 
 /// A tool description from the lines of its doc comment: common indentation removed,

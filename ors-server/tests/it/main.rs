@@ -15,3 +15,4 @@ mod sessions;
 mod signal;
 mod support;
 mod toolkit;
+mod toolsets;
