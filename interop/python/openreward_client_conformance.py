@@ -4,7 +4,8 @@ get_task/get_task_range (which read `env_name`), episodes from a task object and
 split+index, secrets with allowed_domains and the `api_key` secret the client adds itself,
 chunked results, images, refused calls and their `reason`, the finished latch, a crash,
 task-specific tools, /messages, /version, 24 parallel sessions, a call longer than the client's
-30 s read timeout, the API key on and off, an unknown `toolset_name`, and group scoring
+30 s read timeout, the API key on and off, `toolset_name` (the fixture's `codex`, and an unknown
+one), and group scoring
 (`score_group`: scores in candidate order, a miscounting judge as ScoreGroupFailed).
 
 Usage: python openreward_client_conformance.py URL
@@ -214,9 +215,17 @@ async def main(url: str, key: str) -> int:
                 await other.aclose()
 
     async def unknown_toolset():
-        err = await expect_raises(env.session(split="train", index=1, toolset="codex").__aenter__(), aiohttp.ClientResponseError)
+        err = await expect_raises(env.session(split="train", index=1, toolset="claude-code").__aenter__(), aiohttp.ClientResponseError)
         expect_eq(err.status, 400, "unknown toolset status")
-        expect("codex" in str(err), f"the error does not name the toolset: {err}")
+        expect("claude-code" in str(err), f"the error does not name the toolset: {err}")
+
+    async def selected_toolset():
+        # The fixture's toolset is named codex, one of the names this client accepts.
+        async with env.session(split="train", index=1, toolset="codex") as s:
+            expect_eq(tool_names(None, await s.list_tools()), sorted(SHARED + ["hint", "shout"]), "tools with codex")
+            expect_eq(text_of(await s.call_tool("shout", {"text": "hi"})), "HI", "shout")
+        async with env.session(split="train", index=1) as s:
+            expect("shout" not in tool_names(None, await s.list_tools()), "shout without the toolset")
 
     def candidate(answer: str, metadata=None) -> GroupCandidate:
         turns = [Message(role="user", blocks=[TextBlock(text="What is 1+1?")]),
@@ -250,6 +259,7 @@ async def main(url: str, key: str) -> int:
         ("sessions.parallel-24", parallel_sessions),
         ("auth.api-key-off-and-wrong", api_key_off_and_wrong),
         ("sessions.unknown-toolset", unknown_toolset),
+        ("sessions.selected-toolset", selected_toolset),
     ]:
         await checks.run(name, check)
 

@@ -298,20 +298,15 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
     let tool_items = table::tool_items(&imp, krate, &tools);
     let cfgs = crate::cfgs(&imp);
     let own: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-    let collisions = table::collision_checks(&cfgs, &self_ty, krate, &own, &args.toolsets);
+    // A field also in `toolsets(...)` is reported above; checking it again would only repeat.
     let selectable: Vec<(Member, LitStr)> = args
         .selectable
         .iter()
+        .filter(|s| !args.toolsets.contains(&s.field))
         .map(|s| (s.field.clone(), s.name.clone()))
         .collect();
-    let named_collisions = table::selectable_collision_checks(
-        &cfgs,
-        &self_ty,
-        krate,
-        &own,
-        &args.toolsets,
-        &selectable,
-    );
+    let chosen: Vec<&Member> = selectable.iter().map(|(m, _)| m).collect();
+    let collisions = table::collision_checks(&cfgs, &self_ty, krate, &own, &args.toolsets, &chosen);
     let named = table::named_toolsets(&self_ty, krate, &selectable, args.reasoning);
     let trait_methods = tools.iter().map(|t| t.not_a_trait_method(krate, &cfgs));
     let attr_uses = tool::use_attr_paths(&tool_attrs, &cfgs);
@@ -358,7 +353,6 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         #tool_items
         #is_environment
         #collisions
-        #named_collisions
         #(#trait_methods)*
         #attr_uses
         #errors

@@ -108,15 +108,18 @@ fn toolset_field(self_ty: &Type, krate: &Path, member: &Member) -> TokenStream {
 }
 
 /// `const` checks that no toolset field shares a tool name with the environment or with an
-/// earlier toolset field; the error points at the field in `toolsets(...)`.
+/// earlier toolset field, and that no selectable toolset (`select_toolsets`) shares one with
+/// the environment or a toolset every session has (two selectable toolsets may: a session has
+/// one of them). The error points at the field.
 pub(crate) fn collision_checks(
     cfgs: &TokenStream,
     self_ty: &Type,
     krate: &Path,
     own: &[String],
     toolsets: &[Member],
+    selectable: &[&Member],
 ) -> TokenStream {
-    if toolsets.is_empty() {
+    if toolsets.is_empty() && selectable.is_empty() {
         return TokenStream::new();
     }
     let p = quote!(#krate::__private);
@@ -129,17 +132,21 @@ pub(crate) fn collision_checks(
         let field = toolset_field(self_ty, krate, m);
         quote!(const #n: &[&str] = #field.names;)
     });
-    let checks = toolsets.iter().enumerate().map(|(i, m)| {
-        let (field, names_i) = (&fields[i], &names[i]);
-        let earlier_fields = &fields[..i];
-        let earlier_names = &names[..i];
+    // Each always-included field against the earlier ones; each selectable one against all.
+    let always = toolsets.iter().enumerate().map(|(i, m)| (m, i));
+    let chosen = selectable.iter().map(|m| (*m, toolsets.len()));
+    let checks = always.chain(chosen).map(|(m, earlier)| {
+        let field = toolset_field(self_ty, krate, m);
+        let field_name = quote!(#m).to_string();
+        let earlier_fields = &fields[..earlier];
+        let earlier_names = &names[..earlier];
         quote_spanned! {m.span()=>
             if let #p::Option::Some(msg) = #p::toolset_collision(
                 #env_name,
                 __ORS_OWN,
                 &[#((#earlier_fields, #earlier_names)),*],
-                #field,
-                #names_i,
+                #field_name,
+                #field.names,
             )
             .as_str()
             {
@@ -179,55 +186,5 @@ pub(crate) fn named_toolsets(
                 #p::OnceLock::new();
             __ORS_NAMED.get_or_init(|| #p::Vec::from([#(#items),*]))
         }
-    }
-}
-
-/// `const` checks that a selectable toolset shares no tool name with the environment or with
-/// a toolset every session has (two selectable toolsets may: a session has one of them).
-pub(crate) fn selectable_collision_checks(
-    cfgs: &TokenStream,
-    self_ty: &Type,
-    krate: &Path,
-    own: &[String],
-    always: &[Member],
-    selectable: &[(Member, syn::LitStr)],
-) -> TokenStream {
-    if selectable.is_empty() {
-        return TokenStream::new();
-    }
-    let p = quote!(#krate::__private);
-    let env_name = quote!(#self_ty).to_string().replace(' ', "");
-    let always_names: Vec<_> = (0..always.len())
-        .map(|i| quote::format_ident!("__ORS_ALWAYS_{}", i))
-        .collect();
-    let always_fields: Vec<String> = always.iter().map(|m| quote!(#m).to_string()).collect();
-    let always_consts = always.iter().zip(&always_names).map(|(m, n)| {
-        let field = toolset_field(self_ty, krate, m);
-        quote!(const #n: &[&str] = #field.names;)
-    });
-    let checks = selectable.iter().map(|(m, _)| {
-        let field = toolset_field(self_ty, krate, m);
-        let field_name = quote!(#m).to_string();
-        quote_spanned! {m.span()=>
-            if let #p::Option::Some(msg) = #p::toolset_collision(
-                #env_name,
-                __ORS_OWN,
-                &[#((#always_fields, #always_names)),*],
-                #field_name,
-                #field.names,
-            )
-            .as_str()
-            {
-                ::core::panic!("{}", msg);
-            }
-        }
-    });
-    quote! {
-        #cfgs
-        const _: () = {
-            const __ORS_OWN: &[&str] = &[#(#own),*];
-            #(#always_consts)*
-            #(#checks)*
-        };
     }
 }

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ors_client::{Block, Error, Provider, RunToolOutput, SecretsMode, TaskRef};
+use ors_client::{Block, Error, Provider, RunToolOutput, SecretsMode, TaskRef, ToolErrorReason};
 use ors_examples::conformance::ConformanceTask;
 use serde::Serialize;
 use serde_json::json;
@@ -283,4 +283,50 @@ async fn a_session_reaped_by_the_server_fails_with_the_timed_out_code() {
     // Closing a session the server timed out is not an error.
     s.close().await.unwrap();
     srv.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_may_select_a_named_toolset() {
+    let srv = server().await;
+    let c = client(&srv.url().to_string());
+    let env = c.environment("conformance");
+    let loud = env
+        .session(TaskRef::at("train", 1))
+        .toolset("codex")
+        .await
+        .unwrap();
+    let names: Vec<String> = loud
+        .tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.contains(&"shout".to_owned()), "{names:?}");
+    let out = loud.call("shout", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(text(&out.blocks), "HI");
+    // Another session of the same environment does not have the toolset.
+    let plain = fixture_session(&c).await;
+    let err = plain
+        .call("shout", json!({"text": "hi"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::ToolError {
+                reason: Some(ToolErrorReason::NotFound),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // An unknown name is refused when the session opens, naming the known one.
+    let err = env
+        .session(TaskRef::at("train", 1))
+        .toolset("claude-code")
+        .await
+        .unwrap_err();
+    assert_eq!(err.status(), Some(400), "{err}");
+    assert!(err.to_string().contains("codex"), "{err}");
 }

@@ -71,6 +71,7 @@ pub const CLAUSES: &[Clause] = &[
     s("sessions.codes.exists", "a second POST /create on a live session answers code session_exists (notes row `error-codes`)", code_exists),
     s("sessions.create.unknown-fields-ignored", "POST /create with fields the server does not know (extensions) starts the episode (notes row `unknown-fields-ignored`)", create_unknown_fields),
     s("sessions.create.unknown-toolset-400", "POST /create with a toolset_name the environment does not define is 400 naming it (notes row `toolset-name`)", create_unknown_toolset),
+    s("sessions.create.toolset-selects", "POST /create with toolset_name \"codex\" gives that session the fixture's toolset (shout in task_tools, callable); a session without it has neither (notes row `toolset-name`)", create_toolset_selects),
     s("sessions.finished.no-teardown", "finished: true does not end the session: its prompt is still served; the client deletes (notes row `finished-no-teardown`)", finished_no_teardown),
     s("sessions.finished.latch", "a call after one that returned finished: true is ok: false with reason episode_finished (notes row `finished-latch`)", finished_latch),
     s("sessions.messages.default", "GET /{env}/messages is one user message holding the prompt's blocks (notes row `messages-route`)", messages_default),
@@ -572,6 +573,44 @@ fn create_unknown_toolset(ctx: &Ctx) -> Check {
     ensure!(
         detail.contains("no-such-toolset"),
         "the error does not name the toolset: {detail:?}"
+    );
+    Ok(())
+}
+
+/// The tool names of a session's `task_tools`.
+fn task_tool_names(ctx: &Ctx, sid: &str) -> Result<Vec<String>, String> {
+    let v = expect_ok_json(&ctx.send(Request::new("GET", &ctx.path("/task_tools")).sid(sid))?)?;
+    Ok(v["tools"]
+        .as_array()
+        .ok_or_else(|| format!("task_tools has no tools array: {v}"))?
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect())
+}
+
+fn create_toolset_selects(ctx: &Ctx) -> Check {
+    let loud = ctx.session(
+        &json!({"env_name": ctx.env, "split": "train", "index": 1, "toolset_name": "codex"}),
+    )?;
+    let names = task_tool_names(ctx, &loud.sid)?;
+    ensure!(
+        names.iter().any(|n| n == "shout") && names.iter().any(|n| n == "echo"),
+        "a session with toolset codex lists {names:?}, not shout beside the fixture's tools"
+    );
+    let text = loud.text("shout", json!({"text": "hi there"}))?;
+    ensure!(text == "HI THERE", "shout answered {text:?}");
+    let plain = ctx.session_at("train", 1)?;
+    let names = task_tool_names(ctx, &plain.sid)?;
+    ensure!(
+        !names.iter().any(|n| n == "shout"),
+        "a session without a toolset lists shout: {names:?}"
+    );
+    let reason = plain
+        .call("shout", json!({"text": "x"}))?
+        .tool_error_reason()?;
+    ensure!(
+        reason.as_deref() == Some("not_found"),
+        "shout without the toolset gave reason {reason:?}, not not_found"
     );
     Ok(())
 }

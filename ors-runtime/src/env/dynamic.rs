@@ -49,6 +49,13 @@ pub enum TaskError {
     Env(#[from] EnvError),
 }
 
+/// `toolset` is not one of environment `env`'s selectable toolsets.
+pub(crate) fn no_toolset(env: &str, toolset: &str) -> TaskError {
+    TaskError::Env(EnvError::Unsupported(format!(
+        "environment '{env}' has no toolset '{toolset}' to select"
+    )))
+}
+
 /// A type-erased environment type, as a server hosts it.
 pub trait DynEnvironment: Send + Sync {
     /// The environment name.
@@ -80,11 +87,8 @@ pub trait DynEnvironment: Send + Sync {
         toolset: &str,
     ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
         let _ = (task, secrets);
-        let msg = format!(
-            "environment '{}' has no toolset '{toolset}' to select",
-            self.name()
-        );
-        Box::pin(async move { Err(TaskError::Env(EnvError::Unsupported(msg))) })
+        let err = no_toolset(self.name(), toolset);
+        Box::pin(async move { Err(err) })
     }
     /// Problems in the tool table; a server refuses to host an environment with any.
     fn table_errors(&self) -> &[ToolTableError];

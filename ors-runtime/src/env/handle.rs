@@ -501,8 +501,8 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         match E::named_toolsets().iter().find(|t| t.name() == toolset) {
             Some(ts) => Box::pin(construct::<E>(task, secrets, Some(ts))),
             None => {
-                let msg = format!("environment '{}' has no toolset '{toolset}'", E::NAME);
-                Box::pin(async move { Err(TaskError::Env(EnvError::Unsupported(msg))) })
+                let err = super::dynamic::no_toolset(E::NAME, toolset);
+                Box::pin(async move { Err(err) })
             }
         }
     }

@@ -1,0 +1,43 @@
+//! Two selectable toolsets may share tool names: a session has at most one of them.
+use ors_server::prelude::*;
+
+#[macro_use]
+#[path = "../support/env.rs"]
+mod support;
+
+struct Bash;
+
+#[toolset]
+impl Bash {
+    /// Run a line.
+    #[tool]
+    fn run(&self) -> String {
+        String::new()
+    }
+}
+
+struct Zsh;
+
+#[toolset]
+impl Zsh {
+    /// Run a line.
+    #[tool]
+    fn run(&self) -> String {
+        String::new()
+    }
+}
+
+struct Env {
+    bash: Bash,
+    zsh: Zsh,
+}
+
+#[environment(select_toolsets(bash, zsh = "z-shell"))]
+impl Environment for Env {
+    env_basics!(Env { bash: Bash, zsh: Zsh });
+}
+
+fn main() {
+    let names: Vec<&str> = Env::named_toolsets().iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["bash", "z-shell"]);
+}
