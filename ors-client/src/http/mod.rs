@@ -1,14 +1,12 @@
 //! The HTTP layer: one pooled hyper client, request building, redirects (same origin only),
 //! error mapping, bounded body reading, and retries with exponential backoff and jitter.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{
-    HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, LOCATION, RETRY_AFTER, USER_AGENT,
-};
-use http::{Method, Request, Response, StatusCode, Uri};
+use http::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE, LOCATION, USER_AGENT};
+use http::{Method, Request, Response, Uri};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
@@ -17,90 +15,24 @@ use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use serde::de::DeserializeOwned;
 
+mod answer;
+mod redirect;
+mod retry;
+
+pub(crate) use answer::{decode_json, preview, status_failure};
+use redirect::{resolve, same_origin};
+pub(crate) use retry::{Backoff, Failure, Retry, Starting};
+
 use crate::body::{BodyReader, Meter};
 use crate::config::Config;
 use crate::error::{Error, Result, SizeLimit};
 
-use ors_core::protocol::{
-    BACKEND_STARTING, HEADER_API_KEY, HEADER_BACKEND_STATE, HEADER_CLIENT_TASK_IDS,
-    HEADER_SESSION_ID,
-};
+use ors_core::protocol::{HEADER_API_KEY, HEADER_CLIENT_TASK_IDS, HEADER_SESSION_ID};
 
 /// Redirects followed for one request, at most.
 pub(crate) const MAX_REDIRECTS: usize = 5;
 /// How much of an error answer's body is read for its detail.
 pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// Which failures may be repeated for a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Retry {
-    /// Repeating changes nothing on the server: retry 5xx, 429, connection errors, timeouts.
-    Idempotent,
-    /// Repeating is only safe when the server certainly did not act: retry failed connects and
-    /// the statuses that say "not processed" (429, 503).
-    Refused,
-}
-
-/// How one attempt failed, for the retry decision.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// No connection could be made: the request was never sent.
-    Connect(Error),
-    /// The connection broke or the server misbehaved mid-request.
-    Broken(Error),
-    /// The attempt ran out of time.
-    Timeout(Error),
-    /// Repeating cannot help: the answer was too large or broke the protocol in a way that
-    /// will not change (a redirect to another server, a header that never ends).
-    Fatal(Error),
-    /// The server answered with an error status.
-    Status {
-        /// The error, an [`Error::Http`].
-        error: Error,
-        /// The status code.
-        status: u16,
-        /// The server's `Retry-After`, in seconds.
-        retry_after: Option<Duration>,
-        /// A 503 with `X-Backend-State: starting`: the session's setup is still running.
-        starting: bool,
-    },
-}
-
-impl Failure {
-    /// The error to give the caller.
-    pub(crate) fn into_error(self) -> Error {
-        match self {
-            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => e,
-            Failure::Status { error, .. } => error,
-        }
-    }
-
-    /// Whether a request of this kind may be sent again after this failure.
-    pub(crate) fn retryable(&self, retry: Retry) -> bool {
-        match (self, retry) {
-            (Failure::Fatal(_), _) => false,
-            (Failure::Connect(_), _) => true,
-            (Failure::Status { status, .. }, Retry::Refused) => *status == 429 || *status == 503,
-            (Failure::Status { status, .. }, Retry::Idempotent) => *status == 429 || *status >= 500,
-            (Failure::Broken(_) | Failure::Timeout(_), Retry::Idempotent) => true,
-            (Failure::Broken(_) | Failure::Timeout(_), Retry::Refused) => false,
-        }
-    }
-
-    /// Whether the server said the session is still being set up (PROTOCOL_NOTES row
-    /// `slow-setup`).
-    pub(crate) fn starting(&self) -> bool {
-        matches!(self, Failure::Status { starting: true, .. })
-    }
-
-    /// The server's requested delay, if it gave one.
-    pub(crate) fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Failure::Status { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-}
 
 /// One request to send: method, path below the base URL, headers and JSON body.
 #[derive(Debug, Clone)]
@@ -116,28 +48,6 @@ pub(crate) struct Req {
     pub base: Option<std::sync::Arc<str>>,
     /// A limit for this request instead of the configured request timeout.
     pub timeout: Option<Duration>,
-}
-
-/// How often and how patiently a request is repeated.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Backoff {
-    /// Retries after the first attempt.
-    pub retries: u32,
-    /// First delay, doubled per retry, with jitter.
-    pub base: Duration,
-    /// Largest delay, and cap on a server's `Retry-After`.
-    pub max: Duration,
-}
-
-impl Backoff {
-    /// The delay before retry number `attempt + 1`: the server's `Retry-After` (capped), or
-    /// exponential backoff with jitter.
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        match retry_after {
-            Some(d) => d.min(self.max),
-            None => backoff(attempt, self.base, self.max),
-        }
-    }
 }
 
 impl Req {
@@ -445,17 +355,6 @@ impl Http {
     }
 }
 
-/// Since when a server has answered "starting" (PROTOCOL_NOTES row `slow-setup`).
-#[derive(Default)]
-pub(crate) struct Starting(Option<Instant>);
-
-impl Starting {
-    /// Whether to ask again: the first such answer starts the clock, `wait` bounds it.
-    pub(crate) fn keep_waiting(&mut self, wait: Duration) -> bool {
-        self.0.get_or_insert_with(Instant::now).elapsed() < wait
-    }
-}
-
 struct DisplayFailure<'a>(&'a Failure);
 
 impl std::fmt::Display for DisplayFailure<'_> {
@@ -521,203 +420,6 @@ fn request_failure(
     Failure::Broken(Error::transport(e))
 }
 
-/// The target of a redirect from `base` to `location` (absolute, scheme-relative,
-/// absolute-path or relative-path reference).
-fn resolve(base: &Uri, location: &str) -> Option<Uri> {
-    let location = location.trim();
-    if location.is_empty() {
-        return None;
-    }
-    let scheme = base.scheme_str().unwrap_or("http");
-    let authority = base.authority()?.as_str();
-    let full = if location.contains("://") {
-        location.to_owned()
-    } else if location.starts_with("//") {
-        format!("{scheme}:{location}")
-    } else if location.starts_with('/') {
-        format!("{scheme}://{authority}{location}")
-    } else {
-        let dir = base.path().rsplit_once('/').map_or("", |(d, _)| d);
-        let (path, query) = match location.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (location, None),
-        };
-        let mut out = format!(
-            "{scheme}://{authority}{}",
-            without_dots(&format!("{dir}/{path}"))
-        );
-        if let Some(q) = query {
-            out.push('?');
-            out.push_str(q);
-        }
-        out
-    };
-    full.parse().ok()
-}
-
-/// A path with its `.` and `..` segments resolved (RFC 3986, 5.2.4).
-fn without_dots(path: &str) -> String {
-    let mut segments: Vec<&str> = Vec::new();
-    let parts: Vec<&str> = path.split('/').skip(1).collect();
-    for (i, seg) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        match *seg {
-            "." | ".." => {
-                if *seg == ".." {
-                    segments.pop();
-                }
-                if last {
-                    segments.push(""); // `a/..` names the directory: keep its slash
-                }
-            }
-            s => segments.push(s),
-        }
-    }
-    format!("/{}", segments.join("/"))
-}
-
-/// Whether two URLs have the same scheme, host and port.
-fn same_origin(a: &Uri, b: &Uri) -> bool {
-    let port = |u: &Uri| {
-        u.port_u16().unwrap_or(match u.scheme_str() {
-            Some("https") => 443,
-            _ => 80,
-        })
-    };
-    a.scheme() == b.scheme()
-        && a.host().map(str::to_ascii_lowercase) == b.host().map(str::to_ascii_lowercase)
-        && port(a) == port(b)
-}
-
-/// Decode a JSON body, naming the endpoint when it is not what ORS says it is.
-pub(crate) fn decode_json<T: DeserializeOwned>(path: &str, body: &[u8]) -> Result<T> {
-    serde_json::from_slice(body).map_err(|e| {
-        Error::Protocol(format!(
-            "unexpected reply from {path}: {e} (body: {})",
-            preview(body)
-        ))
-    })
-}
-
-/// A [`Failure::Status`] for an error response, with the server's `detail`.
-pub(crate) fn status_failure(
-    status: StatusCode,
-    headers: &http::HeaderMap,
-    body: &[u8],
-) -> Failure {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    // OpenAI's servers also send the delay in milliseconds, which is more precise.
-    let retry_after = header("retry-after-ms")
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-        .map(|ms| Duration::from_secs_f64(ms / 1e3))
-        .or_else(|| {
-            header(RETRY_AFTER.as_str())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs)
-        });
-    let (code, detail) = code_and_detail(status, body);
-    Failure::Status {
-        error: Error::Http {
-            status: status.as_u16(),
-            code,
-            detail,
-        },
-        status: status.as_u16(),
-        retry_after,
-        starting: status == StatusCode::SERVICE_UNAVAILABLE
-            && headers
-                .get(HEADER_BACKEND_STATE)
-                .is_some_and(|v| v.as_bytes() == BACKEND_STARTING.as_bytes()),
-    }
-}
-
-/// The `code` and `detail` of an error body. The detail is the string, the JSON of a
-/// structured detail (FastAPI's validation errors), the raw text, or the status's reason when
-/// the body is empty; the code is there only when the server sent a string one.
-pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String>, String) {
-    if let Ok(serde_json::Value::Object(mut v)) = serde_json::from_slice(body) {
-        let code = match v.remove("code") {
-            Some(serde_json::Value::String(c)) => Some(c),
-            _ => None,
-        };
-        match v.remove("detail") {
-            Some(serde_json::Value::String(s)) => return (code, s),
-            Some(other) => return (code, other.to_string()),
-            None => {}
-        }
-        // OpenAI's and Anthropic's `{"error": {"message", "type", "code"}}`, and the bare
-        // `{"error": "..."}` of some compatible servers.
-        match v.remove("error") {
-            Some(serde_json::Value::String(s)) => return (code, s),
-            Some(serde_json::Value::Object(mut e)) => {
-                if let Some(serde_json::Value::String(message)) = e.remove("message") {
-                    let code = [e.remove("code"), e.remove("type")]
-                        .into_iter()
-                        .flatten()
-                        .find_map(|c| match c {
-                            serde_json::Value::String(c) => Some(c),
-                            _ => None,
-                        });
-                    return (code, message);
-                }
-            }
-            _ => {}
-        }
-    }
-    let text = preview(body);
-    if text.is_empty() {
-        (
-            None,
-            status.canonical_reason().unwrap_or("error").to_owned(),
-        )
-    } else {
-        (None, text)
-    }
-}
-
-/// At most 300 characters of a body, on one line, for error messages.
-pub(crate) fn preview(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let one_line: String = text
-        .trim()
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match one_line.char_indices().nth(300) {
-        Some((i, _)) => format!("{}...", &one_line[..i]),
-        None => one_line,
-    }
-}
-
-/// Exponential backoff with "equal jitter": half of `base * 2^attempt` (capped at `max`) is
-/// fixed and the other half random, so many clients retrying at once spread out.
-pub(crate) fn backoff(attempt: u32, base: Duration, max: Duration) -> Duration {
-    let exp = base.saturating_mul(1u32 << attempt.min(20)).min(max);
-    let half = exp / 2;
-    let span = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-    half + Duration::from_nanos(jitter() % span.saturating_add(1))
-}
-
-/// A pseudo-random number from the clock and a process-wide counter (no `rand` needed: this
-/// only has to differ between concurrent retriers, not be unpredictable).
-fn jitter() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    splitmix64(t ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-}
-
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// Percent-encode one path segment (an environment name) so any name makes a valid URL.
 pub(crate) fn segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -734,122 +436,6 @@ pub(crate) fn segment(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_grows_stays_capped_and_jitters() {
-        let base = Duration::from_millis(100);
-        let max = Duration::from_secs(1);
-        for attempt in 0..10 {
-            let exp = base.saturating_mul(1 << attempt).min(max);
-            let d = backoff(attempt, base, max);
-            assert!(d >= exp / 2 && d <= exp, "attempt {attempt}: {d:?}");
-        }
-        let samples: std::collections::HashSet<Duration> =
-            (0..20).map(|_| backoff(3, base, max)).collect();
-        assert!(samples.len() > 1, "backoff has no jitter");
-    }
-
-    #[test]
-    fn codes_and_details_come_from_json_or_text() {
-        let s = StatusCode::BAD_REQUEST;
-        let detail = |body: &[u8]| code_and_detail(s, body).1;
-        assert_eq!(
-            code_and_detail(s, br#"{"detail":"Invalid index","code":"invalid_request"}"#),
-            (Some("invalid_request".into()), "Invalid index".into())
-        );
-        assert_eq!(
-            code_and_detail(s, br#"{"detail":"Invalid index"}"#),
-            (None, "Invalid index".into())
-        );
-        assert_eq!(
-            detail(br#"{"detail":[{"loc":["body","split"]}]}"#),
-            r#"[{"loc":["body","split"]}]"#
-        );
-        assert_eq!(detail(b"plain\ntext"), "plain text");
-        assert_eq!(
-            code_and_detail(
-                s,
-                br#"{"error":{"message":"bad role","type":"invalid_request_error","code":null}}"#
-            ),
-            (Some("invalid_request_error".into()), "bad role".into())
-        );
-        assert_eq!(
-            code_and_detail(
-                s,
-                br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#
-            ),
-            (Some("rate_limit_error".into()), "slow down".into())
-        );
-        assert_eq!(detail(br#"{"error":"model not found"}"#), "model not found");
-        assert_eq!(
-            code_and_detail(StatusCode::NOT_FOUND, b""),
-            (None, "Not Found".into())
-        );
-    }
-
-    #[test]
-    fn a_503_starting_is_told_apart_and_waited_for_within_the_bound() {
-        let mut headers = http::HeaderMap::new();
-        headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
-        assert!(!status_failure(StatusCode::SERVICE_UNAVAILABLE, &headers, b"{}").starting());
-        headers.insert(HEADER_BACKEND_STATE, HeaderValue::from_static("starting"));
-        let f = status_failure(StatusCode::SERVICE_UNAVAILABLE, &headers, b"{}");
-        assert!(f.starting());
-        assert_eq!(f.retry_after(), Some(Duration::from_secs(2)));
-        assert!(!status_failure(StatusCode::BAD_GATEWAY, &headers, b"{}").starting());
-        let mut clock = Starting::default();
-        assert!(clock.keep_waiting(Duration::from_secs(60)));
-        assert!(!clock.keep_waiting(Duration::ZERO));
-    }
-
-    #[test]
-    fn retry_rules_never_repeat_a_4xx() {
-        let st = |status| Failure::Status {
-            error: Error::Http {
-                status,
-                code: None,
-                detail: String::new(),
-            },
-            status,
-            retry_after: None,
-            starting: false,
-        };
-        for retry in [Retry::Idempotent, Retry::Refused] {
-            assert!(!st(400).retryable(retry));
-            assert!(!st(404).retryable(retry));
-            assert!(!st(410).retryable(retry));
-            assert!(st(429).retryable(retry));
-            assert!(st(503).retryable(retry));
-            assert!(Failure::Connect(Error::Transport(String::new())).retryable(retry));
-        }
-        assert!(st(500).retryable(Retry::Idempotent));
-        assert!(!st(500).retryable(Retry::Refused));
-        assert!(!Failure::Broken(Error::Transport(String::new())).retryable(Retry::Refused));
-    }
-
-    #[test]
-    fn redirects_resolve_and_stay_on_their_origin() {
-        let base: Uri = "http://h:8080/a/b?x=1".parse().unwrap();
-        let at = |l: &str| resolve(&base, l).map(|u| u.to_string());
-        assert_eq!(
-            at("/gsm8k/tools").as_deref(),
-            Some("http://h:8080/gsm8k/tools")
-        );
-        assert_eq!(at("c").as_deref(), Some("http://h:8080/a/c"));
-        assert_eq!(at("../v2/c?q=1").as_deref(), Some("http://h:8080/v2/c?q=1"));
-        assert_eq!(at("./c/..").as_deref(), Some("http://h:8080/a/"));
-        assert_eq!(at("../../../c").as_deref(), Some("http://h:8080/c"));
-        assert_eq!(at("//other/x").as_deref(), Some("http://other/x"));
-        assert_eq!(at("http://h:8080/z").as_deref(), Some("http://h:8080/z"));
-        assert_eq!(at(""), None);
-        let same = |l: &str| same_origin(&base, &resolve(&base, l).unwrap());
-        assert!(same("/x") && same("http://H:8080/x"));
-        assert!(!same("http://h:8081/x"));
-        assert!(!same("http://evil/x"));
-        assert!(!same("https://h:8080/x"));
-        let plain: Uri = "http://h/".parse().unwrap();
-        assert!(same_origin(&plain, &"http://h:80/x".parse().unwrap()));
-    }
 
     #[test]
     fn segments_are_percent_encoded() {

@@ -1,0 +1,174 @@
+//! Reading a server's answer: JSON bodies named by their endpoint, and error answers mapped to
+//! a [`Failure`] with the server's `code`, `detail` and `Retry-After`.
+
+use std::time::Duration;
+
+use http::header::RETRY_AFTER;
+use http::StatusCode;
+use serde::de::DeserializeOwned;
+
+use ors_core::protocol::{BACKEND_STARTING, HEADER_BACKEND_STATE};
+
+use super::retry::Failure;
+use crate::error::{Error, Result};
+
+/// Decode a JSON body, naming the endpoint when it is not what ORS says it is.
+pub(crate) fn decode_json<T: DeserializeOwned>(path: &str, body: &[u8]) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        Error::Protocol(format!(
+            "unexpected reply from {path}: {e} (body: {})",
+            preview(body)
+        ))
+    })
+}
+
+/// A [`Failure::Status`] for an error response, with the server's `detail`.
+pub(crate) fn status_failure(
+    status: StatusCode,
+    headers: &http::HeaderMap,
+    body: &[u8],
+) -> Failure {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    // OpenAI's servers also send the delay in milliseconds, which is more precise.
+    let retry_after = header("retry-after-ms")
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| Duration::from_secs_f64(ms / 1e3))
+        .or_else(|| {
+            header(RETRY_AFTER.as_str())
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(Duration::from_secs)
+        });
+    let (code, detail) = code_and_detail(status, body);
+    Failure::Status {
+        error: Error::Http {
+            status: status.as_u16(),
+            code,
+            detail,
+        },
+        status: status.as_u16(),
+        retry_after,
+        starting: status == StatusCode::SERVICE_UNAVAILABLE
+            && headers
+                .get(HEADER_BACKEND_STATE)
+                .is_some_and(|v| v.as_bytes() == BACKEND_STARTING.as_bytes()),
+    }
+}
+
+/// The `code` and `detail` of an error body. The detail is the string, the JSON of a
+/// structured detail (FastAPI's validation errors), the raw text, or the status's reason when
+/// the body is empty; the code is there only when the server sent a string one.
+pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String>, String) {
+    if let Ok(serde_json::Value::Object(mut v)) = serde_json::from_slice(body) {
+        let code = match v.remove("code") {
+            Some(serde_json::Value::String(c)) => Some(c),
+            _ => None,
+        };
+        match v.remove("detail") {
+            Some(serde_json::Value::String(s)) => return (code, s),
+            Some(other) => return (code, other.to_string()),
+            None => {}
+        }
+        // OpenAI's and Anthropic's `{"error": {"message", "type", "code"}}`, and the bare
+        // `{"error": "..."}` of some compatible servers.
+        match v.remove("error") {
+            Some(serde_json::Value::String(s)) => return (code, s),
+            Some(serde_json::Value::Object(mut e)) => {
+                if let Some(serde_json::Value::String(message)) = e.remove("message") {
+                    let code = [e.remove("code"), e.remove("type")]
+                        .into_iter()
+                        .flatten()
+                        .find_map(|c| match c {
+                            serde_json::Value::String(c) => Some(c),
+                            _ => None,
+                        });
+                    return (code, message);
+                }
+            }
+            _ => {}
+        }
+    }
+    let text = preview(body);
+    if text.is_empty() {
+        (
+            None,
+            status.canonical_reason().unwrap_or("error").to_owned(),
+        )
+    } else {
+        (None, text)
+    }
+}
+
+/// At most 300 characters of a body, on one line, for error messages.
+pub(crate) fn preview(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let one_line: String = text
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match one_line.char_indices().nth(300) {
+        Some((i, _)) => format!("{}...", &one_line[..i]),
+        None => one_line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::retry::Starting;
+    use super::*;
+    use http::HeaderValue;
+
+    #[test]
+    fn codes_and_details_come_from_json_or_text() {
+        let s = StatusCode::BAD_REQUEST;
+        let detail = |body: &[u8]| code_and_detail(s, body).1;
+        assert_eq!(
+            code_and_detail(s, br#"{"detail":"Invalid index","code":"invalid_request"}"#),
+            (Some("invalid_request".into()), "Invalid index".into())
+        );
+        assert_eq!(
+            code_and_detail(s, br#"{"detail":"Invalid index"}"#),
+            (None, "Invalid index".into())
+        );
+        assert_eq!(
+            detail(br#"{"detail":[{"loc":["body","split"]}]}"#),
+            r#"[{"loc":["body","split"]}]"#
+        );
+        assert_eq!(detail(b"plain\ntext"), "plain text");
+        assert_eq!(
+            code_and_detail(
+                s,
+                br#"{"error":{"message":"bad role","type":"invalid_request_error","code":null}}"#
+            ),
+            (Some("invalid_request_error".into()), "bad role".into())
+        );
+        assert_eq!(
+            code_and_detail(
+                s,
+                br#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#
+            ),
+            (Some("rate_limit_error".into()), "slow down".into())
+        );
+        assert_eq!(detail(br#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(
+            code_and_detail(StatusCode::NOT_FOUND, b""),
+            (None, "Not Found".into())
+        );
+    }
+
+    #[test]
+    fn a_503_starting_is_told_apart_and_waited_for_within_the_bound() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
+        assert!(!status_failure(StatusCode::SERVICE_UNAVAILABLE, &headers, b"{}").starting());
+        headers.insert(HEADER_BACKEND_STATE, HeaderValue::from_static("starting"));
+        let f = status_failure(StatusCode::SERVICE_UNAVAILABLE, &headers, b"{}");
+        assert!(f.starting());
+        assert_eq!(f.retry_after(), Some(Duration::from_secs(2)));
+        assert!(!status_failure(StatusCode::BAD_GATEWAY, &headers, b"{}").starting());
+        let mut clock = Starting::default();
+        assert!(clock.keep_waiting(Duration::from_secs(60)));
+        assert!(!clock.keep_waiting(Duration::ZERO));
+    }
+}
