@@ -2,7 +2,7 @@
 //! scripts wait for (printed by `Server::serve`, not the library's `bind`), logs go to
 //! stderr as plain text when stderr is not a terminal (JSON lines with `ORS_LOG_FORMAT=json`),
 //! and SIGTERM with no session left exits 0 at once.
-
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 #![cfg(unix)]
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -2,6 +2,7 @@
 //! 0.0, and paths stay in the episode's directory. (What commands leave behind is checked in
 //! the end-to-end `tests/tests/code_env.rs`.)
 #![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_examples::code::{exercises, Code, Exercise};
 use ors_server::prelude::*;

@@ -1,5 +1,6 @@
 //! The conformance fixture's contract, checked without a server through the generated tool
 //! table: what the conformance runner and interop tests rely on.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use base64::Engine as _;
 use ors_examples::conformance::{Conformance, ConformanceTask, MAX_BIG_BYTES, PNG_BASE64};

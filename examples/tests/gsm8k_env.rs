@@ -1,4 +1,5 @@
 //! The gsm8k environment without a server: splits, tasks, prompt and `submit`.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_examples::gsm8k::{Gsm8k, MathTask};
 use ors_server::prelude::*;

@@ -1,6 +1,7 @@
 //! The scripted model server refuses what the real APIs refuse, in their error shapes, and
 //! answers well-formed requests from its script. (Its strictness is what makes the agent
 //! tests' "no rejections" mean something.)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_conformance::http::{Request, Target};
 use ors_examples::scripted_model::{RunningModel, ScriptedModel};

@@ -2,6 +2,7 @@
 //! timeout, teardown removes the episode's directory, and deleting a session while `run` is
 //! running (behind a server) kills what it started and removes the directory.
 #![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,6 +7,7 @@
 //!
 //! The run is seeded: a failure prints its seed, and `ORS_FAULT_SEED=N` replays that plan of
 //! faults (the timing of the machine still varies).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

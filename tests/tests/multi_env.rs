@@ -1,6 +1,7 @@
 //! One server hosting both example environments, driven by our client: what a user who serves
 //! several environments from one process relies on (registration order, the default
 //! environment for env-less routes, per-environment tools and tasks, isolation of episodes).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_client::{Client, Error};
 use ors_conformance::http::{Request, Response, Target};

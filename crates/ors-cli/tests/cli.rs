@@ -1,5 +1,6 @@
 //! The `ors` binary, run as a user would, against an in-process server hosting the
 //! conformance fixture and the gsm8k example.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 #[path = "cli/eval.rs"]
 mod eval;

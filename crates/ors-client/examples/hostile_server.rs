@@ -14,6 +14,8 @@
 use std::time::Duration;
 
 #[allow(dead_code)]
+// The fake server is test support shared with the client tests, which may unwrap.
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 #[path = "../tests/it/fake.rs"]
 mod fake;
 

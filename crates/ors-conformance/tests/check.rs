@@ -3,6 +3,7 @@
 //! Rust environment can be is caught, each problem naming its tool, split or task. (A
 //! non-finite reward cannot be: ors-server sends it as `null`, so the Python environment of
 //! `tools/interop/python/broken_env.py` shows that one.)
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! Golden JSON: every example of the Data Types page parses into our types and re-emits as the
 //! reference wire form (the example plus the always-present `detail`, `metadata`, `reward`,
 //! `finished` keys, PROTOCOL_NOTES row `tool-output-wire-form`), compared as JSON values.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_core::sse::{self, CallEvent, CallStreamDecoder};
 use ors_core::{

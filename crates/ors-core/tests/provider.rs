@@ -1,6 +1,7 @@
 //! Provider tool formats: golden outputs for a spec with a schema and one without, for each
 //! provider, checked against what the reference client (`convert_tool_response` of ors-sdk
 //! 0.1.0) gives for the same input, and the schema cleaning rules one by one.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_core::provider::{
     self, anthropic_tool, gemini_function_declaration, gemini_tool, openai_responses_tool,

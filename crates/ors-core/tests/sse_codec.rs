@@ -1,5 +1,6 @@
 //! The SSE codec on hand-written streams: line endings, comments, multi-line data, unknown
 //! events and fields, the exact bytes the encoder writes.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_core::sse::{
     self, CallEvent, CallStreamDecoder, CallStreamError, SseDecoder, SseEvent, CHUNK_SIZE,

@@ -1,6 +1,7 @@
 //! The decoders against broken and hostile streams: every bound holds (counted by the
 //! decoders' high-water marks), results at the bound still decode, and a call stream's order
 //! is checked.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 mod common;
 

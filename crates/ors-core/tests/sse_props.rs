@@ -1,5 +1,6 @@
 //! Property tests of the SSE codec: whatever the payload and however the byte stream is cut,
 //! decoding gives back exactly what was encoded.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 mod common;
 

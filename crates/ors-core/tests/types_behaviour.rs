@@ -1,5 +1,6 @@
 //! Behaviour of the wire types beyond the page examples: round trips, lenient inputs, split
 //! normalisation, task-source validation, slice bounds, secret redaction.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 mod common;
 

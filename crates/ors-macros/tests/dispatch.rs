@@ -1,5 +1,6 @@
 //! A test environment with every tool form: the specs it lists and how calls dispatch,
 //! through the generated table and `call_tool`, without a server.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::sync::{Arc, Mutex};
 

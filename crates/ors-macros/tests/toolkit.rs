@@ -1,6 +1,7 @@
 //! The environment author's toolkit, without a server: blocking tools on their own thread,
 //! hand-written and validated schemas, `detail_url`, `reasoning`, `Json<T>` results, dynamic
 //! tools, and splits served by index.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! Compile-time behaviour of the macros: what must compile, and what must fail with a
 //! message on the offending token (the committed `.stderr` files).
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 /// Always run: what compiles on one toolchain compiles on the next.
 #[test]

@@ -1,6 +1,7 @@
 //! `ors_runtime::process`: nothing a program starts outlives its call, output is capped, the
 //! environment is clean, limits apply, and lines stream as progress.
 #![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,6 +1,7 @@
 //! Tool input schemas: snapshots of representative types, the shape rules providers need, and
 //! agreement between each schema and serde (what serde accepts the schema accepts; some inputs
 //! serde rejects the schema rejects too), checked with the `jsonschema` validator.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_runtime::schema::{input_schema, SchemaError};
 use proptest::prelude::*;

@@ -1,6 +1,7 @@
 //! Webhook tools against a real local HTTP server (hyper) that checks the secret: the request
 //! a webhook endpoint gets, the answers mapped to results, non-2xx and timeouts as `ok: false`,
 //! and no retry once the request may have been sent.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};

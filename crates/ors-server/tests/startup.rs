@@ -1,5 +1,6 @@
 //! What a user sees when the server cannot start: a sentence naming the cause and the fix,
 //! also through `main`'s `Debug` printing of the error.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use ors_server::prelude::*;
 use ors_server::{Server, ServerError};

@@ -180,7 +180,8 @@ pub fn alive(pid: u32) -> bool {
 
 /// The reference fixture shared with the interop tests.
 pub fn fixture_path(root: &Path) -> PathBuf {
-    root.join("tools").join("interop")
+    root.join("tools")
+        .join("interop")
         .join("python")
         .join("conformance_env.py")
 }
