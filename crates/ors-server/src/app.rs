@@ -297,13 +297,7 @@ impl App {
             }
         };
         *route = Some(endpoint);
-        // Probes cannot carry a secret: liveness and readiness stay open (`/ready` tells
-        // only the session count and the limit); `/version` is open like `/health`
-        // (PROTOCOL_NOTES row `version-route`).
-        if !matches!(
-            endpoint,
-            Endpoint::Health | Endpoint::Ready | Endpoint::Version
-        ) {
+        if !endpoint.is_open() {
             self.authorize(&parts)?;
         }
         if let Some(env) = env {

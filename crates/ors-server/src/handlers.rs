@@ -26,125 +26,145 @@ use crate::util::panic_message;
 
 const HEALTH: &[u8] = b"{\"status\":\"ok\"}";
 
-impl App {
-    /// Run the handler of an endpoint.
-    pub(crate) async fn dispatch(
-        &self,
-        endpoint: Endpoint,
-        env: Option<&str>,
-        parts: &Parts,
-        body: Incoming,
-    ) -> Result<Resp, ApiError> {
-        match endpoint {
-            Endpoint::Health => Ok(json_bytes(Bytes::from_static(HEALTH))),
-            Endpoint::ListEnvironments => Ok(json_bytes(self.list_envs_json.clone())),
-            Endpoint::CreateSession => self.create_session(parts),
-            Endpoint::Create => self.create(parts, body).await,
-            Endpoint::Ping => {
-                let sid = request::session_id(&parts.headers)?;
-                tracing::Span::current().record("session", sid);
-                self.sessions.get(sid)?;
-                Ok(json_bytes(Bytes::from_static(HEALTH)))
-            }
-            Endpoint::Delete => self.delete(parts, false).await,
-            Endpoint::DeleteSession => self.delete(parts, true).await,
-            Endpoint::Tools => Ok(json_bytes(self.env(env)?.tools_json.clone())),
-            Endpoint::Splits => Ok(json_bytes(self.env(env)?.splits_json.clone())),
-            Endpoint::Tasks => {
-                let env = self.env(env)?;
-                let req: ListTasks = parse_body(&self.body(parts, body).await?)?;
-                tasks_reply(env, &req.split).await
-            }
-            Endpoint::NumTasks => {
-                let env = self.env(env)?;
-                let req: NumTasks = parse_body(&self.body(parts, body).await?)?;
-                let n = env.env.num_tasks(&req.split).await?;
-                json(&NumTasksResponse {
-                    num_tasks: n as u64,
-                })
-            }
-            Endpoint::Task => {
-                let env = self.env(env)?;
-                let req: GetTask = parse_body(&self.body(parts, body).await?)?;
-                let task = env.env.task(&req.split, req.index).await?;
-                json(&TaskResponse {
-                    task,
-                    env_name: Some(env.name.clone()),
-                })
-            }
-            Endpoint::TaskRange => {
-                let env = self.env(env)?;
-                let req: GetTaskRange = parse_body(&self.body(parts, body).await?)?;
-                let tasks = env.env.task_range(&req.split, req.start, req.stop).await?;
-                json(&TaskRangeResponse {
-                    tasks,
-                    env_name: Some(env.name.clone()),
-                })
-            }
-            Endpoint::TaskTools => {
-                self.env(env)?;
-                let session = self.ready_session(parts).await?;
-                let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
-                let slot = session.episode.lock().await;
-                let episode = slot.as_ref().ok_or_else(|| session.gone())?;
-                let tools = std::panic::catch_unwind(AssertUnwindSafe(|| episode.tools()))
-                    .map_err(|p| {
-                        ApiError::Internal(format!("task_tools panicked: {}", panic_message(&*p)))
-                    })?;
-                json(&listing(&*hosted.env, tools))
-            }
-            Endpoint::Prompt => {
-                self.env(env)?;
-                let session = self.ready_session(parts).await?;
-                let slot = session.episode.lock().await;
-                let episode = slot.as_ref().ok_or_else(|| session.gone())?;
-                let blocks = AssertUnwindSafe(episode.prompt())
-                    .catch_unwind()
-                    .await
-                    .map_err(|p| {
-                        ApiError::Internal(format!("prompt panicked: {}", panic_message(&*p)))
-                    })?
-                    .map_err(|e| ApiError::Internal(format!("prompt failed: {e}")))?;
-                json(&blocks)
-            }
-            Endpoint::Call => {
-                self.env(env)?;
-                self.call(parts, body).await
-            }
-            Endpoint::Version => json(&VersionInfo {
-                version: env!("CARGO_PKG_VERSION").to_owned(),
-                build_sha: option_env!("ORS_BUILD_SHA").map(str::to_owned),
-                protocol_notes: Some(PROTOCOL_NOTES_REVISION.to_owned()),
-            }),
-            Endpoint::Messages => {
-                self.env(env)?;
-                let session = self.ready_session(parts).await?;
-                let slot = session.episode.lock().await;
-                let episode = slot.as_ref().ok_or_else(|| session.gone())?;
-                let messages = AssertUnwindSafe(episode.messages())
-                    .catch_unwind()
-                    .await
-                    .map_err(|p| {
-                        ApiError::Internal(format!("messages panicked: {}", panic_message(&*p)))
-                    })?
-                    .map_err(|e| ApiError::Internal(format!("messages failed: {e}")))?;
-                if let Some(block) = messages.iter().find_map(Message::misplaced_block) {
-                    return Err(ApiError::Internal(format!(
-                        "the environment's messages put a '{}' block in the wrong role's turn \
-                         (reasoning and tool_call belong in assistant turns, tool_result in user \
-                         turns)",
-                        block.kind()
-                    )));
+/// What a handler gets: the environment the path names (the default one for root routes and
+/// env routes without the segment), the request's head and its body.
+pub(crate) struct Req<'a> {
+    env: &'a HostedEnv,
+    parts: &'a Parts,
+    body: Incoming,
+}
+
+/// `App::dispatch`, one arm an endpoint of the route table.
+macro_rules! dispatch {
+    ($($endpoint:ident: $method:ident $scope:ident $access:ident [$($path:expr),+] => $handler:ident,)*) => {
+        impl App {
+            /// Run the handler of an endpoint; an unknown environment in the path is a 404.
+            pub(crate) async fn dispatch(
+                &self,
+                endpoint: Endpoint,
+                env: Option<&str>,
+                parts: &Parts,
+                body: Incoming,
+            ) -> Result<Resp, ApiError> {
+                let req = Req { env: self.env(env)?, parts, body };
+                match endpoint {
+                    $(Endpoint::$endpoint => self.$handler(req).await,)*
                 }
-                json(&messages)
             }
-            Endpoint::ScoreGroup => {
-                self.env(env)?;
-                self.score_group(parts, body).await
-            }
-            Endpoint::Metrics => self.metrics_reply(),
-            Endpoint::Ready => self.ready(),
         }
+    };
+}
+crate::router::endpoints!(dispatch);
+
+impl App {
+    async fn health(&self, _: Req<'_>) -> Result<Resp, ApiError> {
+        Ok(json_bytes(Bytes::from_static(HEALTH)))
+    }
+
+    async fn list_environments(&self, _: Req<'_>) -> Result<Resp, ApiError> {
+        Ok(json_bytes(self.list_envs_json.clone()))
+    }
+
+    async fn ping(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let sid = request::session_id(&req.parts.headers)?;
+        tracing::Span::current().record("session", sid);
+        self.sessions.get(sid)?;
+        Ok(json_bytes(Bytes::from_static(HEALTH)))
+    }
+
+    async fn tools(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        Ok(json_bytes(req.env.tools_json.clone()))
+    }
+
+    async fn splits(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        Ok(json_bytes(req.env.splits_json.clone()))
+    }
+
+    async fn tasks(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let body: ListTasks = parse_body(&self.body(req.parts, req.body).await?)?;
+        tasks_reply(req.env, &body.split).await
+    }
+
+    async fn num_tasks(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let body: NumTasks = parse_body(&self.body(req.parts, req.body).await?)?;
+        let n = req.env.env.num_tasks(&body.split).await?;
+        json(&NumTasksResponse {
+            num_tasks: n as u64,
+        })
+    }
+
+    async fn task(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let body: GetTask = parse_body(&self.body(req.parts, req.body).await?)?;
+        let task = req.env.env.task(&body.split, body.index).await?;
+        json(&TaskResponse {
+            task,
+            env_name: Some(req.env.name.clone()),
+        })
+    }
+
+    async fn task_range(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let body: GetTaskRange = parse_body(&self.body(req.parts, req.body).await?)?;
+        let tasks = req
+            .env
+            .env
+            .task_range(&body.split, body.start, body.stop)
+            .await?;
+        json(&TaskRangeResponse {
+            tasks,
+            env_name: Some(req.env.name.clone()),
+        })
+    }
+
+    async fn task_tools(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let session = self.ready_session(req.parts).await?;
+        let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
+        let slot = session.episode.lock().await;
+        let episode = slot.as_ref().ok_or_else(|| session.gone())?;
+        let tools =
+            std::panic::catch_unwind(AssertUnwindSafe(|| episode.tools())).map_err(|p| {
+                ApiError::Internal(format!("task_tools panicked: {}", panic_message(&*p)))
+            })?;
+        json(&listing(&*hosted.env, tools))
+    }
+
+    async fn prompt(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let session = self.ready_session(req.parts).await?;
+        let slot = session.episode.lock().await;
+        let episode = slot.as_ref().ok_or_else(|| session.gone())?;
+        let blocks = AssertUnwindSafe(episode.prompt())
+            .catch_unwind()
+            .await
+            .map_err(|p| ApiError::Internal(format!("prompt panicked: {}", panic_message(&*p))))?
+            .map_err(|e| ApiError::Internal(format!("prompt failed: {e}")))?;
+        json(&blocks)
+    }
+
+    async fn version(&self, _: Req<'_>) -> Result<Resp, ApiError> {
+        json(&VersionInfo {
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            build_sha: option_env!("ORS_BUILD_SHA").map(str::to_owned),
+            protocol_notes: Some(PROTOCOL_NOTES_REVISION.to_owned()),
+        })
+    }
+
+    async fn messages(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        let session = self.ready_session(req.parts).await?;
+        let slot = session.episode.lock().await;
+        let episode = slot.as_ref().ok_or_else(|| session.gone())?;
+        let messages = AssertUnwindSafe(episode.messages())
+            .catch_unwind()
+            .await
+            .map_err(|p| ApiError::Internal(format!("messages panicked: {}", panic_message(&*p))))?
+            .map_err(|e| ApiError::Internal(format!("messages failed: {e}")))?;
+        if let Some(block) = messages.iter().find_map(Message::misplaced_block) {
+            return Err(ApiError::Internal(format!(
+                "the environment's messages put a '{}' block in the wrong role's turn \
+                 (reasoning and tool_call belong in assistant turns, tool_result in user \
+                 turns)",
+                block.kind()
+            )));
+        }
+        json(&messages)
     }
 
     async fn body(&self, parts: &Parts, body: Incoming) -> Result<Bytes, ApiError> {
@@ -168,7 +188,7 @@ impl App {
 
     /// A fresh session id: JSON `{"sid"}`, or SSE `task_id` + empty `end` for clients that
     /// accept `text/event-stream` (PROTOCOL_NOTES row `create-session-reply`). Nothing is stored until `create`.
-    fn create_session(&self, parts: &Parts) -> Result<Resp, ApiError> {
+    async fn create_session(&self, req: Req<'_>) -> Result<Resp, ApiError> {
         if self.is_closing() || self.is_draining() {
             return Err(ApiError::ShuttingDown);
         }
@@ -178,7 +198,7 @@ impl App {
             });
         }
         let sid = self.sessions.issue_id();
-        if request::wants_sse(&parts.headers) {
+        if request::wants_sse(&req.parts.headers) {
             let mut events = sse::encode_task_id(&sid);
             events.extend_from_slice(&sse::encode_event(sse::EVENT_END, ""));
             Ok(sse_full(Bytes::from(events)))
@@ -189,7 +209,7 @@ impl App {
 
     /// Validate the body, resolve the task, register the session, and run the environment's
     /// setup in the background; requests on the session wait for it.
-    async fn create(&self, parts: &Parts, body: Incoming) -> Result<Resp, ApiError> {
+    async fn create(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
         if self.is_closing() {
             return Err(ApiError::ShuttingDown);
         }
@@ -256,7 +276,15 @@ impl App {
     /// `delete` tears the episode down (404 never seen or reaped, 410 already deleted:
     /// PROTOCOL_NOTES row `delete-unknown`); `delete_session` does the same when there is
     /// something to delete, else answers 200 anyway (it is optional cleanup).
-    async fn delete(&self, parts: &Parts, lenient: bool) -> Result<Resp, ApiError> {
+    async fn delete(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        self.end_session(req.parts, false).await
+    }
+
+    async fn delete_session(&self, req: Req<'_>) -> Result<Resp, ApiError> {
+        self.end_session(req.parts, true).await
+    }
+
+    async fn end_session(&self, parts: &Parts, lenient: bool) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
         match self.sessions.remove(sid) {
@@ -278,7 +306,7 @@ impl App {
     }
 
     /// Start a tool call (or reconnect to one by `task_id`) and stream its events.
-    async fn call(&self, parts: &Parts, body: Incoming) -> Result<Resp, ApiError> {
+    async fn call(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
         let body = self.body(parts, body).await?;
@@ -305,7 +333,7 @@ impl App {
     /// Score a group of candidate answers (or reconnect to a scoring by `task_id`), streamed
     /// like a call (PROTOCOL_NOTES row `score-group`). An environment without `score_group`
     /// is a 404 before any stream opens, so a client tells "unsupported" from a failure.
-    async fn score_group(&self, parts: &Parts, body: Incoming) -> Result<Resp, ApiError> {
+    async fn score_group(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
         tracing::Span::current().record("session", sid);
         let body = self.body(parts, body).await?;

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::app::App;
 use crate::body::{self, Resp};
 use crate::error::ApiError;
+use crate::handlers::Req;
 
 /// The body of `/ready`.
 #[derive(Serialize)]
@@ -23,7 +24,7 @@ struct Readiness {
 impl App {
     /// `GET /ready`: 200 while the server takes new sessions, 503 (same body, `"ready":
     /// false`) while it drains or is at its session limit. `/health` stays liveness.
-    pub(crate) fn ready(&self) -> Result<Resp, ApiError> {
+    pub(crate) async fn ready(&self, _: Req<'_>) -> Result<Resp, ApiError> {
         let sessions = self.sessions.len();
         let ready = !self.is_closing() && !self.is_draining() && !self.sessions.is_full();
         let reply = Readiness {
@@ -41,7 +42,7 @@ impl App {
     }
 
     /// `GET /metrics`: the Prometheus text, or 404 when metrics are off.
-    pub(crate) fn metrics_reply(&self) -> Result<Resp, ApiError> {
+    pub(crate) async fn metrics(&self, _: Req<'_>) -> Result<Resp, ApiError> {
         let Some(metrics) = &self.metrics else {
             return Err(ApiError::NoRoute {
                 method: "GET".into(),
