@@ -143,7 +143,7 @@ impl App {
         json(&VersionInfo {
             version: env!("CARGO_PKG_VERSION").to_owned(),
             build_sha: option_env!("ORS_BUILD_SHA").map(str::to_owned),
-            protocol_notes: Some(PROTOCOL_NOTES_REVISION.to_owned()),
+            protocol_notes: Some(PROTOCOL_NOTES_REVISION.to_string()),
         })
     }
 
@@ -372,8 +372,35 @@ impl App {
 }
 
 /// The revision of PROTOCOL_NOTES this server follows, for `/version`: the number of its last
-/// row.
-const PROTOCOL_NOTES_REVISION: &str = "38";
+/// row, read when the crate compiles. The crate's `PROTOCOL_NOTES.md` is a link to
+/// `docs/PROTOCOL_NOTES.md`; `cargo package` stores the file itself, so a crate built outside
+/// the workspace reports the notes it was packaged with.
+const PROTOCOL_NOTES_REVISION: u32 = last_row(include_str!("../PROTOCOL_NOTES.md"));
+
+/// The number of the notes' last row (a line `| N` then the row's name in backticks); without
+/// one the build fails.
+const fn last_row(notes: &str) -> u32 {
+    let b = notes.as_bytes();
+    let (mut i, mut last) = (0, 0);
+    while i < b.len() {
+        if i + 2 < b.len() && b[i] == b'|' && b[i + 1] == b' ' && b[i + 2].is_ascii_digit() {
+            let (mut j, mut n) = (i + 2, 0);
+            while j < b.len() && b[j].is_ascii_digit() {
+                n = n * 10 + (b[j] - b'0') as u32;
+                j += 1;
+            }
+            if j + 1 < b.len() && b[j] == b' ' && b[j + 1] == b'`' {
+                last = n;
+            }
+        }
+        while i < b.len() && b[i] != b'\n' {
+            i += 1;
+        }
+        i += 1;
+    }
+    assert!(last > 0, "PROTOCOL_NOTES.md has no numbered row");
+    last
+}
 
 /// `/create` named a toolset the environment does not define (PROTOCOL_NOTES row
 /// `toolset-name`): refused, naming the ones it has, rather than ignoring a name the client
@@ -400,4 +427,15 @@ async fn tasks_reply(env: &HostedEnv, split: &str) -> Result<Resp, ApiError> {
     out.put_slice(&name);
     out.put_u8(b'}');
     Ok(json_bytes(out.freeze()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_row;
+
+    #[test]
+    fn the_notes_revision_is_the_number_of_the_last_row() {
+        let notes = "| # `name` | topic |\n|---|---|\n| 9 `a` | x |\n| 10 `b` | y |\n\n| 2024 is not a row\nend\n";
+        assert_eq!(last_row(notes), 10);
+    }
 }

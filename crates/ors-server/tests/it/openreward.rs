@@ -203,6 +203,16 @@ async fn version_is_open_like_health() {
     assert_eq!(v.status, 200, "{}", v.text());
     assert_eq!(v.json()["version"], env!("CARGO_PKG_VERSION"));
     assert!(v.json()["build_sha"].is_null() || v.json()["build_sha"].is_string());
+    // The revision is the notes' last row, whatever row that is today.
+    let notes =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/PROTOCOL_NOTES.md")).unwrap();
+    let last = notes
+        .lines()
+        .filter_map(|l| l.strip_prefix("| ")?.split_once(" `"))
+        .filter_map(|(n, _)| n.parse::<u32>().ok())
+        .last()
+        .unwrap();
+    assert_eq!(v.json()["protocol_notes"], last.to_string());
     server.shutdown().await;
 }
 
