@@ -208,9 +208,14 @@ async fn version_is_open_like_health() {
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/PROTOCOL_NOTES.md")).unwrap();
     let last = notes
         .lines()
-        .filter_map(|l| l.strip_prefix("| ")?.split_once(" `"))
-        .filter_map(|(n, _)| n.parse::<u32>().ok())
-        .last()
+        .rev()
+        .find_map(|l| {
+            l.strip_prefix("| ")?
+                .split_once(" `")?
+                .0
+                .parse::<u32>()
+                .ok()
+        })
         .unwrap();
     assert_eq!(v.json()["protocol_notes"], last.to_string());
     server.shutdown().await;
