@@ -70,7 +70,7 @@ pub fn throwaway_api_key() -> String {
 /// A fresh log file `target/xtask-logs/NAME.log` for a server's stderr, so its logs (and
 /// the panics the fixture provokes on purpose) do not drown the report.
 pub fn log_file(name: &str) -> Result<Stdio, String> {
-    let dir = crate::python::workspace_root()
+    let dir = crate::workspace::workspace_root()
         .join("target")
         .join("xtask-logs");
     std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;

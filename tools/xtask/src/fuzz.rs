@@ -32,7 +32,9 @@ const INPUT_TIMEOUT_SECS: u64 = 10;
 pub struct Unavailable(pub String);
 
 fn fuzz_dir() -> PathBuf {
-    crate::python::workspace_root().join("tools").join("fuzz")
+    crate::workspace::workspace_root()
+        .join("tools")
+        .join("fuzz")
 }
 
 /// `cargo +nightly ...`, through rustup, without the variables the outer (stable) cargo set
@@ -52,7 +54,7 @@ fn nightly_cargo() -> Command {
         cmd.env_remove(var);
     }
     cmd.env("CARGO_INCREMENTAL", "0");
-    cmd.current_dir(crate::python::workspace_root());
+    cmd.current_dir(crate::workspace::workspace_root());
     cmd
 }
 

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use crate::conformance::{self, ExpectedFailures, Report, RunOptions};
 use crate::procs::{cargo_build, ServerProcess};
-use crate::python::{workspace_root, Peer};
+use crate::python::Peer;
+use crate::workspace::workspace_root;
 
 mod check;
 mod library;

@@ -1,20 +1,24 @@
 //! Project automation for ors-rs: `cargo xtask test`, `cargo xtask conformance`,
 //! `cargo xtask bench`, `cargo xtask readme`, and the measurement commands (`fuzz`, `soak`,
-//! `bigtasks`, `blocking`, `memprobe`, `scale`). Run `cargo xtask --help`.
+//! `bigtasks`, `blocking`, `memprobe`, `scale`, `circles`, `lines`). Run `cargo xtask --help`.
 
 mod bench;
 mod bigtasks;
 mod blocking;
+mod circles;
 mod conformance;
 mod fuzz;
 mod interop;
+mod lines;
 mod memprobe;
+mod modtree;
 mod procs;
 mod python;
 mod readme;
 mod scale;
 mod soak;
 mod test;
+mod workspace;
 
 use std::process::ExitCode;
 
@@ -55,6 +59,11 @@ enum Command {
     /// Replicas behind a real nginx with deploy/nginx/ors.conf: spread, long calls, scale up,
     /// a replica killed, one drained.
     Scale(scale::ScaleArgs),
+    /// Print the import circles between the modules of each crate; fails when a crate has one.
+    Circles(circles::CirclesArgs),
+    /// Count the lines of code of the seven product crates (not tests, comments or blanks),
+    /// and compare them with a revision's.
+    Lines(lines::LinesArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +79,8 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::run(args),
         Command::Soak(args) => soak::run(args),
         Command::Scale(args) => scale::run(args),
+        Command::Circles(args) => circles::run(args),
+        Command::Lines(args) => lines::run(args),
     };
     match result {
         Ok(code) => code,

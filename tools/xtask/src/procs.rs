@@ -143,14 +143,14 @@ pub fn cargo_build(args: &[&str], release: bool) -> Result<std::path::PathBuf, S
     if release {
         cmd.arg("--release");
     }
-    cmd.current_dir(crate::python::workspace_root());
+    cmd.current_dir(crate::workspace::workspace_root());
     let status = cmd.status().map_err(|e| format!("cargo build: {e}"))?;
     if !status.success() {
         return Err(format!("cargo build {args:?} failed"));
     }
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|_| crate::python::workspace_root().join("target"));
+        .unwrap_or_else(|_| crate::workspace::workspace_root().join("target"));
     Ok(target.join(if release { "release" } else { "debug" }))
 }
 

@@ -44,7 +44,9 @@ impl Peer {
     /// The venv's python, creating the venv and installing the SDK if needed.
     pub fn python(self) -> Result<PathBuf, String> {
         ensure(
-            &workspace_root().join("target").join(self.venv_dir()),
+            &crate::workspace::workspace_root()
+                .join("target")
+                .join(self.venv_dir()),
             self.packages(),
         )
     }
@@ -57,16 +59,6 @@ impl Peer {
             Peer::OpenReward => &[("OPENREWARD_DISABLE_UPDATE_CHECK", "1")],
         }
     }
-}
-
-/// The workspace root (two levels above `tools/xtask/`).
-pub fn workspace_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .nth(2)
-        .unwrap_or(manifest)
-        .to_path_buf()
 }
 
 /// The reference venv's python (ors-sdk and mcp), creating it if needed.

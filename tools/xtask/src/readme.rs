@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::interop::{build_examples, our_server};
 use crate::procs::{cargo_build, run_captured};
-use crate::python::workspace_root;
+use crate::workspace::workspace_root;
 
 /// Limit on one block (the client example may have to compile first).
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(600);

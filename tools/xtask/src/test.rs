@@ -16,7 +16,7 @@ fn cargo(args: &[&str]) -> Result<(), String> {
     eprintln!("xtask: cargo {}", args.join(" "));
     let status = Command::new(cargo)
         .args(args)
-        .current_dir(crate::python::workspace_root())
+        .current_dir(crate::workspace::workspace_root())
         .status()
         .map_err(|e| format!("could not run cargo: {e}"))?;
     if status.success() {

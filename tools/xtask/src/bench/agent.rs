@@ -84,7 +84,7 @@ pub fn measure(launcher: &Launcher, plan: &Plan, results: &mut BTreeMap<&'static
     };
     eprintln!("bench: reference (client): {KEY} ...");
     let (duration, warmup) = plan.window(Kind::Reference);
-    let script = crate::python::workspace_root()
+    let script = crate::workspace::workspace_root()
         .join("tools")
         .join("interop")
         .join("python")

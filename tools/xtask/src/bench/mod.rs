@@ -582,7 +582,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode, String> {
             .filter(|k| args.servers.contains(k))
             .collect()
     };
-    let root = crate::python::workspace_root();
+    let root = crate::workspace::workspace_root();
     let Built {
         bench,
         ours,

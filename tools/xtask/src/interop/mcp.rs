@@ -14,7 +14,8 @@ use super::rust_client::Ors;
 use super::{build_examples, interop_dir, our_server, python_script, START_TIMEOUT};
 use crate::conformance;
 use crate::procs::{cargo_build, ServerProcess};
-use crate::python::{workspace_root, Peer};
+use crate::python::Peer;
+use crate::workspace::workspace_root;
 
 /// The webhook endpoint's secret (a throwaway; the endpoint refuses calls without it).
 const HOOK_SECRET: &str = "interop-hook-secret";

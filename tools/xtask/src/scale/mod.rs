@@ -173,7 +173,7 @@ pub fn run(args: ScaleArgs) -> Result<ExitCode, String> {
     let nginx_bin = nginx::ensure_nginx()?;
     let bin = crate::procs::cargo_build(&["-p", "ors-examples", "--bin", "conformance"], true)?
         .join("conformance");
-    let root = crate::python::workspace_root();
+    let root = crate::workspace::workspace_root();
     let template = std::fs::read_to_string(root.join(nginx::ORS_CONF))
         .map_err(|e| format!("{}: {e}", nginx::ORS_CONF))?;
     let dir = root.join("target/xtask-scale");

@@ -5,7 +5,7 @@ use super::episodes::replica_of;
 use super::nginx::{render, session_routing_problems, split_replicas, ORS_CONF};
 
 fn root() -> std::path::PathBuf {
-    crate::python::workspace_root()
+    crate::workspace::workspace_root()
 }
 
 fn ors_conf() -> String {
