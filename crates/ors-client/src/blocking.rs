@@ -29,9 +29,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::runtime::Runtime;
 
-use crate::client::TaskRef;
 use crate::config::ClientBuilder;
 use crate::error::{Error, Result};
+use crate::session::TaskRef;
 
 /// A blocking client: the async [`crate::Client`] plus the runtime that drives it.
 #[derive(Clone, Debug)]

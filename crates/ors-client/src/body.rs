@@ -14,7 +14,8 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use ors_core::body::{content_length, truncated, BodyError, BoundedBody};
 
-use crate::error::{human_bytes, Error, SizeLimit};
+use crate::config::SizeLimit;
+use crate::error::{human_bytes, Error};
 
 /// The most bytes any one response of a client has held in its buffers at once.
 #[derive(Debug, Default)]

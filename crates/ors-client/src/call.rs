@@ -15,7 +15,8 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::body::{BodyReader, ReadError};
-use crate::error::{Error, Result, SizeLimit};
+use crate::config::SizeLimit;
+use crate::error::{Error, Result};
 use crate::http::{
     decode_json, preview, status_failure, Failure, Http, Req, Starting, MAX_ERROR_BODY,
 };

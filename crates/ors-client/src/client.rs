@@ -1,4 +1,5 @@
-//! The client handle and discovery: environments, tools, splits and tasks.
+//! The client handle, built from a [`ClientBuilder`]'s settings, and discovery: environments,
+//! tools, splits and tasks. (Sessions are opened on an [`Environment`] by `session.rs`.)
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,7 +16,6 @@ use serde_json::Value;
 use crate::config::{ClientBuilder, Config};
 use crate::error::{Error, Result};
 use crate::http::{segment, Http, Req, Retry};
-use crate::session::SessionBuilder;
 
 /// A connection to one ORS server: cheap to clone, `Send + Sync`, one pool of keep-alive
 /// connections shared by every clone, environment handle and session.
@@ -47,12 +47,6 @@ impl Client {
     /// A builder to set the API key, timeouts, retries and ping period.
     pub fn builder(url: impl Into<String>) -> ClientBuilder {
         ClientBuilder::new(url)
-    }
-
-    pub(crate) fn from_config(cfg: Config, tls: rustls::ClientConfig) -> Self {
-        Self {
-            http: Arc::new(Http::new(cfg, tls)),
-        }
     }
 
     /// The settings this client runs with.
@@ -109,6 +103,18 @@ impl Client {
             client: self.clone(),
             name: Arc::from(name.into()),
         }
+    }
+}
+
+impl ClientBuilder {
+    /// Check the URL and the limits, load the TLS roots and CA file, and build the client (no
+    /// connection is made yet).
+    pub fn build(self) -> Result<Client> {
+        let cfg = self.checked().map_err(Error::InvalidArgument)?;
+        let tls = crate::tls::client_config(cfg.tls_roots, cfg.ca_cert.as_deref())?;
+        Ok(Client {
+            http: Arc::new(Http::new(cfg, tls)),
+        })
     }
 }
 
@@ -227,68 +233,9 @@ impl Environment {
         let out: TaskRangeResponse = self.post(routes::TASK_RANGE, &body).await?;
         Ok(out.tasks)
     }
-
-    /// Start opening a session on a task: `env.session(TaskRef::at("test", 0)).await?`, or add
-    /// secrets and a progress callback on the builder first.
-    pub fn session(&self, task: impl Into<TaskRef>) -> SessionBuilder {
-        SessionBuilder::new(self.clone(), task.into())
-    }
-
-    /// Open a session on the task at `index` of `split`.
-    pub async fn session_at(&self, split: &str, index: i64) -> Result<crate::Session> {
-        self.session(TaskRef::at(split, index)).open().await
-    }
-
-    /// Open a session on a task given inline: a `serde_json::Value` or any serializable task
-    /// type.
-    pub async fn session_for<T: Serialize + ?Sized>(&self, task: &T) -> Result<crate::Session> {
-        self.session(TaskRef::spec(task)?).open().await
-    }
 }
 
 fn decode_task<T: DeserializeOwned>(v: Value) -> Result<T> {
     serde_json::from_value(v)
         .map_err(|e| Error::Protocol(format!("a task does not have the expected shape: {e}")))
-}
-
-/// Which task a session runs: given inline, or resolved by the server from split and index.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TaskRef {
-    /// The task itself (`task_spec`), a JSON object.
-    Spec(Value),
-    /// The task at `index` of `split`.
-    At {
-        /// The split name.
-        split: String,
-        /// The index in the split.
-        index: i64,
-    },
-}
-
-impl TaskRef {
-    /// The task at `index` of `split`.
-    pub fn at(split: impl Into<String>, index: i64) -> Self {
-        TaskRef::At {
-            split: split.into(),
-            index,
-        }
-    }
-
-    /// A task given inline, from any serializable value that is a JSON object.
-    pub fn spec<T: Serialize + ?Sized>(task: &T) -> Result<Self> {
-        let v = serde_json::to_value(task)
-            .map_err(|e| Error::InvalidArgument(format!("the task is not serializable: {e}")))?;
-        if !v.is_object() {
-            return Err(Error::InvalidArgument(
-                "a task given inline must be a JSON object".into(),
-            ));
-        }
-        Ok(TaskRef::Spec(v))
-    }
-}
-
-impl From<Value> for TaskRef {
-    fn from(v: Value) -> Self {
-        TaskRef::Spec(v)
-    }
 }

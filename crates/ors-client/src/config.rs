@@ -1,12 +1,10 @@
-//! Client settings and their builder.
+//! Client settings: their names, defaults and values, read from the environment and set
+//! on a builder (which [`crate::Client`] is made from, in `client.rs`).
 
 use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
-
-use crate::client::Client;
-use crate::error::{Error, Result};
-use crate::tls::TlsRoots;
 
 /// Environment variable holding the default API key.
 pub const API_KEY_ENV: &str = "ORS_API_KEY";
@@ -51,7 +49,78 @@ pub enum SecretsMode {
     Both,
 }
 
-/// The settings a [`Client`] runs with; built by [`ClientBuilder`].
+/// The size limits of a client, named by [`crate::Error::ResponseTooLarge`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SizeLimit {
+    /// A call's result (its `chunk`s and `end` reassembled), and so one SSE line or event:
+    /// [`crate::Config::max_result_bytes`].
+    Result,
+    /// A JSON response body (discovery, prompt, create): [`crate::Config::max_body_bytes`].
+    Body,
+}
+
+impl SizeLimit {
+    /// The environment variable that sets this limit.
+    pub fn env_var(self) -> &'static str {
+        match self {
+            SizeLimit::Result => MAX_RESULT_BYTES_ENV,
+            SizeLimit::Body => MAX_BODY_BYTES_ENV,
+        }
+    }
+
+    /// The [`crate::ClientBuilder`] method that sets this limit.
+    pub fn setter(self) -> &'static str {
+        match self {
+            SizeLimit::Result => "max_result_bytes",
+            SizeLimit::Body => "max_body_bytes",
+        }
+    }
+}
+
+/// Which root certificates the client trusts for `https://`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsRoots {
+    /// Mozilla's roots, built into the binary (`webpki-roots`): the same trust on every
+    /// machine, container or not.
+    #[default]
+    Mozilla,
+    /// The operating system's store (`rustls-native-certs`): what a company's TLS-inspecting
+    /// proxy or a private CA installed system-wide needs.
+    System,
+}
+
+impl TlsRoots {
+    /// The name [`FromStr`] accepts.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsRoots::Mozilla => "mozilla",
+            TlsRoots::System => "system",
+        }
+    }
+}
+
+impl fmt::Display for TlsRoots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TlsRoots {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "mozilla" | "webpki" => Ok(TlsRoots::Mozilla),
+            "system" | "native" => Ok(TlsRoots::System),
+            other => Err(format!(
+                "unknown root store {other:?} (use mozilla or system)"
+            )),
+        }
+    }
+}
+
+/// The settings a [`crate::Client`] runs with; built by [`ClientBuilder`].
 #[derive(Clone)]
 pub struct Config {
     /// Server base URL without a trailing slash.
@@ -124,7 +193,7 @@ impl fmt::Debug for Config {
     }
 }
 
-/// Builds a [`Client`]: `Client::builder("http://127.0.0.1:8080").api_key("k").build()`.
+/// Builds a [`crate::Client`]: `Client::builder("http://127.0.0.1:8080").api_key("k").build()`.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
     cfg: Config,
@@ -254,7 +323,7 @@ impl ClientBuilder {
 
     /// The largest call result, SSE line or event the client holds (default 256 MiB; also
     /// `ORS_CLIENT_MAX_RESULT_BYTES`). A larger one fails the call with
-    /// [`Error::ResponseTooLarge`] and drops its connection.
+    /// [`crate::Error::ResponseTooLarge`] and drops its connection.
     pub fn max_result_bytes(mut self, n: usize) -> Self {
         self.cfg.max_result_bytes = n;
         self.overridden(MAX_RESULT_BYTES_ENV);
@@ -331,21 +400,19 @@ impl ClientBuilder {
         &self.cfg
     }
 
-    /// Check the URL and the limits, load the TLS roots and CA file, and build the client (no
-    /// connection is made yet).
-    pub fn build(self) -> Result<Client> {
+    /// The settings, checked: a variable that could not be read (unless a setter replaced
+    /// it), a zero limit or a bad URL is an error naming it. [`ClientBuilder::build`] makes
+    /// the client of them.
+    pub(crate) fn checked(self) -> std::result::Result<Config, String> {
         if let Some((var, problem)) = self.env_errors.first() {
-            return Err(Error::InvalidArgument(format!("{var}={problem}")));
+            return Err(format!("{var}={problem}"));
         }
         if self.cfg.max_result_bytes == 0 || self.cfg.max_body_bytes == 0 {
-            return Err(Error::InvalidArgument(
-                "max_result_bytes and max_body_bytes must be at least 1".into(),
-            ));
+            return Err("max_result_bytes and max_body_bytes must be at least 1".into());
         }
         let mut cfg = self.cfg;
         cfg.url = normalize_url(&cfg.url)?;
-        let tls = crate::tls::client_config(cfg.tls_roots, cfg.ca_cert.as_deref())?;
-        Ok(Client::from_config(cfg, tls))
+        Ok(cfg)
     }
 }
 
@@ -392,25 +459,18 @@ fn parse_timeout(text: &str) -> std::result::Result<Option<Duration>, String> {
 
 /// Check that `url` is an `http://` or `https://` URL with a host, and strip its trailing
 /// slash.
-pub(crate) fn normalize_url(url: &str) -> Result<String> {
+pub(crate) fn normalize_url(url: &str) -> std::result::Result<String, String> {
     let url = url.trim();
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|e| Error::InvalidArgument(format!("bad server URL {url:?}: {e}")))?;
+    let bad = |why: &dyn fmt::Display| format!("bad server URL {url:?}: {why}");
+    let uri: http::Uri = url.parse().map_err(|e| bad(&e))?;
     if !matches!(uri.scheme_str(), Some("http" | "https")) {
-        return Err(Error::InvalidArgument(format!(
-            "bad server URL {url:?}: it must start with http:// or https://"
-        )));
+        return Err(bad(&"it must start with http:// or https://"));
     }
     if uri.host().is_none_or(str::is_empty) {
-        return Err(Error::InvalidArgument(format!(
-            "bad server URL {url:?}: no host"
-        )));
+        return Err(bad(&"no host"));
     }
     if uri.query().is_some() {
-        return Err(Error::InvalidArgument(format!(
-            "bad server URL {url:?}: a query string is not allowed"
-        )));
+        return Err(bad(&"a query string is not allowed"));
     }
     Ok(url.trim_end_matches('/').to_owned())
 }
@@ -432,7 +492,7 @@ mod tests {
         assert_eq!(normalize_url("https://host/").unwrap(), "https://host");
         assert!(matches!(
             normalize_url("ftp://host"),
-            Err(Error::InvalidArgument(m)) if m.contains("https://")
+            Err(m) if m.contains("https://")
         ));
         assert!(normalize_url("localhost:8080").is_err());
         assert!(normalize_url("not a url").is_err());

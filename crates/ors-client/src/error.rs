@@ -4,6 +4,8 @@ use std::error::Error as StdError;
 
 use ors_core::ErrorCode;
 
+use crate::config::SizeLimit;
+
 /// Everything that can go wrong talking to an ORS server; match on the variant to decide what
 /// to do (an agent can read a [`Error::ToolError`] and try again, a trainer may skip an episode
 /// on [`Error::SessionTerminated`], and so on).
@@ -107,35 +109,6 @@ pub enum Error {
         /// Which limit it was.
         kind: SizeLimit,
     },
-}
-
-/// The size limits of a client, named by [`Error::ResponseTooLarge`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SizeLimit {
-    /// A call's result (its `chunk`s and `end` reassembled), and so one SSE line or event:
-    /// [`crate::Config::max_result_bytes`].
-    Result,
-    /// A JSON response body (discovery, prompt, create): [`crate::Config::max_body_bytes`].
-    Body,
-}
-
-impl SizeLimit {
-    /// The environment variable that sets this limit.
-    pub fn env_var(self) -> &'static str {
-        match self {
-            SizeLimit::Result => crate::config::MAX_RESULT_BYTES_ENV,
-            SizeLimit::Body => crate::config::MAX_BODY_BYTES_ENV,
-        }
-    }
-
-    /// The [`crate::ClientBuilder`] method that sets this limit.
-    pub fn setter(self) -> &'static str {
-        match self {
-            SizeLimit::Result => "max_result_bytes",
-            SizeLimit::Body => "max_body_bytes",
-        }
-    }
 }
 
 /// A byte count for people: `256 MiB`, `1.5 KiB`, `17 bytes`.

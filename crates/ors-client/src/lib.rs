@@ -59,13 +59,13 @@ mod tls;
 
 pub use agent::{Agent, AgentOptions, AgentTrace, Api, ChatModel, ModelOptions, OnText};
 pub use call::{Progress, ProgressFn};
-pub use client::{Client, Environment, TaskRef};
+pub use client::{Client, Environment};
 pub use config::{
-    ClientBuilder, Config, SecretsMode, API_KEY_ENV, CALL_TIMEOUT_ENV, CA_CERT_ENV,
-    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_URL, MAX_BODY_BYTES_ENV,
+    ClientBuilder, Config, SecretsMode, SizeLimit, TlsRoots, API_KEY_ENV, CALL_TIMEOUT_ENV,
+    CA_CERT_ENV, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_URL, MAX_BODY_BYTES_ENV,
     MAX_RESULT_BYTES_ENV, TLS_ROOTS_ENV, URL_ENV,
 };
-pub use error::{Error, Result, SizeLimit};
+pub use error::{Error, Result};
 pub use ors_core::provider::Provider;
 pub use ors_core::{
     Block, BlockText, Blocks, ErrorCode, GroupCandidate, GroupScore, ImageBlock, JsonObject,
@@ -77,8 +77,7 @@ pub use rollout::{
     EvalReport, Observation, Outcome, Policy, PolicyError, StopHandle, StopReason, Summary,
     Timings, Turn,
 };
-pub use session::{Session, SessionBuilder};
-pub use tls::TlsRoots;
+pub use session::{Session, SessionBuilder, TaskRef};
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,5 @@
-//! Sessions (episodes): creation in both reply forms, the background ping, death detection,
-//! prompt, tools, calls, and deletion.
+//! Sessions (episodes), opened on an [`Environment`] for a [`TaskRef`]: creation in both reply
+//! forms, the background ping, death detection, prompt, tools, calls, and deletion.
 
 use std::future::{Future, IntoFuture};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,10 +20,71 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::call::{run_call, CallSpec, Payload, Progress, ProgressFn};
-use crate::client::{Environment, TaskRef};
+use crate::client::Environment;
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
 use crate::http::{decode_json, Http, Req, Retry};
+
+/// Which task a session runs: given inline, or resolved by the server from split and index.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskRef {
+    /// The task itself (`task_spec`), a JSON object.
+    Spec(Value),
+    /// The task at `index` of `split`.
+    At {
+        /// The split name.
+        split: String,
+        /// The index in the split.
+        index: i64,
+    },
+}
+
+impl TaskRef {
+    /// The task at `index` of `split`.
+    pub fn at(split: impl Into<String>, index: i64) -> Self {
+        TaskRef::At {
+            split: split.into(),
+            index,
+        }
+    }
+
+    /// A task given inline, from any serializable value that is a JSON object.
+    pub fn spec<T: Serialize + ?Sized>(task: &T) -> Result<Self> {
+        let v = serde_json::to_value(task)
+            .map_err(|e| Error::InvalidArgument(format!("the task is not serializable: {e}")))?;
+        if !v.is_object() {
+            return Err(Error::InvalidArgument(
+                "a task given inline must be a JSON object".into(),
+            ));
+        }
+        Ok(TaskRef::Spec(v))
+    }
+}
+
+impl From<Value> for TaskRef {
+    fn from(v: Value) -> Self {
+        TaskRef::Spec(v)
+    }
+}
+
+impl Environment {
+    /// Start opening a session on a task: `env.session(TaskRef::at("test", 0)).await?`, or add
+    /// secrets and a progress callback on the builder first.
+    pub fn session(&self, task: impl Into<TaskRef>) -> SessionBuilder {
+        SessionBuilder::new(self.clone(), task.into())
+    }
+
+    /// Open a session on the task at `index` of `split`.
+    pub async fn session_at(&self, split: &str, index: i64) -> Result<Session> {
+        self.session(TaskRef::at(split, index)).open().await
+    }
+
+    /// Open a session on a task given inline: a `serde_json::Value` or any serializable task
+    /// type.
+    pub async fn session_for<T: Serialize + ?Sized>(&self, task: &T) -> Result<Session> {
+        self.session(TaskRef::spec(task)?).open().await
+    }
+}
 
 /// Options for opening a session; `.await` it (or call [`SessionBuilder::open`]).
 #[must_use = "a SessionBuilder does nothing until it is opened or awaited"]

@@ -5,56 +5,14 @@
 use std::error::Error as StdError;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 
 use rustls::{ClientConfig, RootCertStore};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::CertificateDer;
 
+use crate::config::{TlsRoots, CA_CERT_ENV};
 use crate::error::{Error, Result};
-
-/// Which root certificates the client trusts for `https://`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TlsRoots {
-    /// Mozilla's roots, built into the binary (`webpki-roots`): the same trust on every
-    /// machine, container or not.
-    #[default]
-    Mozilla,
-    /// The operating system's store (`rustls-native-certs`): what a company's TLS-inspecting
-    /// proxy or a private CA installed system-wide needs.
-    System,
-}
-
-impl TlsRoots {
-    /// The name [`FromStr`] accepts.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TlsRoots::Mozilla => "mozilla",
-            TlsRoots::System => "system",
-        }
-    }
-}
-
-impl fmt::Display for TlsRoots {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for TlsRoots {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "mozilla" | "webpki" => Ok(TlsRoots::Mozilla),
-            "system" | "native" => Ok(TlsRoots::System),
-            other => Err(format!(
-                "unknown root store {other:?} (use mozilla or system)"
-            )),
-        }
-    }
-}
 
 /// The rustls configuration for `roots` plus the CA certificates in `ca_file`.
 pub(crate) fn client_config(roots: TlsRoots, ca_file: Option<&Path>) -> Result<ClientConfig> {
@@ -139,7 +97,7 @@ pub(crate) fn trust_note(roots: TlsRoots, ca_file: Option<&PathBuf>) -> String {
         None => format!(
             "{roots}; for a private or self-signed CA give its certificate with --ca-cert FILE, \
              {} or ClientBuilder::ca_cert",
-            crate::config::CA_CERT_ENV
+            CA_CERT_ENV
         ),
     }
 }

@@ -24,8 +24,8 @@ use redirect::{resolve, same_origin};
 pub(crate) use retry::{Backoff, Failure, Retry, Starting};
 
 use crate::body::{BodyReader, Meter};
-use crate::config::Config;
-use crate::error::{Error, Result, SizeLimit};
+use crate::config::{Config, SizeLimit};
+use crate::error::{Error, Result};
 
 use ors_core::protocol::{HEADER_API_KEY, HEADER_CLIENT_TASK_IDS, HEADER_SESSION_ID};
 

@@ -13,9 +13,9 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::agent::AgentTrace;
-use crate::client::{Environment, TaskRef};
+use crate::client::Environment;
 use crate::error::{Error, Result};
-use crate::session::Session;
+use crate::session::{Session, TaskRef};
 
 pub use episode::{Episode, EpisodeError, EvalReport, Outcome, StopReason, Summary, Timings, Turn};
 
