@@ -1,15 +1,61 @@
-//! The conversation as an Anthropic Messages request, and its answer read back.
+//! A model behind Anthropic Messages ([`AnthropicMessages`]): the conversation as its request,
+//! and its answer read back.
 //!
 //! The system prompt is the top-level `system`; tool results are `tool_result` blocks of a
 //! user message (images included), all of one turn's results in one message; empty text and
 //! empty assistant turns, which the API refuses, are left out.
 
+use futures_util::future::BoxFuture;
+use http::header::{HeaderName, HeaderValue};
+use ors_core::provider::Provider;
 use ors_core::Block;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::model::{Body, ChatRequest, ModelOptions, ModelReply};
+use super::model::{Body, ChatModel, ChatRequest, Endpoint, ModelInfo, ModelOptions, ModelReply};
 use super::trace::{Message, ModelCall, ToolCall, Usage};
+use crate::client::Client;
+use crate::error::Result;
+
+/// A model behind the Anthropic Messages API (`POST {base}/v1/messages`).
+pub struct AnthropicMessages(Endpoint);
+
+/// The `anthropic-version` header sent.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+impl AnthropicMessages {
+    /// The model of `opts`, reached through `client`'s transport.
+    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
+        let mut endpoint = Endpoint::new(client, opts)?;
+        if let Some(key) = endpoint.opts.api_key.clone() {
+            endpoint.secret_header(HeaderName::from_static("x-api-key"), key)?;
+        }
+        endpoint.headers.push((
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        ));
+        Ok(Self(endpoint))
+    }
+}
+
+impl ChatModel for AnthropicMessages {
+    fn provider(&self) -> Provider {
+        Provider::Anthropic
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.0.info()
+    }
+
+    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+        Box::pin(async move {
+            let body = request_body(&self.0.opts, &req);
+            self.0
+                .complete("/v1/messages", &body, |r, n| Ok(reply(r, n)))
+                .await
+        })
+    }
+}
 
 /// The completion limit sent when none is set (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;

@@ -46,14 +46,28 @@ use std::time::Instant;
 use ors_core::{Block, ToolSpec};
 use serde_json::Value;
 
+use crate::client::Client;
+use crate::error::Result;
 use crate::rollout::{Action, Call, Observation, Outcome, Policy, PolicyError, StopReason, Turn};
 
-pub use anthropic::DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS;
-pub use model::{
-    AnthropicMessages, Api, ChatModel, ChatRequest, ModelInfo, ModelOptions, ModelReply,
-    OpenAiChat, ANTHROPIC_VERSION,
+pub use anthropic::{
+    AnthropicMessages, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS,
 };
+pub use model::{Api, ChatModel, ChatRequest, ModelInfo, ModelOptions, ModelReply};
+pub use openai::OpenAiChat;
 pub use trace::{AgentTrace, Message, ModelCall, Sampling, ToolCall, Usage};
+
+// Here, above both implementations, so that the model's vocabulary (model.rs) needs neither.
+impl ModelOptions {
+    /// The model these options describe, sending through `client`'s transport (so its TLS
+    /// roots, CA file and limits apply to the model server too).
+    pub fn connect(self, client: &Client) -> Result<Arc<dyn ChatModel>> {
+        Ok(match self.api {
+            Api::OpenAi => Arc::new(OpenAiChat::new(client, self)?),
+            Api::Anthropic => Arc::new(AnthropicMessages::new(client, self)?),
+        })
+    }
+}
 
 /// The nudge of [`OnText::nudge`].
 pub const DEFAULT_NUDGE: &str = "Continue the task by calling one of the tools.";

@@ -1,7 +1,7 @@
-//! Language models behind an HTTP API: the [`ChatModel`] trait, its settings, and the two
-//! implementations (OpenAI Chat Completions, Anthropic Messages), which send through the
-//! client's own transport: the same connection pool, TLS roots, body limits, same-origin
-//! redirects and retry rules as the ORS requests.
+//! Language models behind an HTTP API: the [`ChatModel`] trait, its settings, and the
+//! transport both implementations (`openai.rs`, `anthropic.rs`) send through: the client's
+//! own, so the same connection pool, TLS roots, body limits, same-origin redirects and retry
+//! rules as the ORS requests.
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,8 +18,8 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use super::trace::{Message, ModelCall, Sampling, ToolCall};
-use super::{anthropic, openai};
 use crate::client::Client;
+use crate::config::normalize_url;
 use crate::error::{Error, Result};
 use crate::http::{preview, Backoff, Http, Req, Retry};
 
@@ -182,15 +182,6 @@ impl ModelOptions {
             extra: self.extra.clone(),
         }
     }
-
-    /// The model these options describe, sending through `client`'s transport (so its TLS
-    /// roots, CA file and limits apply to the model server too).
-    pub fn connect(self, client: &Client) -> Result<Arc<dyn ChatModel>> {
-        Ok(match self.api {
-            Api::OpenAi => Arc::new(OpenAiChat::new(client, self)?),
-            Api::Anthropic => Arc::new(AnthropicMessages::new(client, self)?),
-        })
-    }
 }
 
 /// What an agent sends the model: the conversation and the tools, in the model API's tool
@@ -228,7 +219,7 @@ pub struct ModelInfo {
 }
 
 /// A language model that answers a conversation, possibly with tool calls. Implemented for
-/// OpenAI-compatible servers ([`OpenAiChat`]) and Anthropic ([`AnthropicMessages`]); implement
+/// OpenAI-compatible servers ([`super::OpenAiChat`]) and Anthropic ([`super::AnthropicMessages`]); implement
 /// it to plug in any other inference.
 pub trait ChatModel: Send + Sync {
     /// The tool format the model expects.
@@ -271,16 +262,16 @@ impl Serialize for Body<'_> {
 }
 
 /// The transport and settings both HTTP models share.
-struct Endpoint {
+pub(super) struct Endpoint {
     http: Arc<Http>,
-    opts: ModelOptions,
+    pub(super) opts: ModelOptions,
     base: Arc<str>,
-    headers: Vec<(HeaderName, HeaderValue)>,
+    pub(super) headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl Endpoint {
-    fn new(client: &Client, mut opts: ModelOptions) -> Result<Self> {
-        let base = crate::config::normalize_url(&opts.base_url)
+    pub(super) fn new(client: &Client, mut opts: ModelOptions) -> Result<Self> {
+        let base = normalize_url(&opts.base_url)
             .map_err(|e| Error::InvalidArgument(format!("model base URL: {e}")))?;
         opts.base_url = base.clone();
         if opts.api_key.is_none() {
@@ -297,7 +288,7 @@ impl Endpoint {
     }
 
     /// Send the secret `value` (`Bearer KEY`, or the bare key) in the header `name`.
-    fn secret_header(&mut self, name: HeaderName, value: String) -> Result<()> {
+    pub(super) fn secret_header(&mut self, name: HeaderName, value: String) -> Result<()> {
         let mut v = HeaderValue::from_str(&value).map_err(|_| {
             Error::InvalidArgument("the model API key has characters a header cannot carry".into())
         })?;
@@ -306,7 +297,7 @@ impl Endpoint {
         Ok(())
     }
 
-    fn info(&self) -> ModelInfo {
+    pub(super) fn info(&self) -> ModelInfo {
         ModelInfo {
             api: self.opts.api.as_str().to_owned(),
             base_url: self.opts.base_url.clone(),
@@ -317,7 +308,7 @@ impl Endpoint {
 
     /// POST `body` to `path` and read the answer with `read` (given the attempts made), which
     /// names what is missing from an answer it cannot use.
-    async fn complete<R: DeserializeOwned>(
+    pub(super) async fn complete<R: DeserializeOwned>(
         &self,
         path: &str,
         body: &Body<'_>,
@@ -364,78 +355,5 @@ impl Endpoint {
             )
         })?;
         Ok((decoded, attempts))
-    }
-}
-
-/// A model behind the OpenAI Chat Completions API (`POST {base}/chat/completions`).
-pub struct OpenAiChat(Endpoint);
-
-impl OpenAiChat {
-    /// The model of `opts`, reached through `client`'s transport.
-    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
-        let mut endpoint = Endpoint::new(client, opts)?;
-        if let Some(key) = endpoint.opts.api_key.clone() {
-            endpoint.secret_header(http::header::AUTHORIZATION, format!("Bearer {key}"))?;
-        }
-        Ok(Self(endpoint))
-    }
-}
-
-impl ChatModel for OpenAiChat {
-    fn provider(&self) -> Provider {
-        Provider::OpenAi
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.0.info()
-    }
-
-    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(async move {
-            let body = openai::request_body(&self.0.opts, &req);
-            self.0
-                .complete("/chat/completions", &body, openai::reply)
-                .await
-        })
-    }
-}
-
-/// A model behind the Anthropic Messages API (`POST {base}/v1/messages`).
-pub struct AnthropicMessages(Endpoint);
-
-/// The `anthropic-version` header sent.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-impl AnthropicMessages {
-    /// The model of `opts`, reached through `client`'s transport.
-    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
-        let mut endpoint = Endpoint::new(client, opts)?;
-        if let Some(key) = endpoint.opts.api_key.clone() {
-            endpoint.secret_header(HeaderName::from_static("x-api-key"), key)?;
-        }
-        endpoint.headers.push((
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        ));
-        Ok(Self(endpoint))
-    }
-}
-
-impl ChatModel for AnthropicMessages {
-    fn provider(&self) -> Provider {
-        Provider::Anthropic
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.0.info()
-    }
-
-    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(async move {
-            let body = anthropic::request_body(&self.0.opts, &req);
-            self.0
-                .complete("/v1/messages", &body, |r, n| Ok(anthropic::reply(r, n)))
-                .await
-        })
     }
 }

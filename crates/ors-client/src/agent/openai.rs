@@ -1,14 +1,50 @@
-//! The conversation as an OpenAI Chat Completions request, and its answer read back.
+//! A model behind OpenAI Chat Completions ([`OpenAiChat`]): the conversation as its request,
+//! and its answer read back.
 //!
 //! Tool messages of this API carry text only, so the images of a tool's output follow the
 //! turn's tool messages in one user message that says which call they came from.
 
+use futures_util::future::BoxFuture;
+use ors_core::provider::Provider;
 use ors_core::Block;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use super::model::{Body, ChatRequest, ModelOptions, ModelReply};
+use super::model::{Body, ChatModel, ChatRequest, Endpoint, ModelInfo, ModelOptions, ModelReply};
 use super::trace::{Message, ModelCall, ToolCall, Usage};
+use crate::client::Client;
+use crate::error::Result;
+
+/// A model behind the OpenAI Chat Completions API (`POST {base}/chat/completions`).
+pub struct OpenAiChat(Endpoint);
+
+impl OpenAiChat {
+    /// The model of `opts`, reached through `client`'s transport.
+    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
+        let mut endpoint = Endpoint::new(client, opts)?;
+        if let Some(key) = endpoint.opts.api_key.clone() {
+            endpoint.secret_header(http::header::AUTHORIZATION, format!("Bearer {key}"))?;
+        }
+        Ok(Self(endpoint))
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    fn provider(&self) -> Provider {
+        Provider::OpenAi
+    }
+
+    fn info(&self) -> ModelInfo {
+        self.0.info()
+    }
+
+    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+        Box::pin(async move {
+            let body = request_body(&self.0.opts, &req);
+            self.0.complete("/chat/completions", &body, reply).await
+        })
+    }
+}
 
 /// The request body.
 pub(crate) fn request_body<'a>(opts: &'a ModelOptions, req: &ChatRequest<'a>) -> Body<'a> {
