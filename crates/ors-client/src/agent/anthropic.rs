@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::model::{Body, ChatModel, ChatRequest, Endpoint, ModelInfo, ModelOptions, ModelReply};
-use super::trace::{Message, ModelCall, ToolCall, Usage};
 use crate::client::Client;
 use crate::error::Result;
+use crate::rollout::trace::{Message, ModelCall, ToolCall, Usage};
 
 /// A model behind the Anthropic Messages API (`POST {base}/v1/messages`).
 pub struct AnthropicMessages(Endpoint);

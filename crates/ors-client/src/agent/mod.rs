@@ -37,7 +37,6 @@
 mod anthropic;
 mod model;
 mod openai;
-mod trace;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -55,7 +54,9 @@ pub use anthropic::{
 };
 pub use model::{Api, ChatModel, ChatRequest, ModelInfo, ModelOptions, ModelReply};
 pub use openai::OpenAiChat;
-pub use trace::{AgentTrace, Message, ModelCall, Sampling, ToolCall, Usage};
+// The conversation and its record belong to the trajectory (rollout/trace.rs); these are the
+// agent's words too.
+pub use crate::rollout::trace::{AgentTrace, Message, ModelCall, Sampling, ToolCall, Usage};
 
 // Here, above both implementations, so that the model's vocabulary (model.rs) needs neither.
 impl ModelOptions {

@@ -17,11 +17,11 @@ use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
-use super::trace::{Message, ModelCall, Sampling, ToolCall};
 use crate::client::Client;
 use crate::config::normalize_url;
 use crate::error::{Error, Result};
 use crate::http::{preview, Backoff, Http, Req, Retry};
+use crate::rollout::trace::{Message, ModelCall, Sampling, ToolCall};
 
 /// The HTTP API a model server speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

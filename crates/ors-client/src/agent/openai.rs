@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::model::{Body, ChatModel, ChatRequest, Endpoint, ModelInfo, ModelOptions, ModelReply};
-use super::trace::{Message, ModelCall, ToolCall, Usage};
 use crate::client::Client;
 use crate::error::Result;
+use crate::rollout::trace::{Message, ModelCall, ToolCall, Usage};
 
 /// A model behind the OpenAI Chat Completions API (`POST {base}/chat/completions`).
 pub struct OpenAiChat(Endpoint);

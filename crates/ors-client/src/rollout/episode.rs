@@ -7,7 +7,7 @@ use ors_core::ToolOutput;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::AgentTrace;
+use super::trace::AgentTrace;
 use crate::error::Error;
 
 /// How one tool call turned out, as the policy sees it next.

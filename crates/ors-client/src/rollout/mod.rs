@@ -1,6 +1,7 @@
 //! Rollouts: run many episodes of a policy at once and keep their trajectories.
 
 mod episode;
+pub mod trace;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -12,12 +13,12 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::agent::AgentTrace;
 use crate::client::Environment;
 use crate::error::{Error, Result};
 use crate::session::{Session, TaskRef};
 
 pub use episode::{Episode, EpisodeError, EvalReport, Outcome, StopReason, Summary, Timings, Turn};
+pub use trace::AgentTrace;
 
 /// One tool call a policy wants made.
 #[derive(Debug, Clone, PartialEq)]

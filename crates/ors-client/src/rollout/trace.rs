@@ -1,5 +1,6 @@
-//! The conversation of an agent, in a form of its own that each model API's format is made
-//! from, and the record of it kept in the trajectory.
+//! The model's side of a trajectory ([`super::Episode::agent`]): the conversation, in a form of
+//! its own that each model API's format is made from, and the model calls, as an agent
+//! records them.
 
 use ors_core::{Block, JsonObject};
 use serde::{Deserialize, Serialize};
