@@ -13,7 +13,7 @@ pub struct ServeArgs {
     /// Address to listen on [default: $ORS_HOST, else the server's default].
     #[arg(long)]
     pub host: Option<String>,
-    /// Port to listen on; 0 picks a free port [default: $ORS_PORT, else 8080].
+    /// Port to listen on; 0 picks a free port [default: $ORS_PORT, else the server's default].
     #[arg(long)]
     pub port: Option<u16>,
 }

@@ -24,7 +24,7 @@ struct Cli {
     #[arg(long, global = true, env = ors_client::URL_ENV, default_value = ors_client::DEFAULT_URL)]
     url: String,
     /// API key sent as X-API-Key.
-    #[arg(long, global = true, env = "ORS_API_KEY", hide_env_values = true)]
+    #[arg(long, global = true, env = ors_client::API_KEY_ENV, hide_env_values = true)]
     api_key: Option<String>,
     /// A PEM file of CA certificates to trust for https:// (a self-signed or private
     /// deployment), on top of the root certificates.
@@ -194,7 +194,7 @@ async fn main() -> ExitCode {
                 Error::Transport(m) if m.contains(url.trim_end_matches('/')) => m.clone(),
                 Error::Transport(m) => format!("{url}: {m}"),
                 Error::Http { status: 401, .. } => {
-                    format!("{e} (pass --api-key or set ORS_API_KEY)")
+                    format!("{e} (pass --api-key or set {})", ors_client::API_KEY_ENV)
                 }
                 _ => e.to_string(),
             };

@@ -24,6 +24,7 @@
 pub mod body;
 pub mod protocol;
 pub mod provider;
+pub mod settings;
 pub mod sse;
 pub mod types;
 

@@ -1,157 +1,98 @@
-//! Server settings: defaults, the builder-facing struct, and the `ORS_*` environment variables.
+//! Server settings: each declared once (field, default, kind, `ORS_*` variable, doc), from
+//! which the struct, its defaults, the environment overlay and the README's table follow.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::time::Duration;
 
-/// The default time limit of one tool call.
-const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(600);
+use ors_core::settings::{
+    Invalid, Kind, BYTES, COUNT, KIB, LIMIT_SECS, MIB, PORT, POSITIVE_SECS, SECRET, SECS, SWITCH,
+    TEXT,
+};
 
-/// Everything a server can be tuned with. Build it with [`Default`], [`ServerConfig::from_env`]
-/// or the setters of [`crate::Server`].
-#[derive(Clone)]
-pub struct ServerConfig {
-    /// Address to listen on (`ORS_HOST`, default `127.0.0.1`; use `0.0.0.0` to serve others).
-    pub host: String,
-    /// Port to listen on (`ORS_PORT`, default 8080; 0 picks a free port).
-    pub port: u16,
-    /// Idle time after which the reaper deletes a session (`ORS_SESSION_TIMEOUT_SECS`, 15 min).
-    pub session_timeout: Duration,
-    /// How often the reaper looks for idle sessions (5 s).
-    pub reaper_interval: Duration,
-    /// How long a finished call's result stays available for reconnects (`ORS_LINGER_SECS`, 60 s).
-    pub linger: Duration,
-    /// Bytes of finished results the whole server keeps for reconnects
-    /// (`ORS_MAX_LINGER_BYTES`, 512 MiB); past it the oldest go first, and a reconnect to one
-    /// is told it expired.
-    pub max_lingering_bytes: usize,
-    /// Bytes of finished results one session keeps (`ORS_MAX_LINGER_BYTES_PER_SESSION`,
-    /// 128 MiB); past it its oldest go first. A result larger than this is sent, not kept.
-    pub max_lingering_bytes_per_session: usize,
-    /// Interval of SSE keep-alive comments on open call streams (`ORS_KEEPALIVE_SECS`, 10 s).
-    pub keepalive: Duration,
-    /// How long a request on a session waits for its setup (`ORS_SETUP_WAIT_SECS`, 25 s) before
-    /// it is answered 503 with `X-Backend-State: starting` and `Retry-After: 2`, for the client
-    /// to ask again (PROTOCOL_NOTES row `slow-setup`).
-    pub setup_wait: Duration,
-    /// Largest accepted request body (`ORS_MAX_BODY_BYTES`, 10 MiB); larger is 413.
-    pub max_body_bytes: usize,
-    /// Largest tool result, as JSON text (`ORS_MAX_RESULT_BYTES`, 64 MiB); a larger one is
-    /// sent as `ok: false` with its size and the limit.
-    pub max_result_bytes: usize,
-    /// Time a request body may take to arrive in full (`ORS_BODY_TIMEOUT_SECS`, 30 s); a slower
-    /// one is answered 408 and its connection closed.
-    pub body_timeout: Duration,
-    /// Request-body bytes the whole server holds in memory at once (`ORS_MAX_BODY_BYTES_IN_FLIGHT`,
-    /// 256 MiB): bodies being read, and call inputs not yet handed to their tool. A request
-    /// that would go beyond is answered 503 `overloaded`. At least `max_body_bytes`.
-    pub max_body_bytes_in_flight: usize,
-    /// Largest accepted request head, start line and headers (64 KiB); larger is 431.
-    pub max_header_bytes: usize,
-    /// Most open client connections (`ORS_MAX_CONNECTIONS`; by default the process's limit of
-    /// open files less a tenth, and less at least 128, kept for everything else). A connection
-    /// beyond it is answered 503 `overloaded` and closed, so the server keeps the file
-    /// descriptors to serve the others.
-    pub max_connections: usize,
-    /// Most live sessions (`ORS_MAX_SESSIONS`, 100 000); beyond it `create` is 503.
-    pub max_sessions: usize,
-    /// Most calls of one session started and not finished (running or waiting their turn;
-    /// 256); beyond it `call` is 429, so one client cannot queue unbounded work and memory.
-    pub max_queued_calls: usize,
-    /// When set, every route but `/health` needs this key (`ORS_API_KEY`).
-    pub api_key: Option<String>,
-    /// The key of the tags in issued session ids (`ORS_SESSION_KEY`; random per process by
-    /// default, `off` to accept any id at `/create`).
-    pub session_key: SessionKey,
-    /// Default time limit of one tool call (`ORS_TOOL_TIMEOUT_SECS`, 600 s; `0` or `off` for
-    /// none). A tool past it is dropped, its cancellation token fires, and the call ends
-    /// `ok: false`; without a limit a hung tool would hold its session forever.
-    pub tool_timeout: Option<Duration>,
-    /// Per-tool time limits by tool name; they override `tool_timeout`.
-    pub tool_timeouts: HashMap<String, Duration>,
-    /// How long in-flight calls may run on shutdown before sessions are torn down, and how
-    /// long a call may go on after its session is deleted (it sees its cancellation token at
-    /// once); also the limit of one `teardown` (10 s).
-    pub shutdown_grace: Duration,
-    /// Whether `/metrics` is served and counted (`ORS_METRICS`, on; `off` turns it off).
-    pub metrics: bool,
-    /// How long [`crate::Server::serve`] drains after SIGTERM before it shuts down
-    /// (`ORS_DRAIN_SECS`, 30 s; `0` shuts down at once): new sessions are refused with 503 and
-    /// `/ready` answers 503 while existing episodes go on; it stops sooner when the last
-    /// session ends, or at a second SIGTERM or SIGINT.
-    pub drain: Duration,
-    /// This replica's number, the first group of the session ids it issues (`ORS_REPLICA_ID`;
-    /// else the `N` of a host name ending in `-N`, as a Kubernetes StatefulSet's pods are
-    /// named, when [`ServerConfig::from_env`] reads the environment). A proxy routes each
-    /// request to the replica its id names. `None`: the first group is random.
-    pub replica_id: Option<u32>,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            host: "127.0.0.1".to_owned(),
-            port: 8080,
-            session_timeout: Duration::from_secs(15 * 60),
-            reaper_interval: Duration::from_secs(5),
-            linger: ors_core::protocol::RESULT_LINGER,
-            max_lingering_bytes: 512 * 1024 * 1024,
-            max_lingering_bytes_per_session: 128 * 1024 * 1024,
-            keepalive: ors_core::protocol::KEEPALIVE_INTERVAL,
-            setup_wait: Duration::from_secs(25),
-            max_body_bytes: 10 * 1024 * 1024,
-            max_result_bytes: 64 * 1024 * 1024,
-            body_timeout: Duration::from_secs(30),
-            max_body_bytes_in_flight: 256 * 1024 * 1024,
-            max_header_bytes: 64 * 1024,
-            max_connections: default_max_connections(open_files_limit()),
-            max_sessions: 100_000,
-            max_queued_calls: 256,
-            api_key: None,
-            session_key: SessionKey::Random,
-            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
-            tool_timeouts: HashMap::new(),
-            shutdown_grace: Duration::from_secs(10),
-            metrics: true,
-            drain: Duration::from_secs(30),
-            replica_id: None,
-        }
-    }
-}
-
-// The API key must never reach logs, so Debug is written by hand.
-impl fmt::Debug for ServerConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServerConfig")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("session_timeout", &self.session_timeout)
-            .field("reaper_interval", &self.reaper_interval)
-            .field("linger", &self.linger)
-            .field("max_lingering_bytes", &self.max_lingering_bytes)
-            .field(
-                "max_lingering_bytes_per_session",
-                &self.max_lingering_bytes_per_session,
-            )
-            .field("keepalive", &self.keepalive)
-            .field("setup_wait", &self.setup_wait)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("max_result_bytes", &self.max_result_bytes)
-            .field("body_timeout", &self.body_timeout)
-            .field("max_body_bytes_in_flight", &self.max_body_bytes_in_flight)
-            .field("max_header_bytes", &self.max_header_bytes)
-            .field("max_connections", &self.max_connections)
-            .field("max_sessions", &self.max_sessions)
-            .field("max_queued_calls", &self.max_queued_calls)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("session_key", &self.session_key)
-            .field("tool_timeout", &self.tool_timeout)
-            .field("tool_timeouts", &self.tool_timeouts)
-            .field("shutdown_grace", &self.shutdown_grace)
-            .field("metrics", &self.metrics)
-            .field("drain", &self.drain)
-            .field("replica_id", &self.replica_id)
-            .finish()
+ors_core::settings! {
+    /// Everything a server can be tuned with. Build it with [`Default`], [`ServerConfig::from_env`]
+    /// or the setters of [`crate::Server`]; the README's table lists every setting.
+    #[derive(Clone)]
+    pub struct ServerConfig {
+        /// Address to listen on; `0.0.0.0` serves others.
+        host: String = "127.0.0.1".to_owned(), TEXT, env "ORS_HOST";
+        /// Port to listen on; 0 picks a free port.
+        port: u16 = 8080, PORT, env "ORS_PORT";
+        /// Idle time after which the reaper deletes a session, unless a client listens to one
+        /// of its calls.
+        session_timeout: Duration = Duration::from_secs(15 * 60), POSITIVE_SECS,
+            env "ORS_SESSION_TIMEOUT_SECS";
+        /// How often the reaper looks for idle sessions.
+        reaper_interval: Duration = Duration::from_secs(5), POSITIVE_SECS;
+        /// How long a finished call's result stays available for reconnects.
+        linger: Duration = ors_core::protocol::RESULT_LINGER, SECS, env "ORS_LINGER_SECS";
+        /// Bytes of finished results the whole server keeps for reconnects; past it the oldest
+        /// go first, and a reconnect to one is told it expired.
+        max_lingering_bytes: usize = 512 * MIB, BYTES, env "ORS_MAX_LINGER_BYTES";
+        /// Bytes of finished results one session keeps; past it its oldest go first. A result
+        /// larger than this is sent, not kept.
+        max_lingering_bytes_per_session: usize = 128 * MIB, BYTES,
+            env "ORS_MAX_LINGER_BYTES_PER_SESSION";
+        /// Interval of SSE keep-alive comments on open call streams.
+        keepalive: Duration = ors_core::protocol::KEEPALIVE_INTERVAL, POSITIVE_SECS,
+            env "ORS_KEEPALIVE_SECS";
+        /// How long a request on a session waits for its setup before it is answered 503 with
+        /// `X-Backend-State: starting` and `Retry-After: 2`, for the client to ask again
+        /// (PROTOCOL_NOTES row `slow-setup`).
+        setup_wait: Duration = Duration::from_secs(25), POSITIVE_SECS, env "ORS_SETUP_WAIT_SECS";
+        /// Largest accepted request body; larger is 413 `payload_too_large`.
+        max_body_bytes: usize = 10 * MIB, BYTES, env "ORS_MAX_BODY_BYTES";
+        /// Largest tool result, as JSON text; a larger one is sent as `ok: false` with its size
+        /// and the limit.
+        max_result_bytes: usize = 64 * MIB, BYTES, env "ORS_MAX_RESULT_BYTES";
+        /// Time a request body may take to arrive in full; a slower one is answered 408
+        /// `request_timeout` and its connection closed.
+        body_timeout: Duration = Duration::from_secs(30), POSITIVE_SECS,
+            env "ORS_BODY_TIMEOUT_SECS";
+        /// Request-body bytes the whole server holds at once (bodies being read, call inputs
+        /// not yet handed to their tool), at least `max_body_bytes`; a request that would go
+        /// beyond is answered 503 `overloaded`.
+        max_body_bytes_in_flight: usize = 256 * MIB, BYTES, env "ORS_MAX_BODY_BYTES_IN_FLIGHT";
+        /// Largest accepted request head, start line and headers; larger is 431.
+        max_header_bytes: usize = 64 * KIB, HEADER_BYTES;
+        /// Most open client connections; one beyond it is answered 503 `overloaded` and
+        /// closed, so the server keeps the file descriptors to serve the others.
+        max_connections: usize = default_max_connections(open_files_limit()), COUNT,
+            env "ORS_MAX_CONNECTIONS", shown "open-files limit less a tenth (at least 128 kept back)";
+        /// Most live sessions; beyond it `create_session` is 503 `too_many_sessions`.
+        max_sessions: usize = 100_000, COUNT, env "ORS_MAX_SESSIONS";
+        /// Most calls of one session started and not finished (running or waiting their
+        /// turn); beyond it `call` is 429, so one client cannot queue unbounded work.
+        max_queued_calls: usize = 256, COUNT;
+        /// When set, every route but `/health`, `/ready` and `/version` needs this key.
+        api_key: Option<String> = None, SECRET, env "ORS_API_KEY";
+        /// The key of the tags in issued session ids: random per process, a key the replicas
+        /// behind one proxy share, or `off` to accept any id at `/create`.
+        session_key: SessionKey = SessionKey::Random, SESSION_KEY, env "ORS_SESSION_KEY";
+        /// Default time limit of one tool call. A tool past it is dropped, its cancellation
+        /// token fires, and the call ends `ok: false`; without a limit a hung tool would hold
+        /// its session forever.
+        tool_timeout: Option<Duration> = Some(Duration::from_secs(600)), LIMIT_SECS,
+            env "ORS_TOOL_TIMEOUT_SECS";
+        /// Per-tool time limits by tool name; they override `tool_timeout`.
+        tool_timeouts: HashMap<String, Duration> = HashMap::new(), PER_TOOL;
+        /// How long running calls may go on at shutdown before sessions are torn down, and
+        /// after their session is deleted (they see their cancellation token at once); also
+        /// the limit of one `teardown`.
+        shutdown_grace: Duration = Duration::from_secs(10), SECS;
+        /// Whether `/metrics` is served and counted.
+        metrics: bool = true, SWITCH, env "ORS_METRICS";
+        /// How long `Server::serve` drains after SIGTERM before it shuts down (0: at once):
+        /// new sessions are refused with 503 and `/ready` answers 503 while existing episodes
+        /// go on; it stops sooner when the last session ends, or at a second SIGTERM or SIGINT.
+        drain: Duration = Duration::from_secs(30), SECS, env "ORS_DRAIN_SECS";
+        /// This replica's number, the first group of the session ids it issues, by which a
+        /// proxy routes each request to its replica. Unset, `from_env` takes the `N` of a host
+        /// name ending in `-N` (as a Kubernetes StatefulSet names its pods); else the first
+        /// group is random.
+        replica_id: Option<u32> = None, REPLICA_ID, env "ORS_REPLICA_ID",
+            shown "the host name's `-N`, else none";
     }
 }
 
@@ -175,16 +116,69 @@ pub enum SessionKey {
 // The key must never reach logs.
 impl fmt::Debug for SessionKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SessionKey::Random => "Random",
-            SessionKey::Shared(_) => "Shared(<redacted>)",
-            SessionKey::Off => "Off",
-        })
+        f.write_str(&(SESSION_KEY.show)(self))
     }
 }
 
-/// The shortest shared session key accepted.
-const MIN_SESSION_KEY_BYTES: usize = 16;
+/// `off`, or a shared key of at least 16 bytes.
+const SESSION_KEY: Kind<SessionKey> = Kind {
+    expected: "off, or a key of at least 16 bytes shared by the replicas",
+    read: |t| {
+        Some(if t.eq_ignore_ascii_case("off") {
+            SessionKey::Off
+        } else {
+            SessionKey::Shared(t.to_owned())
+        })
+    },
+    valid: |k| !matches!(k, SessionKey::Shared(key) if key.len() < 16),
+    show: |k| {
+        match k {
+            SessionKey::Random => "random per process",
+            SessionKey::Shared(_) => "<redacted>",
+            SessionKey::Off => "off",
+        }
+        .to_owned()
+    },
+    secret: true,
+};
+
+/// The largest replica number: the first group of an id holds it as eight decimal digits.
+pub(crate) const MAX_REPLICA_ID: u32 = 99_999_999;
+
+const REPLICA_ID: Kind<Option<u32>> = Kind {
+    expected: "a replica number (0 to 99999999)",
+    read: |t| t.parse().ok().map(Some),
+    valid: |n| n.is_none_or(|n| n <= MAX_REPLICA_ID),
+    show: |n| n.map_or_else(|| "none".to_owned(), |n| n.to_string()),
+    secret: false,
+};
+
+/// At least 1 KiB, which any real request head needs.
+const HEADER_BYTES: Kind<usize> = Kind {
+    expected: "a number of bytes of at least 1 KiB",
+    valid: |n| *n >= KIB,
+    ..BYTES
+};
+
+/// Set in code only.
+const PER_TOOL: Kind<HashMap<String, Duration>> = Kind {
+    expected: "time limits greater than 0",
+    read: |_| None,
+    valid: |limits| limits.values().all(|d| !d.is_zero()),
+    show: |limits| {
+        let mut shown: Vec<String> = limits
+            .iter()
+            .map(|(tool, d)| format!("{tool}: {} s", d.as_secs_f64()))
+            .collect();
+        shown.sort();
+        if shown.is_empty() {
+            "none".to_owned()
+        } else {
+            shown.join(", ")
+        }
+    },
+    secret: false,
+};
 
 /// A setting that cannot be used; names the variable (or field) and says why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -202,6 +196,15 @@ impl ConfigError {
             name,
             reason: reason.into(),
         }
+    }
+}
+
+impl From<Invalid> for ConfigError {
+    fn from(e: Invalid) -> Self {
+        Self::new(
+            e.name,
+            format!("got '{}', expected {}", e.value, e.expected),
+        )
     }
 }
 
@@ -227,138 +230,24 @@ impl ServerConfig {
         })
     }
 
-    /// Overlay variables looked up by `var` (the environment, or a map in tests).
+    /// Overlay variables looked up by `var` (the environment, or a map in tests); an empty
+    /// variable counts as unset.
     pub fn apply_vars(
         &mut self,
         var: impl Fn(&'static str) -> Option<String>,
     ) -> Result<(), ConfigError> {
-        if let Some(v) = var("ORS_HOST") {
-            let v = v.trim();
-            if v.is_empty() {
-                return Err(ConfigError::new("ORS_HOST", "must not be empty"));
-            }
-            self.host = v.to_owned();
+        if let Some(invalid) = self.overlay(&var).into_iter().next() {
+            return Err(invalid.into());
         }
-        if let Some(v) = var("ORS_PORT") {
-            self.port = v.trim().parse().map_err(|_| {
-                ConfigError::new("ORS_PORT", format!("'{v}' is not a port number (0-65535)"))
-            })?;
-        }
-        if let Some(v) = var("ORS_SESSION_TIMEOUT_SECS") {
-            self.session_timeout = positive_secs("ORS_SESSION_TIMEOUT_SECS", &v)?;
-        }
-        if let Some(v) = var("ORS_LINGER_SECS") {
-            self.linger = secs("ORS_LINGER_SECS", &v)?;
-        }
-        if let Some(v) = var("ORS_MAX_LINGER_BYTES") {
-            self.max_lingering_bytes = count("ORS_MAX_LINGER_BYTES", &v)?;
-        }
-        if let Some(v) = var("ORS_MAX_LINGER_BYTES_PER_SESSION") {
-            self.max_lingering_bytes_per_session = count("ORS_MAX_LINGER_BYTES_PER_SESSION", &v)?;
-        }
-        if let Some(v) = var("ORS_KEEPALIVE_SECS") {
-            self.keepalive = positive_secs("ORS_KEEPALIVE_SECS", &v)?;
-        }
-        if let Some(v) = var("ORS_SETUP_WAIT_SECS") {
-            self.setup_wait = positive_secs("ORS_SETUP_WAIT_SECS", &v)?;
-        }
-        if let Some(v) = var("ORS_MAX_BODY_BYTES") {
-            self.max_body_bytes = count("ORS_MAX_BODY_BYTES", &v)?;
-        }
-        if let Some(v) = var("ORS_MAX_RESULT_BYTES") {
-            self.max_result_bytes = count("ORS_MAX_RESULT_BYTES", &v)?;
-        }
-        if let Some(v) = var("ORS_BODY_TIMEOUT_SECS") {
-            self.body_timeout = positive_secs("ORS_BODY_TIMEOUT_SECS", &v)?;
-        }
-        if let Some(v) = var("ORS_MAX_BODY_BYTES_IN_FLIGHT") {
-            self.max_body_bytes_in_flight = count("ORS_MAX_BODY_BYTES_IN_FLIGHT", &v)?;
-        }
-        if let Some(v) = var("ORS_MAX_CONNECTIONS") {
-            self.max_connections = count("ORS_MAX_CONNECTIONS", &v)?;
-        }
-        if let Some(v) = var("ORS_MAX_SESSIONS") {
-            self.max_sessions = count("ORS_MAX_SESSIONS", &v)?;
-        }
-        if let Some(v) = var("ORS_API_KEY") {
-            self.api_key = Some(v).filter(|k| !k.is_empty());
-        }
-        if let Some(v) = var("ORS_SESSION_KEY") {
-            self.session_key = if v.trim().eq_ignore_ascii_case("off") {
-                SessionKey::Off
-            } else {
-                SessionKey::Shared(v)
-            };
-        }
-        if let Some(v) = var("ORS_METRICS") {
-            self.metrics = switch("ORS_METRICS", &v)?;
-        }
-        if let Some(v) = var("ORS_DRAIN_SECS") {
-            self.drain = secs("ORS_DRAIN_SECS", &v)?;
-        }
-        if let Some(v) = var("ORS_REPLICA_ID") {
-            let n = v
-                .trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n <= MAX_REPLICA_ID);
-            self.replica_id = Some(n.ok_or_else(|| {
-                ConfigError::new(
-                    "ORS_REPLICA_ID",
-                    format!("'{v}' is not a replica number (0 to {MAX_REPLICA_ID})"),
-                )
-            })?);
-        } else if let Some(n) = var("HOSTNAME").as_deref().and_then(replica_of_host) {
-            self.replica_id = Some(n);
-        }
-        if let Some(v) = var("ORS_TOOL_TIMEOUT_SECS") {
-            let t = v.trim();
-            self.tool_timeout = if t.is_empty() || t == "0" || t.eq_ignore_ascii_case("off") {
-                None
-            } else {
-                Some(positive_secs("ORS_TOOL_TIMEOUT_SECS", t)?)
-            };
+        if self.replica_id.is_none() {
+            self.replica_id = var("HOSTNAME").as_deref().and_then(replica_of_host);
         }
         Ok(())
     }
 
     /// Check that the settings can run a server (called by `bind`).
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let nonzero = [
-            ("session_timeout", self.session_timeout),
-            ("reaper_interval", self.reaper_interval),
-            ("keepalive", self.keepalive),
-            ("setup_wait", self.setup_wait),
-            ("body_timeout", self.body_timeout),
-        ];
-        for (name, d) in nonzero {
-            if d.is_zero() {
-                return Err(ConfigError::new(name, "must be greater than zero"));
-            }
-        }
-        if let SessionKey::Shared(key) = &self.session_key {
-            if key.len() < MIN_SESSION_KEY_BYTES {
-                return Err(ConfigError::new(
-                    "ORS_SESSION_KEY",
-                    format!(
-                        "a shared session key must be at least {MIN_SESSION_KEY_BYTES} bytes \
-                         (or 'off' to accept any session id)"
-                    ),
-                ));
-            }
-        }
-        if self.replica_id.is_some_and(|n| n > MAX_REPLICA_ID) {
-            return Err(ConfigError::new(
-                "replica_id",
-                format!("must be at most {MAX_REPLICA_ID} (eight decimal digits)"),
-            ));
-        }
-        if self.max_connections == 0 {
-            return Err(ConfigError::new("max_connections", "must be at least 1"));
-        }
-        if self.max_sessions == 0 {
-            return Err(ConfigError::new("max_sessions", "must be at least 1"));
-        }
+        self.check_kinds()?;
         if self.max_body_bytes_in_flight < self.max_body_bytes {
             return Err(ConfigError::new(
                 "max_body_bytes_in_flight",
@@ -366,27 +255,6 @@ impl ServerConfig {
                     "{} is less than max_body_bytes ({}): a body of the largest size could never be read",
                     self.max_body_bytes_in_flight, self.max_body_bytes
                 ),
-            ));
-        }
-        if self.max_queued_calls == 0 {
-            return Err(ConfigError::new("max_queued_calls", "must be at least 1"));
-        }
-        if self.max_header_bytes < 1024 {
-            return Err(ConfigError::new(
-                "max_header_bytes",
-                "must be at least 1024",
-            ));
-        }
-        if self.tool_timeout.is_some_and(|d| d.is_zero()) {
-            return Err(ConfigError::new(
-                "tool_timeout",
-                "must be greater than zero",
-            ));
-        }
-        if let Some((tool, _)) = self.tool_timeouts.iter().find(|(_, d)| d.is_zero()) {
-            return Err(ConfigError::new(
-                "tool_timeouts",
-                format!("timeout of tool '{tool}' must be greater than zero"),
             ));
         }
         Ok(())
@@ -397,9 +265,6 @@ impl ServerConfig {
         self.tool_timeouts.get(tool).copied().or(self.tool_timeout)
     }
 }
-
-/// The largest replica number: the first group of an id holds it as eight decimal digits.
-pub(crate) const MAX_REPLICA_ID: u32 = 99_999_999;
 
 /// The replica number of a StatefulSet pod's host name (`ors-7` is 7): the digits after the
 /// last `-`, when the name has a stem before it.
@@ -436,43 +301,6 @@ fn default_max_connections(fd_limit: Option<u64>) -> usize {
     limit.saturating_sub(reserve).max(16)
 }
 
-fn secs(name: &'static str, v: &str) -> Result<Duration, ConfigError> {
-    let n: f64 = v
-        .trim()
-        .parse()
-        .map_err(|_| ConfigError::new(name, format!("'{v}' is not a number of seconds")))?;
-    if !n.is_finite() || !(0.0..=1e9).contains(&n) {
-        return Err(ConfigError::new(name, format!("'{v}' is out of range")));
-    }
-    Ok(Duration::from_secs_f64(n))
-}
-
-fn positive_secs(name: &'static str, v: &str) -> Result<Duration, ConfigError> {
-    let d = secs(name, v)?;
-    if d.is_zero() {
-        return Err(ConfigError::new(name, "must be greater than zero"));
-    }
-    Ok(d)
-}
-
-fn switch(name: &'static str, v: &str) -> Result<bool, ConfigError> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "on" | "1" | "true" | "yes" => Ok(true),
-        "off" | "0" | "false" | "no" => Ok(false),
-        _ => Err(ConfigError::new(name, format!("'{v}' is not on or off"))),
-    }
-}
-
-fn count(name: &'static str, v: &str) -> Result<usize, ConfigError> {
-    match v.trim().parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(ConfigError::new(
-            name,
-            format!("'{v}' is not a positive whole number"),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,21 +313,8 @@ mod tests {
     }
 
     #[test]
-    fn defaults_match_the_documented_values() {
-        let c = ServerConfig::default();
-        assert_eq!(c.port, 8080);
-        assert_eq!(c.host, "127.0.0.1");
-        assert_eq!(c.session_timeout, Duration::from_secs(900));
-        assert_eq!(c.linger, Duration::from_secs(60));
-        assert_eq!(c.max_lingering_bytes, 512 * 1024 * 1024);
-        assert_eq!(c.max_lingering_bytes_per_session, 128 * 1024 * 1024);
-        assert_eq!(c.keepalive, Duration::from_secs(10));
-        assert_eq!(c.max_body_bytes, 10 * 1024 * 1024);
-        assert_eq!(c.max_result_bytes, 64 * 1024 * 1024);
-        assert_eq!(c.body_timeout, Duration::from_secs(30));
-        assert_eq!(c.max_body_bytes_in_flight, 256 * 1024 * 1024);
-        assert_eq!(c.tool_timeout, Some(Duration::from_secs(600)));
-        assert!(c.validate().is_ok());
+    fn the_defaults_run_a_server() {
+        assert_eq!(ServerConfig::default().validate(), Ok(()));
     }
 
     #[test]
@@ -540,24 +355,39 @@ mod tests {
     }
 
     #[test]
-    fn bad_values_name_the_variable() {
-        for (name, value) in [
-            ("ORS_PORT", "70000"),
-            ("ORS_PORT", "http"),
-            ("ORS_SESSION_TIMEOUT_SECS", "0"),
-            ("ORS_KEEPALIVE_SECS", "-1"),
-            ("ORS_LINGER_SECS", "soon"),
-            ("ORS_MAX_BODY_BYTES", "0"),
-            ("ORS_BODY_TIMEOUT_SECS", "0"),
-            ("ORS_MAX_BODY_BYTES_IN_FLIGHT", "lots"),
-            ("ORS_MAX_SESSIONS", "many"),
-            ("ORS_TOOL_TIMEOUT_SECS", "x"),
-            ("ORS_HOST", " "),
+    fn bad_values_name_the_variable_the_value_and_what_is_valid() {
+        for (name, value, valid) in [
+            ("ORS_PORT", "70000", "0 to 65535"),
+            ("ORS_PORT", "http", "0 to 65535"),
+            ("ORS_SESSION_TIMEOUT_SECS", "0", "greater than 0"),
+            ("ORS_KEEPALIVE_SECS", "-1", "seconds"),
+            ("ORS_LINGER_SECS", "soon", "seconds"),
+            ("ORS_MAX_BODY_BYTES", "0", "at least 1"),
+            ("ORS_MAX_BODY_BYTES", "10MB", "MiB"),
+            ("ORS_BODY_TIMEOUT_SECS", "0", "greater than 0"),
+            ("ORS_MAX_BODY_BYTES_IN_FLIGHT", "lots", "bytes"),
+            ("ORS_MAX_SESSIONS", "many", "whole number"),
+            ("ORS_TOOL_TIMEOUT_SECS", "x", "or 0, off or none"),
+            ("ORS_METRICS", "maybe", "on or off"),
         ] {
             let err = with(&[(name, value)]).unwrap_err();
             assert_eq!(err.name, name);
-            assert!(err.to_string().contains(name), "{err}");
+            let message = err.to_string();
+            assert!(message.contains(&format!("'{value}'")), "{message}");
+            assert!(message.contains(valid), "{message}");
         }
+    }
+
+    #[test]
+    fn sizes_take_units_and_empty_variables_count_as_unset() {
+        let c = with(&[
+            ("ORS_MAX_BODY_BYTES", "2MiB"),
+            ("ORS_HOST", " "),
+            ("ORS_PORT", ""),
+        ])
+        .unwrap();
+        assert_eq!(c.max_body_bytes, 2 << 20);
+        assert_eq!((c.host.as_str(), c.port), ("127.0.0.1", 8080));
     }
 
     #[test]
@@ -611,10 +441,17 @@ mod tests {
         let c = with(&[("ORS_SESSION_KEY", "sixteen bytes ok")]).unwrap();
         assert_eq!(c.session_key, SessionKey::Shared("sixteen bytes ok".into()));
         assert!(c.validate().is_ok());
-        let c = with(&[("ORS_SESSION_KEY", "short")]).unwrap();
-        let err = c.validate().unwrap_err();
+        let err = with(&[("ORS_SESSION_KEY", "short")]).unwrap_err();
         assert_eq!(err.name, "ORS_SESSION_KEY");
         assert!(err.reason.contains("16 bytes"), "{err}");
+        assert!(!err.reason.contains("short"), "a key is never shown: {err}");
+        let c = ServerConfig {
+            session_key: SessionKey::Shared("short".into()),
+            ..ServerConfig::default()
+        };
+        let err = c.validate().unwrap_err();
+        assert_eq!(err.name, "session_key (ORS_SESSION_KEY)");
+        assert!(!err.reason.contains("short"), "{err}");
     }
 
     #[test]
@@ -649,7 +486,6 @@ mod tests {
             ("ORS_REPLICA_ID", "-1"),
             ("ORS_REPLICA_ID", "100000000"),
             ("ORS_REPLICA_ID", "ors-3"),
-            ("ORS_METRICS", "maybe"),
             ("ORS_DRAIN_SECS", "soon"),
         ] {
             assert_eq!(with(&[(name, value)]).unwrap_err().name, name, "{value}");
@@ -662,7 +498,11 @@ mod tests {
             keepalive: Duration::ZERO,
             ..ServerConfig::default()
         };
-        assert_eq!(c.validate().unwrap_err().name, "keepalive");
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "invalid keepalive (ORS_KEEPALIVE_SECS): got '0 s', expected a number of seconds \
+             greater than 0"
+        );
         let c = ServerConfig {
             max_body_bytes_in_flight: 10,
             ..ServerConfig::default()

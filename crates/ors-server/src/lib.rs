@@ -103,14 +103,14 @@
 //!   tool twice. A panicking tool becomes an SSE `error` event; the session stays usable.
 //! - **Setup in the background.** `create` returns at once; later requests on the session
 //!   wait for the environment's `new` and get its error if it failed.
-//! - **Limits.** Tool timeouts (600 s unless set; the tool's future is dropped and its
+//! - **Limits.** Tool timeouts ([`ServerConfig::tool_timeout`]; the tool's future is dropped and its
 //!   [`ToolContext`] cancellation fires; the result is `ok: false`), body and header sizes,
 //!   the time a body may take to arrive (408), request-body bytes held server-wide and open
 //!   connections (503 `overloaded` beyond), a session-id length of 128, a maximum number of
 //!   live sessions (503), sessions reaped after [`ServerConfig::session_timeout`] without a
 //!   request or a client listening to one of their calls (a hung call nobody waits for does
-//!   not keep its session), and an optional API key ([`ServerConfig::api_key`]; `/health`
-//!   stays open). See [`ServerConfig`] for the defaults and the `ORS_*` environment
+//!   not keep its session), and an optional API key ([`ServerConfig::api_key`]; `/health`,
+//!   `/ready` and `/version` stay open). See [`ServerConfig`] for the defaults and the `ORS_*` environment
 //!   variables, and [`RunningServer::stats`] for what a server holds.
 //! - **Blocking tools.** A `#[tool(blocking)]` method runs on tokio's blocking pool with the
 //!   episode moved to that thread, so a CPU-bound tool never stalls other sessions. If its
@@ -118,7 +118,7 @@
 //!   the background (a thread cannot be stopped); the session's next call, `prompt` and
 //!   teardown wait for it to hand the episode back (`prompt` meanwhile answers an error).
 //! - **Results.** A result whose JSON is larger than [`ServerConfig::max_result_bytes`]
-//!   (`ORS_MAX_RESULT_BYTES`, 64 MiB) is sent as `ok: false` with its size and the limit. In
+//!   (`ORS_MAX_RESULT_BYTES`) is sent as `ok: false` with its size and the limit. In
 //!   debug builds an output with no blocks is an `ok: false` error too (clients read
 //!   `blocks[0]`); release builds send it unchanged.
 //! - **Big splits.** A split served by index (`Environment::num_tasks` + `task`, for example

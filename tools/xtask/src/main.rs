@@ -16,6 +16,7 @@ mod procs;
 mod python;
 mod readme;
 mod scale;
+mod settings;
 mod soak;
 mod test;
 mod workspace;
@@ -42,8 +43,13 @@ enum Command {
     Conformance(conformance::XtaskConformanceArgs),
     /// Measure speed and memory against the Python reference and a bare hyper server.
     Bench(bench::BenchArgs),
-    /// Run the README's console examples against a gsm8k server and compare their output.
-    Readme,
+    /// Run the README's console examples against a gsm8k server and compare their output
+    /// (and check its settings tables).
+    Readme {
+        /// Only rewrite the README's settings tables from the settings' declarations.
+        #[arg(long)]
+        settings: bool,
+    },
     /// Serve ten million tasks from one JSONL and one Parquet file: start-up, memory, latency.
     Bigtasks(bigtasks::BigTasksArgs),
     /// Measure /health and echo latency while sessions run 2 s CPU-bound tools.
@@ -72,7 +78,8 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(args),
         Command::Conformance(args) => conformance::run(args),
         Command::Bench(args) => bench::run(args),
-        Command::Readme => readme::run().map(|()| ExitCode::SUCCESS),
+        Command::Readme { settings: true } => settings::write().map(|()| ExitCode::SUCCESS),
+        Command::Readme { settings: false } => readme::run().map(|()| ExitCode::SUCCESS),
         Command::Bigtasks(args) => bigtasks::run(args),
         Command::Blocking(args) => blocking::run(args),
         Command::Memprobe(args) => memprobe::run(args),

@@ -8,7 +8,8 @@
 //! `ORS_URL` points at it, and the `ors` built from this tree comes first on `PATH`. In the
 //! expected output, `[..]` matches any text within a line and a line `...` any number of
 //! lines. The client example shown in the README must be `crates/ors-client/examples/quickstart.rs`,
-//! which a console block runs.
+//! which a console block runs, and its settings tables must be the declarations'
+//! ([`crate::settings`]).
 
 use std::path::Path;
 use std::process::Command;
@@ -41,6 +42,7 @@ pub fn run() -> Result<(), String> {
     let readme = std::fs::read_to_string(root.join("README.md"))
         .map_err(|e| format!("reading README.md: {e}"))?;
     client_example_matches(&readme, &root.join(CLIENT_EXAMPLE))?;
+    crate::settings::check(&readme)?;
     let blocks = console_blocks(&readme)?;
     if blocks.is_empty() {
         return Err("README.md has no ```console block".to_owned());
