@@ -48,7 +48,7 @@ pub fn with_tables(readme: &str) -> Result<String, String> {
 
 /// Rewrite the README's settings tables from the declarations.
 pub fn write() -> Result<(), String> {
-    let path = crate::python::workspace_root().join("README.md");
+    let path = crate::workspace::workspace_root().join("README.md");
     let readme = std::fs::read_to_string(&path).map_err(|e| format!("reading README.md: {e}"))?;
     let made = with_tables(&readme)?;
     std::fs::write(&path, made).map_err(|e| format!("writing README.md: {e}"))?;
@@ -76,7 +76,7 @@ mod tests {
 
     #[test]
     fn the_readme_settings_tables_are_made_from_the_declarations() {
-        let readme = std::fs::read_to_string(crate::python::workspace_root().join("README.md"))
+        let readme = std::fs::read_to_string(crate::workspace::workspace_root().join("README.md"))
             .expect("README.md");
         check(&readme).unwrap();
     }
