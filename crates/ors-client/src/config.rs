@@ -168,21 +168,13 @@ ors_core::settings! {
     }
 }
 
-const SECRETS_MODE: Kind<SecretsMode> = Kind {
-    expected: "auto, body, header or both",
-    read: |_| None,
-    valid: |_| true,
-    show: |m| format!("{m:?}").to_ascii_lowercase(),
-    secret: false,
-};
+const SECRETS_MODE: Kind<SecretsMode> = Kind::new(
+    "auto, body, header or both",
+    |_| None,
+    |m| format!("{m:?}").to_ascii_lowercase(),
+);
 
-const TLS_ROOTS: Kind<TlsRoots> = Kind {
-    expected: "mozilla or system",
-    read: |t| t.parse().ok(),
-    valid: |_| true,
-    show: |r| r.to_string(),
-    secret: false,
-};
+const TLS_ROOTS: Kind<TlsRoots> = Kind::parsed("mozilla or system");
 
 /// Builds a [`crate::Client`]: `Client::builder("http://127.0.0.1:8080").api_key("k").build()`.
 #[derive(Debug, Clone)]

@@ -28,8 +28,8 @@
 //! assert_eq!(Toy::settings()[1].default, "2 s");
 //! ```
 
-use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
 /// A kibibyte, for byte-count defaults (`64 * KIB`).
@@ -72,14 +72,15 @@ impl<T> Kind<T> {
 
     fn invalid(&self, name: &'static str, value: String) -> Invalid {
         let value = if self.secret {
-            "<redacted>".to_owned()
+            "<redacted>".into()
         } else {
             value
         };
+        let expected = self.expected;
         Invalid {
             name,
             value,
-            expected: self.expected,
+            expected,
         }
     }
 }
@@ -107,27 +108,6 @@ pub struct Setting {
     pub default: String,
     /// What it does: the field's doc comment, on one line.
     pub doc: String,
-}
-
-/// The doc comment lines of a field on one line.
-#[doc(hidden)]
-pub fn one_line(lines: &[&str]) -> String {
-    lines
-        .iter()
-        .map(|l| l.trim())
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// A shown value in a `Debug` struct, without quotes.
-#[doc(hidden)]
-pub struct Shown(pub String);
-
-impl fmt::Debug for Shown {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// Declare a settings struct, one row a setting:
@@ -186,7 +166,7 @@ macro_rules! settings {
         impl ::std::fmt::Debug for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.debug_struct(stringify!($name))
-                    $(.field(stringify!($field), &$crate::settings::Shown(($kind.show)(&self.$field))))*
+                    $(.field(stringify!($field), &format_args!("{}", ($kind.show)(&self.$field))))*
                     .finish()
             }
         }
@@ -201,7 +181,7 @@ macro_rules! settings {
                         field: stringify!($field),
                         var: None $(.or(Some($var)))?,
                         default: shown.map_or_else(|| ($kind.show)(&defaults.$field), str::to_owned),
-                        doc: $crate::settings::one_line(&[$($doc),*]),
+                        doc: concat!($($doc),*).split_whitespace().collect::<Vec<_>>().join(" "),
                     }
                 },)*]
             }
@@ -238,8 +218,28 @@ macro_rules! settings {
     };
 }
 
-fn yes<T>(_: &T) -> bool {
-    true
+impl<T> Kind<T> {
+    /// A kind whose every value read is valid and shown as it is, not a secret.
+    pub const fn new(
+        expected: &'static str,
+        read: fn(&str) -> Option<T>,
+        show: fn(&T) -> String,
+    ) -> Self {
+        Self {
+            expected,
+            read,
+            valid: |_| true,
+            show,
+            secret: false,
+        }
+    }
+}
+
+impl<T: FromStr + ToString> Kind<T> {
+    /// A kind read with [`FromStr`] and shown with [`ToString`].
+    pub const fn parsed(expected: &'static str) -> Self {
+        Self::new(expected, |t| t.parse().ok(), T::to_string)
+    }
 }
 
 fn secs_of(text: &str) -> Option<Duration> {
@@ -251,10 +251,8 @@ fn show_secs(d: &Duration) -> String {
     format!("{} s", d.as_secs_f64())
 }
 
-fn is_off(text: &str) -> bool {
-    ["0", "off", "none"]
-        .iter()
-        .any(|off| text.eq_ignore_ascii_case(off))
+fn none_or<T>(value: &Option<T>, show: impl Fn(&T) -> String) -> String {
+    value.as_ref().map_or_else(|| "none".to_owned(), show)
 }
 
 /// A byte count: digits, optionally followed by `KiB`, `MiB` or `GiB` (any case, spaces
@@ -285,58 +283,40 @@ fn show_bytes(n: &usize) -> String {
 
 /// Text that is not blank.
 pub const TEXT: Kind<String> = Kind {
-    expected: "some text",
-    read: |t| Some(t.to_owned()),
     valid: |t| !t.trim().is_empty(),
-    show: |t| t.clone(),
-    secret: false,
+    ..Kind::parsed("some text")
 };
 
 /// A secret (an API key): never shown.
 pub const SECRET: Kind<Option<String>> = Kind {
-    expected: "some text",
-    read: |t| Some(Some(t.to_owned())),
-    valid: yes,
-    show: |s| match s {
-        Some(_) => "<redacted>".to_owned(),
-        None => "none".to_owned(),
-    },
     secret: true,
+    ..Kind::new(
+        "some text",
+        |t| Some(Some(t.to_owned())),
+        |s| none_or(s, |_| "<redacted>".to_owned()),
+    )
 };
 
 /// A file's path.
-pub const PATH: Kind<Option<PathBuf>> = Kind {
-    expected: "a file's path",
-    read: |t| Some(Some(PathBuf::from(t))),
-    valid: yes,
-    show: |p| {
-        p.as_ref()
-            .map_or("none".to_owned(), |p| p.display().to_string())
-    },
-    secret: false,
-};
+pub const PATH: Kind<Option<PathBuf>> = Kind::new(
+    "a file's path",
+    |t| Some(Some(PathBuf::from(t))),
+    |p| none_or(p, |p| p.display().to_string()),
+);
 
 /// `on` or `off` (also `true`/`false`, `yes`/`no`, `1`/`0`).
-pub const SWITCH: Kind<bool> = Kind {
-    expected: "on or off",
-    read: |t| match t.to_ascii_lowercase().as_str() {
+pub const SWITCH: Kind<bool> = Kind::new(
+    "on or off",
+    |t| match t.to_ascii_lowercase().as_str() {
         "on" | "1" | "true" | "yes" => Some(true),
         "off" | "0" | "false" | "no" => Some(false),
         _ => None,
     },
-    valid: yes,
-    show: |on| if *on { "on" } else { "off" }.to_owned(),
-    secret: false,
-};
+    |on| if *on { "on" } else { "off" }.to_owned(),
+);
 
 /// Seconds, fractions allowed, 0 included.
-pub const SECS: Kind<Duration> = Kind {
-    expected: "a number of seconds",
-    read: secs_of,
-    valid: yes,
-    show: show_secs,
-    secret: false,
-};
+pub const SECS: Kind<Duration> = Kind::new("a number of seconds", secs_of, show_secs);
 
 /// Seconds, more than 0.
 pub const POSITIVE_SECS: Kind<Duration> = Kind {
@@ -347,54 +327,38 @@ pub const POSITIVE_SECS: Kind<Duration> = Kind {
 
 /// A time limit in seconds (more than 0), or none: `0`, `off` or `none`.
 pub const LIMIT_SECS: Kind<Option<Duration>> = Kind {
-    expected: "a number of seconds, or 0, off or none for no limit",
-    read: |t| {
-        if is_off(t) {
-            Some(None)
-        } else {
-            secs_of(t).map(Some)
-        }
-    },
     valid: |d| d.is_none_or(|d| !d.is_zero()),
-    show: |d| d.as_ref().map_or("none".to_owned(), show_secs),
-    secret: false,
+    ..Kind::new(
+        "a number of seconds, or 0, off or none for no limit",
+        |t| match t.to_ascii_lowercase().as_str() {
+            "0" | "off" | "none" => Some(None),
+            _ => secs_of(t).map(Some),
+        },
+        |d| none_or(d, show_secs),
+    )
 };
 
 /// A number of bytes, at least 1, with an optional `KiB`, `MiB` or `GiB` suffix.
 pub const BYTES: Kind<usize> = Kind {
-    expected: "a number of bytes of at least 1, optionally with a KiB, MiB or GiB suffix",
-    read: bytes_of,
     valid: |n| *n > 0,
-    show: show_bytes,
-    secret: false,
+    ..Kind::new(
+        "a number of bytes of at least 1, optionally with a KiB, MiB or GiB suffix",
+        bytes_of,
+        show_bytes,
+    )
 };
 
 /// A whole number, at least 1.
 pub const COUNT: Kind<usize> = Kind {
-    expected: "a whole number of at least 1",
-    read: |t| t.parse().ok(),
     valid: |n| *n > 0,
-    show: |n| n.to_string(),
-    secret: false,
+    ..Kind::parsed("a whole number of at least 1")
 };
 
 /// A whole number, 0 included.
-pub const NUMBER: Kind<u32> = Kind {
-    expected: "a whole number",
-    read: |t| t.parse().ok(),
-    valid: yes,
-    show: |n| n.to_string(),
-    secret: false,
-};
+pub const NUMBER: Kind<u32> = Kind::parsed("a whole number");
 
 /// A TCP port; 0 picks a free one.
-pub const PORT: Kind<u16> = Kind {
-    expected: "a port number (0 to 65535)",
-    read: |t| t.parse().ok(),
-    valid: yes,
-    show: |n| n.to_string(),
-    secret: false,
-};
+pub const PORT: Kind<u16> = Kind::parsed("a port number (0 to 65535)");
 
 #[cfg(test)]
 mod tests {

@@ -122,35 +122,38 @@ impl fmt::Debug for SessionKey {
 
 /// `off`, or a shared key of at least 16 bytes.
 const SESSION_KEY: Kind<SessionKey> = Kind {
-    expected: "off, or a key of at least 16 bytes shared by the replicas",
-    read: |t| {
-        Some(if t.eq_ignore_ascii_case("off") {
-            SessionKey::Off
-        } else {
-            SessionKey::Shared(t.to_owned())
-        })
-    },
     valid: |k| !matches!(k, SessionKey::Shared(key) if key.len() < 16),
-    show: |k| {
-        match k {
-            SessionKey::Random => "random per process",
-            SessionKey::Shared(_) => "<redacted>",
-            SessionKey::Off => "off",
-        }
-        .to_owned()
-    },
     secret: true,
+    ..Kind::new(
+        "off, or a key of at least 16 bytes shared by the replicas",
+        |t| {
+            Some(if t.eq_ignore_ascii_case("off") {
+                SessionKey::Off
+            } else {
+                SessionKey::Shared(t.to_owned())
+            })
+        },
+        |k| {
+            match k {
+                SessionKey::Random => "random per process",
+                SessionKey::Shared(_) => "<redacted>",
+                SessionKey::Off => "off",
+            }
+            .to_owned()
+        },
+    )
 };
 
 /// The largest replica number: the first group of an id holds it as eight decimal digits.
 pub(crate) const MAX_REPLICA_ID: u32 = 99_999_999;
 
 const REPLICA_ID: Kind<Option<u32>> = Kind {
-    expected: "a replica number (0 to 99999999)",
-    read: |t| t.parse().ok().map(Some),
     valid: |n| n.is_none_or(|n| n <= MAX_REPLICA_ID),
-    show: |n| n.map_or_else(|| "none".to_owned(), |n| n.to_string()),
-    secret: false,
+    ..Kind::new(
+        "a replica number (0 to 99999999)",
+        |t| t.parse().ok().map(Some),
+        |n| n.map_or_else(|| "none".to_owned(), |n| n.to_string()),
+    )
 };
 
 /// At least 1 KiB, which any real request head needs.
@@ -162,22 +165,23 @@ const HEADER_BYTES: Kind<usize> = Kind {
 
 /// Set in code only.
 const PER_TOOL: Kind<HashMap<String, Duration>> = Kind {
-    expected: "time limits greater than 0",
-    read: |_| None,
     valid: |limits| limits.values().all(|d| !d.is_zero()),
-    show: |limits| {
-        let mut shown: Vec<String> = limits
-            .iter()
-            .map(|(tool, d)| format!("{tool}: {} s", d.as_secs_f64()))
-            .collect();
-        shown.sort();
-        if shown.is_empty() {
-            "none".to_owned()
-        } else {
-            shown.join(", ")
-        }
-    },
-    secret: false,
+    ..Kind::new(
+        "time limits greater than 0",
+        |_| None,
+        |limits| {
+            let mut shown: Vec<String> = limits
+                .iter()
+                .map(|(tool, d)| format!("{tool}: {} s", d.as_secs_f64()))
+                .collect();
+            shown.sort();
+            if shown.is_empty() {
+                "none".to_owned()
+            } else {
+                shown.join(", ")
+            }
+        },
+    )
 };
 
 /// A setting that cannot be used; names the variable (or field) and says why.
