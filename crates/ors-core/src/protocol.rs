@@ -109,111 +109,83 @@ pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a finished call's result stays available to a reconnect by default.
 pub const RESULT_LINGER: Duration = Duration::from_secs(60);
 
-/// The stable machine-readable `code` of an error reply `{"detail": ..., "code": ...}` (row
-/// `error-codes`). Programs decide on the code, never on the words of `detail`; a code this
-/// version does not know is kept as text by [`ErrorBody`](crate::ErrorBody) readers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum ErrorCode {
+/// The error codes, one row each: doc, variant, wire name.
+macro_rules! error_codes {
+    ($($(#[doc = $doc:literal])* $code:ident = $wire:literal,)*) => {
+        /// The stable machine-readable `code` of an error reply `{"detail": ..., "code": ...}`
+        /// (row `error-codes`). Programs decide on the code, never on the words of `detail`; a
+        /// code this version does not know is kept as text by [`ErrorBody`](crate::ErrorBody)
+        /// readers.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[doc = $doc])* $code,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, for tables and tests.
+            pub const ALL: [ErrorCode; [$($wire),*].len()] = [$(ErrorCode::$code,)*];
+
+            /// The code as it appears on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => $wire,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
     /// 404: the session id was never seen (or was forgotten long ago).
-    SessionNotFound,
+    SessionNotFound = "session_not_found",
     /// 410: the session was deleted (within the last hour, row `gone-vs-not-found`).
-    SessionDeleted,
+    SessionDeleted = "session_deleted",
     /// 404: the inactivity reaper removed the session.
-    SessionTimedOut,
+    SessionTimedOut = "session_timed_out",
     /// 404: the id came from `/create_session` but no `/create` started an episode under it.
-    NoEpisodeYet,
+    NoEpisodeYet = "no_episode_yet",
     /// 400: `/create` under an id that already has a live episode.
-    SessionExists,
+    SessionExists = "session_exists",
     /// 400: `/create` under an id this server did not issue (its tag does not check out):
     /// call `/create_session` for one.
-    UnknownSessionId,
+    UnknownSessionId = "unknown_session_id",
     /// 400: the request is malformed (body, field, header, index, split...); `detail` says
     /// which part.
-    InvalidRequest,
+    InvalidRequest = "invalid_request",
     /// 404: the path or `env_name` names an environment the server does not host.
-    UnknownEnvironment,
+    UnknownEnvironment = "unknown_environment",
     /// 503: the server is at its limit of live sessions (`Retry-After` says when to retry).
-    TooManySessions,
+    TooManySessions = "too_many_sessions",
     /// 429: the session already has as many calls running or queued as allowed.
-    TooManyCalls,
+    TooManyCalls = "too_many_calls",
     /// 401: the API key is missing or wrong.
-    Unauthorized,
+    Unauthorized = "unauthorized",
     /// 503: the server is shutting down.
-    ShuttingDown,
+    ShuttingDown = "shutting_down",
     /// 413: the request body is larger than the server accepts.
-    PayloadTooLarge,
+    PayloadTooLarge = "payload_too_large",
     /// 408: the request body did not arrive within the server's time limit; the connection
     /// is closed.
-    RequestTimeout,
+    RequestTimeout = "request_timeout",
     /// 503: the server is at a limit of its own (connections, request bytes in flight), not
     /// of this client's making; `Retry-After` says when to retry.
-    Overloaded,
+    Overloaded = "overloaded",
     /// 404: no route has this path.
-    NoRoute,
+    NoRoute = "no_route",
     /// 405: the route exists, the method does not (`Allow` lists the right one).
-    MethodNotAllowed,
+    MethodNotAllowed = "method_not_allowed",
     /// 400 or 500: the environment's setup of this session failed (400 when the task was
     /// unusable); later requests on the session get the same answer.
-    SetupFailed,
+    SetupFailed = "setup_failed",
     /// 500: the server or the environment failed.
-    Internal,
+    Internal = "internal",
     /// 503: the session's setup is still running after the server's wait (`X-Backend-State:
     /// starting`, `Retry-After`); ask again (PROTOCOL_NOTES row `slow-setup`).
-    SessionStarting,
+    SessionStarting = "session_starting",
 }
 
 impl ErrorCode {
-    /// Every code, for tables and tests.
-    pub const ALL: [ErrorCode; 20] = [
-        ErrorCode::SessionNotFound,
-        ErrorCode::SessionDeleted,
-        ErrorCode::SessionTimedOut,
-        ErrorCode::NoEpisodeYet,
-        ErrorCode::SessionExists,
-        ErrorCode::UnknownSessionId,
-        ErrorCode::InvalidRequest,
-        ErrorCode::UnknownEnvironment,
-        ErrorCode::TooManySessions,
-        ErrorCode::TooManyCalls,
-        ErrorCode::Unauthorized,
-        ErrorCode::ShuttingDown,
-        ErrorCode::PayloadTooLarge,
-        ErrorCode::RequestTimeout,
-        ErrorCode::Overloaded,
-        ErrorCode::NoRoute,
-        ErrorCode::MethodNotAllowed,
-        ErrorCode::SetupFailed,
-        ErrorCode::Internal,
-        ErrorCode::SessionStarting,
-    ];
-
-    /// The code as it appears on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::SessionNotFound => "session_not_found",
-            ErrorCode::SessionDeleted => "session_deleted",
-            ErrorCode::SessionTimedOut => "session_timed_out",
-            ErrorCode::NoEpisodeYet => "no_episode_yet",
-            ErrorCode::SessionExists => "session_exists",
-            ErrorCode::UnknownSessionId => "unknown_session_id",
-            ErrorCode::InvalidRequest => "invalid_request",
-            ErrorCode::UnknownEnvironment => "unknown_environment",
-            ErrorCode::TooManySessions => "too_many_sessions",
-            ErrorCode::TooManyCalls => "too_many_calls",
-            ErrorCode::Unauthorized => "unauthorized",
-            ErrorCode::ShuttingDown => "shutting_down",
-            ErrorCode::PayloadTooLarge => "payload_too_large",
-            ErrorCode::RequestTimeout => "request_timeout",
-            ErrorCode::Overloaded => "overloaded",
-            ErrorCode::NoRoute => "no_route",
-            ErrorCode::MethodNotAllowed => "method_not_allowed",
-            ErrorCode::SetupFailed => "setup_failed",
-            ErrorCode::Internal => "internal",
-            ErrorCode::SessionStarting => "session_starting",
-        }
-    }
-
     /// Whether the code says the session named by `X-Session-ID` has no episode to serve
     /// (deleted, timed out, never created): every later request on it fails the same way.
     pub const fn means_session_gone(self) -> bool {

@@ -32,10 +32,25 @@ use crate::stats::ServerStats;
 /// The `route` of requests no route matched.
 const NO_ROUTE: &str = "unknown";
 
-/// How a tool call ended, as `ors_calls_total{outcome}` counts it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
-#[allow(non_camel_case_types)] // The label values, as written.
-pub(crate) enum CallOutcome {
+/// `CallOutcome` and its `ALL`, from one list.
+macro_rules! outcomes {
+    ($($(#[doc = $doc:literal])* $outcome:ident,)*) => {
+        /// How a tool call ended, as `ors_calls_total{outcome}` counts it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
+        #[allow(non_camel_case_types)] // The label values, as written.
+        pub(crate) enum CallOutcome {
+            $($(#[doc = $doc])* $outcome,)*
+        }
+
+        impl CallOutcome {
+            /// Every outcome, in declaration order (`o as usize` is its index).
+            const ALL: [CallOutcome; [$(stringify!($outcome)),*].len()] =
+                [$(CallOutcome::$outcome,)*];
+        }
+    };
+}
+
+outcomes! {
     /// The tool returned a result (`ok: true`).
     ok,
     /// The tool returned an error result (`ok: false`), or one too large to send.
@@ -80,16 +95,6 @@ struct CallLabels {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,
-}
-
-impl CallOutcome {
-    const ALL: [CallOutcome; 5] = [
-        CallOutcome::ok,
-        CallOutcome::tool_error,
-        CallOutcome::crashed,
-        CallOutcome::timed_out,
-        CallOutcome::cancelled,
-    ];
 }
 
 /// Upper bounds of the request-latency buckets, seconds: 100 µs to about 100 s.
@@ -178,7 +183,7 @@ type Histograms<L> = Family<L, Timings, fn() -> Timings>;
 /// The series of one tool, kept at hand.
 struct ToolSeries {
     /// By [`CallOutcome`], in the order of [`CallOutcome::ALL`].
-    outcomes: [Counter; 5],
+    outcomes: [Counter; CallOutcome::ALL.len()],
     seconds: Timings,
 }
 
@@ -439,11 +444,7 @@ impl Metrics {
             env.reward.inc_by(r);
         }
         if let Some(series) = env.tools.get(tool) {
-            let i = CallOutcome::ALL
-                .iter()
-                .position(|o| *o == outcome)
-                .unwrap_or(0);
-            series.outcomes[i].inc();
+            series.outcomes[outcome as usize].inc();
             series.seconds.observe(ran);
             return;
         }
