@@ -1,6 +1,7 @@
 //! MCP servers as ORS tools: [`McpToolset`] connects to an MCP server (a command over stdio,
 //! or a streamable-HTTP URL) through the official Rust MCP SDK, lists its tools once at
-//! start-up, and gives every episode those tools as [`DynamicTool`]s that forward their calls.
+//! start-up, and gives every episode a connection its tools' calls are forwarded to (see
+//! [`super::ExternalTools`]).
 //!
 //! - Schemas are served verbatim (names get the toolset's prefix, and characters an ORS name
 //!   cannot have become `_`), and every input is validated against its schema before the MCP
@@ -15,21 +16,38 @@
 //!   (a calculator, a search API), and saves a process per episode.
 //! - A server that exits or crashes makes the calls that need it `ok: false`, saying so; the
 //!   next episode starts it again (a shared connection is reopened by the next episode).
+//! - Bounded ([`McpLimits`]): one message of the server (a stdio line, an SSE event, a JSON
+//!   body) is at most [`McpLimits::max_line_bytes`], and its tool listing at most
+//!   [`McpLimits::max_tools`] tools and [`McpLimits::max_listing_bytes`] bytes (past those,
+//!   start-up fails naming the limit). A message over the limit, or a line that is not a
+//!   JSON-RPC message, breaks the connection at once: the calls waiting on it are `ok: false`
+//!   naming what the server sent and the limit, and so is every later call of that episode
+//!   on it (its program is stopped; a shared connection is reopened by the next episode).
+//! - A command's program runs in its own process group, killed whole when its connection
+//!   ends, its episode ends, or the server shuts down ([`McpToolset::close`]).
+//! - The listing, and each tool's compiled input schema, are made once at start-up and
+//!   shared by every episode: an episode costs its connection, whatever the number of tools.
 
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, PaginatedRequestParams, ResourceContents,
+    Tool,
+};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::ServiceExt;
 use serde_json::Value;
 
 use ors_core::types::{Block, JsonObject, RunToolOutput, ToolOutput, ToolSpec, STRUCTURED_KEY};
 
-use super::http::{check_url, HttpClient};
+use super::http::check_url;
+use super::mcp_http::McpHttpClient;
+use super::mcp_stdio::{self, Broken, Process};
 use super::ExternalError;
-use crate::env::{valid_tool_name, DynamicTool, ToolContext};
+use crate::env::{valid_tool_name, ToolContext};
+use crate::schema::InputValidator;
 
 /// How an MCP server is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +76,42 @@ pub enum Connection {
     Shared,
 }
 
+/// What one MCP server may send (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpLimits {
+    /// One message: a line over stdio, an SSE event or a JSON body over HTTP.
+    pub max_line_bytes: usize,
+    /// The tools it lists.
+    pub max_tools: usize,
+    /// Its whole tool listing, every page, as JSON.
+    pub max_listing_bytes: usize,
+}
+
+impl McpLimits {
+    /// 16 MiB a message (rmcp's own default), 1 000 tools, 8 MiB of listing.
+    pub const DEFAULT: Self = Self {
+        max_line_bytes: 16 << 20,
+        max_tools: 1000,
+        max_listing_bytes: 8 << 20,
+    };
+}
+
+impl Default for McpLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// A bearer token sent to an MCP server over HTTP; never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl std::fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BearerToken(..)")
+    }
+}
+
 /// An MCP server to take tools from.
 ///
 /// ```
@@ -77,6 +131,10 @@ pub struct McpServer {
     pub prefix: String,
     /// One connection per episode, or one for all.
     pub connection: Connection,
+    /// What it may send.
+    pub limits: McpLimits,
+    /// Sent as `Authorization: Bearer TOKEN` to a server reached over HTTP.
+    pub bearer_token: Option<BearerToken>,
 }
 
 impl McpServer {
@@ -112,7 +170,34 @@ impl McpServer {
             transport,
             prefix: String::new(),
             connection: Connection::default(),
+            limits: McpLimits::DEFAULT,
+            bearer_token: None,
         }
+    }
+
+    /// The most bytes one message of the server may have (default 16 MiB).
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.limits.max_line_bytes = bytes;
+        self
+    }
+
+    /// The most tools it may list (default 1 000).
+    pub fn max_tools(mut self, tools: usize) -> Self {
+        self.limits.max_tools = tools;
+        self
+    }
+
+    /// The most bytes its tool listing may have, as JSON (default 8 MiB).
+    pub fn max_listing_bytes(mut self, bytes: usize) -> Self {
+        self.limits.max_listing_bytes = bytes;
+        self
+    }
+
+    /// Send `Authorization: Bearer TOKEN` (a server reached over HTTP, such as `ors mcp
+    /// --http`).
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        self.bearer_token = Some(BearerToken(token.into()));
+        self
     }
 
     /// Prefix its tool names.
@@ -153,24 +238,52 @@ impl McpServer {
     }
 
     /// Open a connection: start the program (or reach the URL) and initialize.
-    async fn open(&self) -> Result<Client, String> {
+    async fn open(&self) -> Result<Conn, String> {
+        let broken = Broken::default();
+        let label = self.label();
+        let failed = |e: String, broken: &Broken| match broken.get() {
+            Some(reason) => format!("the server {reason}"),
+            None => e,
+        };
         match &self.transport {
             McpTransport::Command { program, args, env } => {
                 let mut cmd = tokio::process::Command::new(program);
                 cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
-                let (child, _) = TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|e| format!("cannot start '{program}': {e}"))?;
-                ().serve(child).await.map_err(|e| e.to_string())
+                let (transport, process) =
+                    mcp_stdio::start(cmd, self.limits.max_line_bytes, Arc::clone(&broken))
+                        .map_err(|e| format!("cannot start '{program}': {e}"))?;
+                match ().serve(transport).await {
+                    Ok(client) => Ok(Conn {
+                        client,
+                        label,
+                        broken,
+                        process: Some(process),
+                    }),
+                    Err(e) => {
+                        process.kill();
+                        Err(failed(e.to_string(), &broken))
+                    }
+                }
             }
             McpTransport::Url(url) => {
                 check_url(url)?;
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .max_sse_event_size(self.limits.max_line_bytes)
+                    .max_json_response_size(self.limits.max_line_bytes);
+                if let Some(BearerToken(token)) = &self.bearer_token {
+                    config = config.auth_header(token.clone());
+                }
                 let transport = StreamableHttpClientTransport::with_client(
-                    HttpClient::new(),
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str()),
+                    McpHttpClient::new(Arc::clone(&broken)),
+                    config,
                 );
-                ().serve(transport).await.map_err(|e| e.to_string())
+                let client = ().serve(transport).await.map_err(|e| failed(e.to_string(), &broken))?;
+                Ok(Conn {
+                    client,
+                    label,
+                    broken,
+                    process: None,
+                })
             }
         }
     }
@@ -216,18 +329,45 @@ fn split_words(line: &str) -> Result<Vec<String>, ExternalError> {
 /// A running MCP client connection.
 type Client = RunningService<RoleClient, ()>;
 
-/// One MCP connection, shared by the tools of an episode (or of every episode).
-struct Conn {
+/// One MCP connection, shared by the tools of an episode (or of every episode). Dropping the
+/// last handle ends it (and its program: see [`Process::end`]).
+pub(crate) struct Conn {
     client: Client,
     label: String,
+    /// Set when this side broke the connection (a message over the limit, or not JSON-RPC).
+    broken: Broken,
+    /// A command's program.
+    process: Option<Arc<Process>>,
 }
 
 impl Conn {
     fn alive(&self) -> bool {
-        !self.client.is_closed() && !self.client.is_transport_closed()
+        self.broken.get().is_none()
+            && !self.client.is_closed()
+            && !self.client.is_transport_closed()
     }
 
-    async fn call(&self, ctx: &ToolContext, tool: &str, input: JsonObject) -> RunToolOutput {
+    /// `ok: false` for a call that cannot be made, or was not answered, because the
+    /// connection broke.
+    fn broken_call(&self, tool: &str) -> Option<RunToolOutput> {
+        let reason = self.broken.get()?;
+        Some(RunToolOutput::error(format!(
+            "the MCP server '{}' {reason}, so the call of '{tool}' failed; the connection is \
+             closed, so this episode's other calls of its tools fail too (a new episode \
+             connects again)",
+            self.label
+        )))
+    }
+
+    pub(crate) async fn call(
+        &self,
+        ctx: &ToolContext,
+        tool: &str,
+        input: JsonObject,
+    ) -> RunToolOutput {
+        if let Some(out) = self.broken_call(tool) {
+            return out;
+        }
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(input);
         let result = tokio::select! {
             r = self.client.call_tool(params) => r,
@@ -235,24 +375,46 @@ impl Conn {
                 return RunToolOutput::error(format!("the call of MCP tool '{tool}' was cancelled"))
             }
         };
-        match result {
-            Ok(result) => from_mcp(result),
-            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+        let error = match result {
+            Ok(result) => return from_mcp(result),
+            Err(e) => e,
+        };
+        if let Some(out) = self.broken_call(tool) {
+            self.stop();
+            return out;
+        }
+        match error {
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                // The program exited or crashed: nothing of its group stays.
+                if let Some(process) = &self.process {
+                    process.kill();
+                }
                 RunToolOutput::error(format!(
                     "the MCP server '{}' is not running (it exited or crashed), so tool '{tool}' \
                      cannot run in this episode; a new episode starts it again",
                     self.label
                 ))
             }
-            Err(ServiceError::McpError(e)) => RunToolOutput::error(format!(
+            ServiceError::McpError(e) => RunToolOutput::error(format!(
                 "the MCP server '{}' refused the call of '{tool}': {}",
                 self.label, e.message
             )),
-            Err(e) => RunToolOutput::error(format!(
+            e => RunToolOutput::error(format!(
                 "the call of MCP tool '{tool}' on '{}' failed: {e}",
                 self.label
             )),
         }
+    }
+
+    /// End the connection: its service stops, which ends its program.
+    fn stop(&self) {
+        self.client.cancellation_token().cancel();
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -323,22 +485,23 @@ fn ors_name(prefix: &str, name: &str) -> String {
     format!("{prefix}{cleaned}")
 }
 
-/// One tool of the server: its ORS spec and the name the MCP server knows it by.
-#[derive(Debug, Clone)]
-struct ToolInfo {
-    mcp_name: String,
-    spec: ToolSpec,
-    schema: Value,
+/// One tool of the server: its ORS spec, its compiled input schema, and the name the MCP
+/// server knows it by. Made once, at start-up.
+#[derive(Debug)]
+pub(crate) struct McpTool {
+    pub(crate) mcp_name: String,
+    pub(crate) spec: ToolSpec,
+    pub(crate) validator: Arc<InputValidator>,
 }
 
 /// The tools of one MCP server, listed at start-up (see the module docs).
 pub struct McpToolset {
     server: McpServer,
-    tools: Vec<ToolInfo>,
+    tools: Vec<McpTool>,
     /// The shared connection ([`Connection::Shared`]); reopened when it died.
     shared: tokio::sync::Mutex<Option<Arc<Conn>>>,
-    /// Per-session connections still open, so [`McpToolset::close`] can end them.
-    open: Mutex<Vec<std::sync::Weak<Conn>>>,
+    /// The programs started and not ended yet, so [`McpToolset::close`] can end them.
+    programs: Mutex<Vec<std::sync::Weak<Process>>>,
 }
 
 impl std::fmt::Debug for McpToolset {
@@ -353,59 +516,73 @@ impl std::fmt::Debug for McpToolset {
     }
 }
 
+/// Every tool the server lists, page by page, within its limits.
+async fn list_tools(client: &Client, limits: McpLimits) -> Result<Vec<Tool>, String> {
+    let mut tools: Vec<Tool> = Vec::new();
+    let mut bytes = 0usize;
+    let mut cursor = None;
+    loop {
+        let page = client
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await
+            .map_err(|e| format!("listing its tools: {e}"))?;
+        if tools.len().saturating_add(page.tools.len()) > limits.max_tools {
+            return Err(format!(
+                "it lists more than {} tools, the limit (McpServer::max_tools); serve fewer, \
+                 or raise the limit",
+                limits.max_tools
+            ));
+        }
+        for tool in &page.tools {
+            bytes = bytes.saturating_add(serde_json::to_vec(tool).map_or(0, |v| v.len()));
+        }
+        if bytes > limits.max_listing_bytes {
+            return Err(format!(
+                "its tool listing is more than {} bytes, the limit \
+                 (McpServer::max_listing_bytes)",
+                limits.max_listing_bytes
+            ));
+        }
+        tools.extend(page.tools);
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(tools),
+        }
+    }
+}
+
 impl McpToolset {
     /// Connect to the server and list its tools (once: a server whose tools change later is
     /// still served the start-up list). Fails naming the server when it cannot be started
-    /// or reached, or when a tool's name or schema cannot be an ORS tool's.
+    /// or reached, when its listing is over the limits, or when a tool's name or schema
+    /// cannot be an ORS tool's.
     pub async fn connect(server: McpServer) -> Result<Self, ExternalError> {
         let label = server.label();
         let failed = |reason: String| ExternalError::Mcp {
             server: label.clone(),
             reason,
         };
-        let client = server.open().await.map_err(failed)?;
-        let listed = client
-            .list_all_tools()
-            .await
-            .map_err(|e| failed(format!("listing its tools: {e}")))?;
+        let programs = Mutex::new(Vec::new());
+        let conn = server.open().await.map_err(failed)?;
+        remember(&programs, &conn);
+        let listed = list_tools(&conn.client, server.limits).await.map_err(|e| {
+            failed(match conn.broken.get() {
+                Some(reason) => format!("listing its tools: the server {reason}"),
+                None => e,
+            })
+        })?;
         let mut tools = Vec::with_capacity(listed.len());
         for tool in listed {
-            let name = ors_name(&server.prefix, &tool.name);
-            if !valid_tool_name(&name) {
-                return Err(failed(format!(
-                    "its tool '{}' cannot be served as '{name}': an ORS tool name is 1 to 64 \
-                     characters from `A-Z a-z 0-9 _ -`",
-                    tool.name
-                )));
-            }
-            let schema = Value::Object((*tool.input_schema).clone());
-            let description = tool
-                .description
-                .as_deref()
-                .filter(|d| !d.trim().is_empty())
-                .map(str::to_owned)
-                .unwrap_or_else(|| format!("The MCP tool '{}'", tool.name));
-            let Value::Object(obj) = schema.clone() else {
-                continue;
-            };
-            tools.push(ToolInfo {
-                mcp_name: tool.name.to_string(),
-                spec: ToolSpec::new(name, description, Some(obj)),
-                schema,
-            });
+            tools.push(ors_tool(&server.prefix, tool).map_err(failed)?);
         }
         let toolset = Self {
             tools,
             shared: tokio::sync::Mutex::new(None),
-            open: Mutex::new(Vec::new()),
+            programs,
             server,
         };
-        // The tools must be valid ORS tools now, not at the first episode.
-        toolset.tools_on(None).map_err(|e| failed(e.to_string()))?;
         if toolset.server.connection == Connection::Shared {
-            *toolset.shared.lock().await = Some(Arc::new(Conn { client, label }));
-        } else {
-            drop(client);
+            *toolset.shared.lock().await = Some(Arc::new(conn));
         }
         tracing::info!(
             server = %toolset.server.label(),
@@ -425,88 +602,95 @@ impl McpToolset {
         self.tools.iter().map(|t| t.spec.clone()).collect()
     }
 
-    /// The tools forwarding to `conn` (`None`: tools whose every call fails, to check them).
-    fn tools_on(&self, conn: Option<Arc<Conn>>) -> Result<Vec<DynamicTool>, ExternalError> {
-        self.tools
-            .iter()
-            .map(|t| {
-                let conn = conn.clone();
-                let mcp_name = t.mcp_name.clone();
-                DynamicTool::new(
-                    t.spec.name.clone(),
-                    t.spec.description.clone(),
-                    t.schema.clone(),
-                    move |ctx: ToolContext, input: JsonObject| {
-                        let conn = conn.clone();
-                        let mcp_name = mcp_name.clone();
-                        async move {
-                            match conn {
-                                Some(conn) => conn.call(&ctx, &mcp_name, input).await,
-                                None => RunToolOutput::error("no MCP connection"),
-                            }
-                            .into_result()
-                        }
-                    },
-                )
-                .map_err(ExternalError::Tool)
-            })
-            .collect()
+    /// Its tools, made at start-up.
+    pub(crate) fn tools(&self) -> &[McpTool] {
+        &self.tools
     }
 
-    /// The tools for a new episode: on a connection of its own, or on the shared one (opened
-    /// again when the server died since).
-    pub async fn session_tools(&self) -> Result<Vec<DynamicTool>, ExternalError> {
+    /// The connection of a new episode: one of its own, or the shared one (opened again when
+    /// the server died since).
+    pub(crate) async fn connection(&self) -> Result<Arc<Conn>, ExternalError> {
         let failed = |reason: String| ExternalError::Mcp {
             server: self.server.label(),
             reason,
         };
-        let conn = match self.server.connection {
+        match self.server.connection {
             Connection::PerSession => {
-                let client = self.server.open().await.map_err(failed)?;
-                let conn = Arc::new(Conn {
-                    client,
-                    label: self.server.label(),
-                });
-                if let Ok(mut open) = self.open.lock() {
-                    open.retain(|w| w.strong_count() > 0);
-                    open.push(Arc::downgrade(&conn));
-                }
-                conn
+                let conn = self.server.open().await.map_err(failed)?;
+                remember(&self.programs, &conn);
+                Ok(Arc::new(conn))
             }
             Connection::Shared => {
                 let mut shared = self.shared.lock().await;
-                match shared.as_ref().filter(|c| c.alive()) {
-                    Some(conn) => Arc::clone(conn),
-                    None => {
-                        if shared.is_some() {
-                            tracing::warn!(server = %self.server.label(), "the shared MCP connection died; reopening it");
-                        }
-                        let client = self.server.open().await.map_err(failed)?;
-                        let conn = Arc::new(Conn {
-                            client,
-                            label: self.server.label(),
-                        });
-                        *shared = Some(Arc::clone(&conn));
-                        conn
-                    }
+                if let Some(conn) = shared.as_ref().filter(|c| c.alive()) {
+                    return Ok(Arc::clone(conn));
                 }
+                if shared.is_some() {
+                    tracing::warn!(server = %self.server.label(), "the shared MCP connection died; reopening it");
+                }
+                let conn = self.server.open().await.map_err(failed)?;
+                remember(&self.programs, &conn);
+                let conn = Arc::new(conn);
+                *shared = Some(Arc::clone(&conn));
+                Ok(conn)
             }
-        };
-        self.tools_on(Some(conn))
+        }
     }
 
-    /// End every connection still open (at server shutdown): their processes are stopped.
+    /// End every connection still open (at server shutdown), whatever still holds it: each
+    /// program gets its input closed and a short grace to exit, then its process group is
+    /// killed. Returns once they are all gone (within a few seconds).
     pub async fn close(&self) {
-        let shared = self.shared.lock().await.take();
-        let open: Vec<Arc<Conn>> = self
-            .open
+        if let Some(shared) = self.shared.lock().await.take() {
+            shared.stop();
+        }
+        let programs: Vec<Arc<Process>> = self
+            .programs
             .lock()
             .map(|mut o| o.drain(..).filter_map(|w| w.upgrade()).collect())
             .unwrap_or_default();
-        for conn in shared.into_iter().chain(open) {
-            conn.client.cancellation_token().cancel();
-        }
+        futures_util::future::join_all(programs.iter().map(|p| p.end())).await;
     }
+}
+
+/// Keep track of `conn`'s program (if it has one) for [`McpToolset::close`].
+fn remember(programs: &Mutex<Vec<std::sync::Weak<Process>>>, conn: &Conn) {
+    if let (Some(process), Ok(mut all)) = (&conn.process, programs.lock()) {
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(process));
+    }
+}
+
+/// An MCP tool as an ORS tool: its name prefixed and cleaned, its schema compiled.
+fn ors_tool(prefix: &str, tool: Tool) -> Result<McpTool, String> {
+    let name = ors_name(prefix, &tool.name);
+    if !valid_tool_name(&name) {
+        return Err(format!(
+            "its tool '{}' cannot be served as '{name}': an ORS tool name is 1 to 64 \
+             characters from `A-Z a-z 0-9 _ -`",
+            tool.name
+        ));
+    }
+    let schema = Value::Object(Arc::unwrap_or_clone(tool.input_schema));
+    let validator = InputValidator::new(&schema)
+        .map_err(|e| format!("the input schema of its tool '{}': {e}", tool.name))?;
+    let Value::Object(schema) = schema else {
+        return Err(format!(
+            "the input schema of its tool '{}' is not an object",
+            tool.name
+        ));
+    };
+    let description = tool
+        .description
+        .as_deref()
+        .filter(|d| !d.trim().is_empty())
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("The MCP tool '{}'", tool.name));
+    Ok(McpTool {
+        mcp_name: tool.name.to_string(),
+        spec: ToolSpec::new(name, description, Some(schema)),
+        validator: Arc::new(validator),
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! rmcp's streamable-HTTP client transport over the runtime's HTTP client: rmcp drives the
 //! MCP session (`Mcp-Session-Id`, streams, reconnects); this answers its three requests (POST
 //! a message, GET the server's stream, DELETE the session) with hyper, bodies bounded by
-//! `ors_core::body` and event streams decoded by ors-core's SSE decoder.
+//! `ors_core::body` and event streams decoded by ors-core's SSE decoder. A body or event over
+//! its limit (or a stream that is not SSE) fails its request at once, and is recorded as why
+//! the connection broke, so the calls say what the server sent and the limit.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -25,6 +27,44 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::{Error as SseStreamError, Sse};
 
 use super::http::{read_body, HttpClient, ReadError, SendError};
+use super::mcp_stdio::Broken;
+
+/// The runtime's HTTP client as rmcp's, remembering why its connection broke.
+#[derive(Clone)]
+pub(crate) struct McpHttpClient {
+    http: HttpClient,
+    broken: Broken,
+}
+
+impl McpHttpClient {
+    /// A client recording into `broken` the first message it refused.
+    pub(crate) fn new(broken: Broken) -> Self {
+        Self {
+            http: HttpClient::new(),
+            broken,
+        }
+    }
+
+    /// Read a body within `max`, recording a body over it as why the connection broke.
+    async fn body(
+        &self,
+        resp: http::Response<Incoming>,
+        max: usize,
+    ) -> std::result::Result<Vec<u8>, McpHttpError> {
+        read_body(resp, max).await.map_err(|e| {
+            if matches!(
+                e,
+                ReadError::Bounds(ors_core::body::BodyError::TooLarge { .. })
+            ) {
+                let _ = self.broken.set(format!(
+                    "sent a message (a JSON body) of more than {max} bytes, the limit \
+                     (McpServer::max_line_bytes)"
+                ));
+            }
+            McpHttpError::from(e)
+        })
+    }
+}
 
 /// Why a request of the MCP transport failed.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +103,7 @@ fn session_header(resp: &http::Response<Incoming>) -> Option<String> {
         .map(str::to_owned)
 }
 
-impl HttpClient {
+impl McpHttpClient {
     fn mcp_request(
         &self,
         method: Method,
@@ -93,14 +133,16 @@ impl HttpClient {
         let req = req
             .body(Full::new(body))
             .map_err(|e| McpHttpError::Build(e.to_string()))?;
-        Ok(self.send(req).await?)
+        Ok(self.http.send(req).await?)
     }
 }
 
-/// An event stream as rmcp's events, each at most `max_event` bytes.
+/// An event stream as rmcp's events, each at most `max_event` bytes; a stream that breaks
+/// that (or is not SSE) ends with an error, recorded in `broken`.
 fn sse_events(
     body: Incoming,
     max_event: usize,
+    broken: Broken,
 ) -> BoxStream<'static, std::result::Result<Sse, SseStreamError>> {
     let decoder = SseDecoder::with_limits(DecodeLimits::bounded(max_event));
     let state = (
@@ -111,44 +153,52 @@ fn sse_events(
     );
     stream::unfold(
         state,
-        |(mut body, mut decoder, mut ready, mut done)| async move {
-            loop {
-                if let Some(ev) = ready.pop_front() {
-                    return Some((Ok(ev), (body, decoder, ready, done)));
-                }
-                if done {
-                    return None;
-                }
-                match body.frame().await {
-                    None => done = true,
-                    Some(Err(e)) => {
-                        done = true;
-                        return Some((
-                            Err(SseStreamError::Body(Box::new(e))),
-                            (body, decoder, ready, done),
-                        ));
+        move |(mut body, mut decoder, mut ready, mut done)| {
+            let broken = Arc::clone(&broken);
+            async move {
+                loop {
+                    if let Some(ev) = ready.pop_front() {
+                        return Some((Ok(ev), (body, decoder, ready, done)));
                     }
-                    Some(Ok(frame)) => {
-                        let Ok(data) = frame.into_data() else {
-                            continue;
-                        };
-                        match decoder.try_push(&data) {
-                            Ok(events) => {
-                                ready.extend(events.into_iter().filter(|e| !e.data.is_empty()).map(
-                                    |e| Sse {
-                                        event: Some(e.event),
-                                        data: Some(e.data),
-                                        id: None,
-                                        retry: None,
-                                    },
-                                ))
-                            }
-                            Err(e) => {
-                                done = true;
-                                return Some((
-                                    Err(SseStreamError::Body(Box::new(e))),
-                                    (body, decoder, ready, done),
-                                ));
+                    if done {
+                        return None;
+                    }
+                    match body.frame().await {
+                        None => done = true,
+                        Some(Err(e)) => {
+                            done = true;
+                            return Some((
+                                Err(SseStreamError::Body(Box::new(e))),
+                                (body, decoder, ready, done),
+                            ));
+                        }
+                        Some(Ok(frame)) => {
+                            let Ok(data) = frame.into_data() else {
+                                continue;
+                            };
+                            match decoder.try_push(&data) {
+                                Ok(events) => ready.extend(
+                                    events.into_iter().filter(|e| !e.data.is_empty()).map(|e| {
+                                        Sse {
+                                            event: Some(e.event),
+                                            data: Some(e.data),
+                                            id: None,
+                                            retry: None,
+                                        }
+                                    }),
+                                ),
+                                Err(e) => {
+                                    done = true;
+                                    let _ = broken.set(format!(
+                                        "sent an event stream the client refused ({e}; a message \
+                                     may have at most {max_event} bytes, \
+                                     McpServer::max_line_bytes)"
+                                    ));
+                                    return Some((
+                                        Err(SseStreamError::Body(Box::new(e))),
+                                        (body, decoder, ready, done),
+                                    ));
+                                }
                             }
                         }
                     }
@@ -159,7 +209,7 @@ fn sse_events(
     .boxed()
 }
 
-impl StreamableHttpClient for HttpClient {
+impl StreamableHttpClient for McpHttpClient {
     type Error = McpHttpError;
 
     async fn post_message(
@@ -216,9 +266,7 @@ impl StreamableHttpClient for HttpClient {
         let new_session = session_header(&resp);
         if !status.is_success() {
             let is_json = content_type_is(&resp, JSON_MIME_TYPE);
-            let bytes = read_body(resp, limits.max_json_response_size)
-                .await
-                .map_err(McpHttpError::from)?;
+            let bytes = self.body(resp, limits.max_json_response_size).await?;
             // A JSON-RPC error carried by an error status is the server's answer.
             if is_json {
                 if let Ok(msg @ ServerJsonRpcMessage::Error(_)) =
@@ -238,13 +286,15 @@ impl StreamableHttpClient for HttpClient {
         }
         let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
         if content_type_is(&resp, EVENT_STREAM_MIME_TYPE) {
-            let events = sse_events(resp.into_body(), limits.max_sse_event_size);
+            let events = sse_events(
+                resp.into_body(),
+                limits.max_sse_event_size,
+                Arc::clone(&self.broken),
+            );
             return Ok(StreamableHttpPostResponse::Sse(events, new_session));
         }
         if content_type_is(&resp, JSON_MIME_TYPE) {
-            let bytes = read_body(resp, limits.max_json_response_size)
-                .await
-                .map_err(McpHttpError::from)?;
+            let bytes = self.body(resp, limits.max_json_response_size).await?;
             return match serde_json::from_slice::<ServerJsonRpcMessage>(&bytes) {
                 Ok(msg) => Ok(StreamableHttpPostResponse::Json(msg, new_session)),
                 Err(_) if awaits_no_response => Ok(StreamableHttpPostResponse::Accepted),
@@ -340,6 +390,10 @@ impl StreamableHttpClient for HttpClient {
         if !content_type_is(&resp, EVENT_STREAM_MIME_TYPE) {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        Ok(sse_events(resp.into_body(), max_sse_event_size))
+        Ok(sse_events(
+            resp.into_body(),
+            max_sse_event_size,
+            Arc::clone(&self.broken),
+        ))
     }
 }

@@ -1,7 +1,8 @@
 //! Tools from elsewhere: MCP servers ([`mcp`], feature `mcp`) and webhooks ([`webhook`],
 //! feature `webhooks`), gathered by [`ExternalTools`] at start-up and handed to each episode
-//! as an [`ExternalSession`] (a [`DynamicTools`] set whose MCP tools run on that episode's
-//! connection).
+//! as an [`ExternalSession`]: the tools listed once and shared (specs and compiled input
+//! schemas), and the episode's own MCP connections their calls run on. An episode costs its
+//! connections, whatever the number of tools.
 //!
 //! Two ways to serve them:
 //! - an environment whose tools all come from elsewhere lists them in `/tools` with a tool
@@ -57,17 +58,23 @@ mod http;
 pub mod mcp;
 #[cfg(feature = "mcp")]
 mod mcp_http;
+#[cfg(feature = "mcp")]
+mod mcp_stdio;
 pub mod webhook;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::Arc;
 
-use ors_core::types::{RunToolOutput, ToolErrorReason, ToolSpec};
+use futures_util::future::BoxFuture;
+use serde_json::Value;
 
-use crate::env::{DynamicTool, DynamicTools, Environment, ToolEntry, ToolTable, ToolTableError};
+use ors_core::types::{JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
+
+use crate::env::{DynamicTool, Environment, ToolContext, ToolEntry, ToolTable, ToolTableError};
 use webhook::WebhookTool;
 
 #[cfg(feature = "mcp")]
-use mcp::{McpServer, McpToolset};
+use mcp::{Conn, McpServer, McpToolset};
 
 /// Why tools from elsewhere could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -152,26 +159,74 @@ impl ExternalToolsBuilder {
         for server in self.servers {
             toolsets.push(McpToolset::connect(server).await?);
         }
-        let tools = ExternalTools {
+        let mut entries = Vec::new();
+        #[cfg(feature = "mcp")]
+        for (toolset, t) in toolsets.iter().enumerate() {
+            entries.extend(
+                t.tools()
+                    .iter()
+                    .enumerate()
+                    .map(|(tool, _)| Runs::Mcp { toolset, tool }),
+            );
+        }
+        entries.extend(shared.into_iter().map(Runs::Here));
+        let catalog = Catalog {
             #[cfg(feature = "mcp")]
             toolsets,
-            shared,
+            by_name: HashMap::with_capacity(entries.len()),
+            entries,
         };
-        let mut seen: HashSet<String> = self.reserved.into_iter().collect();
-        for spec in tools.specs() {
-            if !seen.insert(spec.name.clone()) {
-                return Err(ExternalError::Tool(ToolTableError::Duplicate(spec.name)));
+        let mut by_name = HashMap::with_capacity(catalog.entries.len());
+        for name in self.reserved {
+            by_name.insert(name, usize::MAX);
+        }
+        for (i, entry) in catalog.entries.iter().enumerate() {
+            let name = catalog.spec(entry).name.clone();
+            if by_name.insert(name.clone(), i).is_some() {
+                return Err(ExternalError::Tool(ToolTableError::Duplicate(name)));
             }
         }
-        Ok(tools)
+        by_name.retain(|_, i| *i != usize::MAX);
+        Ok(ExternalTools {
+            catalog: Arc::new(Catalog { by_name, ..catalog }),
+        })
+    }
+}
+
+/// Who runs a tool of the catalog.
+enum Runs {
+    /// The `tool`th tool of the `toolset`th MCP server, on the episode's connection to it.
+    #[cfg(feature = "mcp")]
+    Mcp { toolset: usize, tool: usize },
+    /// A tool defined here (a webhook, code).
+    Here(DynamicTool),
+}
+
+/// Every external tool, made once and shared by every episode.
+struct Catalog {
+    #[cfg(feature = "mcp")]
+    toolsets: Vec<McpToolset>,
+    entries: Vec<Runs>,
+    by_name: HashMap<String, usize>,
+}
+
+impl Catalog {
+    fn spec<'a>(&'a self, entry: &'a Runs) -> &'a ToolSpec {
+        match entry {
+            #[cfg(feature = "mcp")]
+            Runs::Mcp { toolset, tool } => &self.toolsets[*toolset].tools()[*tool].spec,
+            Runs::Here(t) => t.spec(),
+        }
+    }
+
+    fn specs(&self) -> Vec<ToolSpec> {
+        self.entries.iter().map(|e| self.spec(e).clone()).collect()
     }
 }
 
 /// An environment's tools from elsewhere, set up once at start-up.
 pub struct ExternalTools {
-    #[cfg(feature = "mcp")]
-    toolsets: Vec<McpToolset>,
-    shared: Vec<DynamicTool>,
+    catalog: Arc<Catalog>,
 }
 
 impl std::fmt::Debug for ExternalTools {
@@ -197,24 +252,22 @@ impl ExternalTools {
 
     /// The specs of every tool, MCP servers' first, in the order they were added.
     pub fn specs(&self) -> Vec<ToolSpec> {
-        let mut specs = Vec::new();
-        #[cfg(feature = "mcp")]
-        for t in &self.toolsets {
-            specs.extend(t.specs());
-        }
-        specs.extend(self.shared.iter().map(|t| t.spec().clone()));
-        specs
+        self.catalog.specs()
     }
 
     /// The tools of a new episode (opening its MCP connections).
     pub async fn session(&self) -> Result<ExternalSession, ExternalError> {
-        let mut tools = Vec::new();
         #[cfg(feature = "mcp")]
-        for t in &self.toolsets {
-            tools.extend(t.session_tools().await?);
+        let mut conns = Vec::with_capacity(self.catalog.toolsets.len());
+        #[cfg(feature = "mcp")]
+        for t in &self.catalog.toolsets {
+            conns.push(t.connection().await?);
         }
-        tools.extend(self.shared.iter().cloned());
-        Ok(DynamicTools::new(tools)?)
+        Ok(ExternalSession {
+            catalog: Arc::clone(&self.catalog),
+            #[cfg(feature = "mcp")]
+            conns: conns.into(),
+        })
     }
 
     /// The tools as entries of `E`'s tool table: listed by `/tools` like `#[tool]` methods,
@@ -274,15 +327,137 @@ impl ExternalTools {
         ToolTable::new(self.entries(session_of))
     }
 
-    /// End the MCP connections still open (at shutdown).
+    /// End the MCP connections still open (at shutdown): their programs are killed at once.
     pub async fn close(&self) {
         #[cfg(feature = "mcp")]
-        for t in &self.toolsets {
+        for t in &self.catalog.toolsets {
             t.close().await;
         }
     }
 }
 
-/// The external tools of one episode: a [`DynamicTools`] set whose MCP tools run on the
-/// episode's own connections. Dropping it closes them (stopping their server processes).
-pub type ExternalSession = DynamicTools;
+/// The external tools of one episode: the shared catalog, and the episode's own MCP
+/// connections (one per MCP server, or the shared one). Dropping the last clone closes its
+/// connections (stopping their programs). Cheap to clone.
+#[derive(Clone)]
+pub struct ExternalSession {
+    catalog: Arc<Catalog>,
+    #[cfg(feature = "mcp")]
+    conns: Arc<[Arc<Conn>]>,
+}
+
+impl std::fmt::Debug for ExternalSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalSession")
+            .field("tools", &self.catalog.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ExternalSession {
+    /// The specs, in the order of [`ExternalTools::specs`].
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.catalog.specs()
+    }
+
+    /// Call a tool: its input is validated against its schema first (a mismatch is `ok:
+    /// false` naming the field), then the call runs on this episode's connection. `None`
+    /// when there is no tool of that name.
+    pub fn call(
+        &self,
+        ctx: ToolContext,
+        name: &str,
+        input: Value,
+    ) -> Option<BoxFuture<'static, RunToolOutput>> {
+        let entry = &self.catalog.entries[*self.catalog.by_name.get(name)?];
+        match entry {
+            #[cfg(feature = "mcp")]
+            Runs::Mcp { toolset, tool } => {
+                let t = &self.catalog.toolsets[*toolset].tools()[*tool];
+                let input = match input {
+                    Value::Null => Value::Object(JsonObject::new()),
+                    other => other,
+                };
+                if let Err(msg) = t.validator.check(&t.spec.name, &input) {
+                    return Some(Box::pin(async move {
+                        RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
+                    }));
+                }
+                let Value::Object(input) = input else {
+                    // The schema is an object schema, so the validator refused anything else.
+                    return None;
+                };
+                let conn = Arc::clone(&self.conns[*toolset]);
+                let mcp_name = t.mcp_name.clone();
+                Some(Box::pin(
+                    async move { conn.call(&ctx, &mcp_name, input).await },
+                ))
+            }
+            Runs::Here(t) => Some(t.call(ctx, input)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn echo(name: &str) -> DynamicTool {
+        DynamicTool::new(
+            name,
+            "Echo the text.",
+            json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+            |_ctx: ToolContext, input: JsonObject| async move {
+                input["text"].as_str().unwrap_or_default().to_owned()
+            },
+        )
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn episodes_share_the_catalog_made_at_start_up() {
+        let tools = ExternalTools::builder()
+            .tool(echo("a"))
+            .tool(echo("b"))
+            .build()
+            .await
+            .unwrap();
+        let (one, two) = (
+            tools.session().await.unwrap(),
+            tools.session().await.unwrap(),
+        );
+        assert!(Arc::ptr_eq(&one.catalog, &tools.catalog));
+        assert!(Arc::ptr_eq(&two.catalog, &tools.catalog));
+        let names: Vec<String> = one.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["a", "b"]);
+        let out = one
+            .call(ToolContext::detached(), "b", json!({"text": "hi"}))
+            .unwrap()
+            .await;
+        assert_eq!(out.output().unwrap().blocks[0].as_text(), Some("hi"));
+        let bad = one
+            .call(ToolContext::detached(), "a", json!({"text": 1}))
+            .unwrap()
+            .await;
+        assert!(!bad.is_ok(), "validated against its schema");
+        assert!(one.call(ToolContext::detached(), "c", json!({})).is_none());
+    }
+
+    #[tokio::test]
+    async fn two_tools_of_one_name_or_a_reserved_name_fail_the_build() {
+        let twice = ExternalTools::builder().tool(echo("a")).tool(echo("a"));
+        assert!(matches!(
+            twice.build().await,
+            Err(ExternalError::Tool(ToolTableError::Duplicate(n))) if n == "a"
+        ));
+        let reserved = ExternalTools::builder().reserve(["a"]).tool(echo("a"));
+        assert!(reserved.build().await.is_err());
+        let apart = ExternalTools::builder().reserve(["z"]).tool(echo("a"));
+        let tools = apart.build().await.unwrap();
+        let episode = tools.session().await.unwrap();
+        assert!(episode
+            .call(ToolContext::detached(), "z", json!({}))
+            .is_none());
+    }
+}

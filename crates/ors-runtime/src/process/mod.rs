@@ -341,7 +341,7 @@ impl Program {
                 source,
             })?;
         // From here on the group is killed whatever happens, also if this future is dropped.
-        let group = GroupGuard(child.id());
+        let group = GroupGuard::new(child.id());
         if let (Some(bytes), Some(mut stdin)) = (self.stdin.clone(), child.stdin.take()) {
             tokio::spawn(async move {
                 // A program that does not read its input closes the pipe: not an error.
@@ -439,17 +439,24 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
     Exit::Code(status.code().unwrap_or(-1))
 }
 
-/// Kills a program's process group when told to, or when dropped.
-struct GroupGuard(Option<u32>);
+/// Kills a program's process group when told to, or when dropped. Also the guard of the MCP
+/// servers [`crate::mcp`] starts.
+pub(crate) struct GroupGuard(Option<u32>);
 
 impl GroupGuard {
+    /// The group led by the process `pid` (started with `process_group(0)`).
+    pub(crate) fn new(pid: Option<u32>) -> Self {
+        Self(pid)
+    }
+
     /// `SIGKILL` to every process of the group, through `kill(1)` (no `unsafe` `killpg` call).
     /// A group with no process left makes `kill` fail quietly.
     fn kill(mut self) {
         self.kill_now();
     }
 
-    fn kill_now(&mut self) {
+    /// [`GroupGuard::kill`] through a reference; later calls do nothing.
+    pub(crate) fn kill_now(&mut self) {
         if let Some(pgid) = self.0.take() {
             let status = std::process::Command::new("kill")
                 .args(["-s", "KILL", "--", &format!("-{pgid}")])

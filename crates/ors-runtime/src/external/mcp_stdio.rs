@@ -1,0 +1,336 @@
+//! An MCP server started as a program, spoken to over its stdin and stdout: the transport rmcp
+//! drives, written here rather than taken from rmcp because rmcp drops a line it cannot use (one
+//! over its length limit, or not JSON) and keeps waiting, so the call that wanted it hangs
+//! until its timeout. Here such a line breaks the connection at once, saying what the server
+//! sent and the limit it broke: the calls waiting on it fail with that reason (see
+//! [`super::mcp`]), and the program is stopped.
+//!
+//! The program runs in its own process group, killed whole when the connection ends (or is
+//! dropped, or the server shuts down), so neither it nor what it started outlives the episode.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use rmcp::model::{ErrorCode, ErrorData, ServerJsonRpcMessage};
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+/// Why a connection broke, when it was this side that broke it (shared with the calls).
+pub(crate) type Broken = Arc<OnceLock<String>>;
+
+/// How long a program whose input has ended gets to exit before its group is killed (the MCP
+/// stdio shutdown: close its input, wait, kill). `ors mcp` deletes its ORS session then.
+pub(crate) const STOP_GRACE: Duration = Duration::from_secs(2);
+
+#[cfg(unix)]
+type GroupKill = crate::process::GroupGuard;
+
+/// Without process groups, the program alone is killed (its `Child` is `kill_on_drop`).
+#[cfg(not(unix))]
+struct GroupKill;
+
+#[cfg(not(unix))]
+impl GroupKill {
+    fn kill_now(&mut self) {}
+}
+
+/// A started MCP server program: its input, its process, and its process group, which is
+/// killed whole when it is ended, or dropped, whatever happened before.
+pub(crate) struct Process {
+    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    child: tokio::sync::Mutex<Option<Child>>,
+    group: Mutex<GroupKill>,
+    ended: tokio::sync::OnceCell<()>,
+}
+
+impl Process {
+    /// `SIGKILL` to every process of the group, now (idempotent).
+    pub(crate) fn kill(&self) {
+        if let Ok(mut g) = self.group.lock() {
+            g.kill_now();
+        }
+    }
+
+    /// End the program: close its input, give it [`STOP_GRACE`] to exit, then kill its
+    /// group (what it started too). Every caller waits for the same ending.
+    pub(crate) async fn end(&self) {
+        self.ended
+            .get_or_init(|| async {
+                drop(self.stdin.lock().await.take());
+                let child = self.child.lock().await.take();
+                if let Some(mut child) = child {
+                    let _ = tokio::time::timeout(STOP_GRACE, child.wait()).await;
+                    self.kill();
+                    let _ = tokio::time::timeout(STOP_GRACE, child.wait()).await;
+                } else {
+                    self.kill();
+                }
+            })
+            .await;
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Start `cmd` (stdin and stdout piped, stderr inherited) in a process group of its own: the
+/// transport rmcp reads and writes, and the process to end.
+pub(crate) fn start(
+    mut cmd: tokio::process::Command,
+    max_line: usize,
+    broken: Broken,
+) -> std::io::Result<(StdioTransport, Arc<Process>)> {
+    cmd.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = cmd.spawn()?;
+    #[cfg(unix)]
+    let group = crate::process::GroupGuard::new(child.id());
+    #[cfg(not(unix))]
+    let group = GroupKill;
+    let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+    let process = Arc::new(Process {
+        stdin: tokio::sync::Mutex::new(stdin),
+        child: tokio::sync::Mutex::new(Some(child)),
+        group: Mutex::new(group),
+        ended: tokio::sync::OnceCell::new(),
+    });
+    let Some(stdout) = stdout else {
+        process.kill();
+        return Err(std::io::Error::other("the program's stdout is not a pipe"));
+    };
+    let transport = StdioTransport {
+        process: Arc::clone(&process),
+        read: BufReader::new(stdout),
+        line: Vec::new(),
+        max_line,
+        broken,
+    };
+    Ok((transport, process))
+}
+
+/// rmcp's view of the program: JSON-RPC messages, one a line, each at most `max_line` bytes.
+pub(crate) struct StdioTransport {
+    process: Arc<Process>,
+    read: BufReader<ChildStdout>,
+    /// The line being read; kept across a cancelled `receive` (rmcp polls it in a `select!`).
+    line: Vec<u8>,
+    max_line: usize,
+    broken: Broken,
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // The connection is over (closed, cancelled or broken): end the program, giving it
+        // the grace to exit on its own; without a runtime, kill it now.
+        let process = Arc::clone(&self.process);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(async move { process.end().await });
+            }
+            Err(_) => process.kill(),
+        }
+    }
+}
+
+/// The line buffer kept between lines; one grown past it by a big line is freed.
+const KEPT_LINE_CAPACITY: usize = 64 << 10;
+
+/// What one read of a line gave.
+enum Read {
+    Line,
+    TooLong,
+    Eof,
+    Failed(std::io::Error),
+}
+
+/// What to do with a line that is not a message rmcp understands.
+enum Unusable {
+    /// Skip it (a notification of a kind rmcp does not know).
+    Skip,
+    /// Answer a request of a kind rmcp does not know with "method not found".
+    Refuse(Value),
+    /// The connection cannot go on.
+    Break(String),
+}
+
+impl StdioTransport {
+    /// Read one `\n`-terminated line into `self.line`, never holding more than `max_line`
+    /// bytes of it. Cancellation-safe: bytes are consumed only once copied into `self.line`.
+    async fn read_line(&mut self) -> Read {
+        loop {
+            let (used, done) = {
+                let available = match self.read.fill_buf().await {
+                    Ok(a) => a,
+                    Err(e) => return Read::Failed(e),
+                };
+                if available.is_empty() {
+                    return Read::Eof;
+                }
+                let newline = available.iter().position(|b| *b == b'\n');
+                let take = newline.map_or(available.len(), |i| i + 1);
+                // The newline itself does not count against the limit.
+                let body = newline.map_or(take, |i| i);
+                if self.line.len().saturating_add(body) > self.max_line {
+                    return Read::TooLong;
+                }
+                self.line.extend_from_slice(&available[..take]);
+                (take, newline.is_some())
+            };
+            self.read.consume(used);
+            if done {
+                return Read::Line;
+            }
+        }
+    }
+
+    /// Answer the server's request `id` (of a kind rmcp does not know) with "method not found",
+    /// so a server waiting for the answer does not wait forever.
+    fn refuse(&self, id: Value) {
+        let answer = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "this client does not serve that method",
+                None,
+            ),
+        });
+        let process = Arc::clone(&self.process);
+        tokio::spawn(async move {
+            let mut bytes = answer.to_string().into_bytes();
+            bytes.push(b'\n');
+            if let Some(stdin) = process.stdin.lock().await.as_mut() {
+                let _ = stdin.write_all(&bytes).await;
+                let _ = stdin.flush().await;
+            }
+        });
+    }
+
+    /// Break the connection for `reason`: record it for the calls, stop the program.
+    fn break_for(&mut self, reason: String) {
+        tracing::warn!(reason = %reason, "closing the MCP connection");
+        let _ = self.broken.set(reason);
+        // A server that broke the protocol gets no grace.
+        self.process.kill();
+    }
+}
+
+/// Judge a line rmcp could not parse as a server message.
+fn unusable(line: &[u8], error: &serde_json::Error) -> Unusable {
+    match serde_json::from_slice::<Value>(line) {
+        Ok(Value::Object(obj)) if obj.contains_key("method") => match obj.get("id") {
+            Some(id) => Unusable::Refuse(id.clone()),
+            None => Unusable::Skip,
+        },
+        Ok(Value::Object(_)) => Unusable::Break(format!(
+            "sent a response that is not a JSON-RPC response ({error})"
+        )),
+        Ok(other) => Unusable::Break(format!(
+            "sent a line that is not a JSON-RPC message (a JSON {})",
+            ors_core::types::json_kind(&other)
+        )),
+        Err(e) => Unusable::Break(format!(
+            "sent a line that is not JSON ({e}; it starts: {})",
+            start_of(line)
+        )),
+    }
+}
+
+/// The first characters of a line, for a message.
+fn start_of(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&line[..line.len().min(120)]);
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+impl Transport<RoleClient> for StdioTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let process = Arc::clone(&self.process);
+        async move {
+            let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            bytes.push(b'\n');
+            let mut stdin = process.stdin.lock().await;
+            let Some(stdin) = stdin.as_mut() else {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the MCP connection is closed",
+                ));
+            };
+            stdin.write_all(&bytes).await?;
+            stdin.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            match self.read_line().await {
+                Read::Line => {}
+                Read::TooLong => {
+                    let limit = self.max_line;
+                    self.break_for(format!(
+                        "sent a line (one JSON-RPC message) of more than {limit} bytes, the \
+                         limit (McpServer::max_line_bytes)"
+                    ));
+                    return None;
+                }
+                Read::Eof => return None,
+                Read::Failed(e) => {
+                    self.break_for(format!("could not be read from: {e}"));
+                    return None;
+                }
+            }
+            let line = std::mem::take(&mut self.line);
+            let text = line.strip_suffix(b"\n").unwrap_or(&line);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
+            if text.iter().all(u8::is_ascii_whitespace) {
+                self.line = line;
+                self.line.clear();
+                continue;
+            }
+            let parsed = match serde_json::from_slice::<ServerJsonRpcMessage>(text) {
+                Ok(msg) => Ok(msg),
+                Err(e) => Err(unusable(text, &e)),
+            };
+            // Keep the buffer for the next line, unless a big one grew it.
+            if line.capacity() <= KEPT_LINE_CAPACITY {
+                self.line = line;
+                self.line.clear();
+            }
+            match parsed {
+                Ok(msg) => return Some(msg),
+                Err(Unusable::Skip) => {
+                    tracing::debug!("skipping a notification of a kind rmcp does not know");
+                }
+                Err(Unusable::Refuse(id)) => self.refuse(id),
+                Err(Unusable::Break(reason)) => {
+                    self.break_for(reason);
+                    return None;
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        // The program sees its input end; the drop of this transport ends it.
+        drop(self.process.stdin.lock().await.take());
+        Ok(())
+    }
+}
