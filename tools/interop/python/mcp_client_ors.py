@@ -4,11 +4,12 @@ our `conformance` fixture: over stdio (the client spawns `ors mcp`) and over str
 with their content, `fail` is an `isError` result, the `task` prompt and resource hold the
 question, `submit` reports reward and finished (structured content and `_meta.ors`), a call
 after that is the MCP error "episode finished", a secret reaches the environment, and when the
-client disconnects the ORS session is deleted.
+client disconnects the ORS session is deleted. Over HTTP the client sends `ors mcp`'s bearer
+token, and without it (or from another origin) it is refused.
 
 Usage:
   python mcp_client_ors.py stdio ORS_BINARY ORS_URL
-  python mcp_client_ors.py http MCP_URL ORS_URL
+  python mcp_client_ors.py http MCP_URL ORS_URL --token TOKEN
 Exits non-zero if any check fails.
 """
 
@@ -19,6 +20,8 @@ import urllib.error
 import urllib.request
 
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from harness import Checks, expect, expect_eq, expect_raises
@@ -26,6 +29,20 @@ from harness import Checks, expect, expect_eq, expect_raises
 ENV = "conformance"
 SPLIT, INDEX = "train", 3  # "What is 3+3?" -> "6"
 SECRET = ("API_TOKEN", "s3cr3t-value")
+
+
+def status_of_initialize(mcp_url: str, headers: dict[str, str]) -> int:
+    """The HTTP status `ors mcp --http` answers an `initialize` with these headers."""
+    body = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+            b'"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}')
+    req = urllib.request.Request(mcp_url, data=body, method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 def ors_session_status(ors_url: str, sid: str) -> int:
@@ -107,12 +124,14 @@ async def main() -> int:
     ap.add_argument("mode", choices=["stdio", "http"])
     ap.add_argument("target", help="the ors binary (stdio) or the MCP URL (http)")
     ap.add_argument("ors_url")
+    ap.add_argument("--token", help="the bearer token of `ors mcp --http`")
     args = ap.parse_args()
     checks = Checks(f"python MCP client vs ors mcp ({args.mode})")
 
     def connect(mode: str = "auto") -> Client:
         if args.mode == "http":
-            return Client(args.target, mode=mode)
+            http = create_mcp_http_client(headers={"Authorization": f"Bearer {args.token}"})
+            return Client(streamable_http_client(args.target, http_client=http), mode=mode)
         # The stdio client passes only a few variables to the child: everything `ors mcp`
         # needs is on its command line, secrets included.
         params = StdioServerParameters(
@@ -136,6 +155,16 @@ async def main() -> int:
                      lambda: one_episode("legacy"))
 
     if args.mode == "http":
+        async def refused() -> None:
+            bearer = {"Authorization": f"Bearer {args.token}"}
+            for headers, want in [({}, 401), ({"Authorization": "Bearer wrong"}, 401),
+                                  ({**bearer, "Origin": "http://evil.example"}, 403),
+                                  (bearer, 200)]:
+                status = await asyncio.to_thread(status_of_initialize, args.target, headers)
+                expect_eq(status, want, f"initialize with {sorted(headers)}")
+
+        await checks.run("no token, a wrong one or a foreign Origin is refused", refused)
+
         async def two_sessions() -> None:
             async with connect() as a, connect() as b:
                 ea = await a.call_tool("echo", {"text": "a"})

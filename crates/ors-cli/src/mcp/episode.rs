@@ -2,12 +2,14 @@
 //! needs it (`initialize`, or the first request of a client that skips the handshake), and
 //! deleted when the MCP session ends.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ors_client::{Environment, Error, RunToolOutput, Secrets, Session, TaskRef, ToolSpec};
 use serde_json::Value;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// What opens an episode: the environment, the task and the secrets. Shared by every MCP
@@ -20,6 +22,26 @@ pub struct EpisodeSpec {
     pub task: TaskRef,
     /// Secrets sent on `/create`.
     pub secrets: Secrets,
+    /// What bounds the episodes open at once (`--max-sessions`); `None`: no bound (stdio).
+    pub slots: Option<Slots>,
+}
+
+/// The episodes one `ors mcp --http` may hold open at once: one slot each, taken when its
+/// ORS session opens and given back when it is deleted.
+#[derive(Clone, Debug)]
+pub struct Slots {
+    free: Arc<Semaphore>,
+    max: usize,
+}
+
+impl Slots {
+    /// At most `max` episodes at once.
+    pub fn new(max: usize) -> Self {
+        Self {
+            free: Arc::new(Semaphore::new(max)),
+            max,
+        }
+    }
 }
 
 /// Why a request of the MCP client cannot be answered with a tool result.
@@ -27,6 +49,8 @@ pub struct EpisodeSpec {
 pub enum EpisodeError {
     /// A tool reported `finished`: the episode takes no more calls.
     Finished,
+    /// Every slot is taken (`--max-sessions`): no ORS session was opened.
+    Full(usize),
     /// The ORS session could not be opened, or the server failed.
     Ors(Error),
 }
@@ -36,6 +60,12 @@ impl std::fmt::Display for EpisodeError {
         match self {
             EpisodeError::Finished => f.write_str(
                 "episode finished: a tool call ended this ORS episode, so it takes no more calls",
+            ),
+            EpisodeError::Full(max) => write!(
+                f,
+                "ors mcp is serving its maximum of {max} MCP sessions (--max-sessions); end one \
+                 (DELETE /mcp with its Mcp-Session-Id) or wait until one goes idle, then \
+                 initialize again"
             ),
             EpisodeError::Ors(e) => write!(f, "ORS: {e}"),
         }
@@ -55,6 +85,60 @@ pub struct Episode {
     closed: AtomicBool,
     /// Fires on `close`, ending calls still running.
     shutdown: CancellationToken,
+    /// The slot of the open session, given back on `close`.
+    slot: Mutex<Option<OwnedSemaphorePermit>>,
+    /// When the MCP client last asked something, and whether it is waiting for an answer.
+    activity: Arc<Activity>,
+}
+
+/// What tells an idle MCP session from a busy one: requests being answered, and when the last
+/// one ended. A call running for an hour is not idle, whatever the timeout.
+#[derive(Debug)]
+pub struct Activity {
+    busy: AtomicUsize,
+    last: Mutex<Instant>,
+    changed: Notify,
+}
+
+impl Activity {
+    fn new() -> Self {
+        Self {
+            busy: AtomicUsize::new(0),
+            last: Mutex::new(Instant::now()),
+            changed: Notify::new(),
+        }
+    }
+
+    fn touch(&self) {
+        if let Ok(mut last) = self.last.lock() {
+            *last = Instant::now();
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// When the session becomes idle for `timeout` if nothing happens, or `None` while a
+    /// request is being answered.
+    fn idle_at(&self, timeout: Duration) -> Option<Instant> {
+        if self.busy.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        let last = self
+            .last
+            .lock()
+            .map(|l| *l)
+            .unwrap_or_else(|_| Instant::now());
+        Some(last + timeout)
+    }
+}
+
+/// Marks a request of the MCP client as being answered until dropped.
+pub struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+        self.0.touch();
+    }
 }
 
 impl Episode {
@@ -68,6 +152,41 @@ impl Episode {
             finished: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
+            slot: Mutex::new(None),
+            activity: Arc::new(Activity::new()),
+        }
+    }
+
+    /// Count a request of the MCP client as being answered while the guard lives.
+    pub fn busy(&self) -> Busy {
+        self.activity.busy.fetch_add(1, Ordering::SeqCst);
+        self.activity.touch();
+        Busy(Arc::clone(&self.activity))
+    }
+
+    /// Wait until no request has been answered for `timeout` (none running meanwhile), or
+    /// the episode is closed. True when it went idle.
+    pub async fn idle_for(&self, timeout: Duration) -> bool {
+        loop {
+            // Registered before reading the state, so a change in between is not missed.
+            let changed = self.activity.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let wake = async {
+                match self.activity.idle_at(timeout) {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                () = self.shutdown.cancelled() => return false,
+                () = changed => continue,
+                () = wake => {
+                    if self.activity.idle_at(timeout).is_some_and(|at| at <= Instant::now()) {
+                        return true;
+                    }
+                }
+            }
         }
     }
 
@@ -94,6 +213,14 @@ impl Episode {
                 "the MCP session has ended".into(),
             )));
         }
+        let slot = match &self.spec.slots {
+            Some(slots) => Some(
+                Arc::clone(&slots.free)
+                    .try_acquire_owned()
+                    .map_err(|_| EpisodeError::Full(slots.max))?,
+            ),
+            None => None,
+        };
         let session = self
             .spec
             .env
@@ -108,8 +235,11 @@ impl Episode {
             "ORS session opened"
         );
         let session = Arc::new(session);
-        if let Ok(mut slot) = self.session.lock() {
-            *slot = Some(Arc::clone(&session));
+        if let Ok(mut open) = self.session.lock() {
+            *open = Some(Arc::clone(&session));
+        }
+        if let Ok(mut held) = self.slot.lock() {
+            *held = slot;
         }
         Ok(session)
     }
@@ -162,6 +292,8 @@ impl Episode {
         self.closed.store(true, Ordering::SeqCst);
         self.shutdown.cancel();
         let taken = self.session.lock().ok().and_then(|mut s| s.take());
+        // Held until the session is deleted (the end of this function).
+        let _slot = self.slot.lock().ok().and_then(|mut s| s.take());
         let Some(mut session) = taken else { return };
         // Calls in flight hold the session for a moment after `shutdown` ends them; deleting
         // needs it alone. Should one still hold it, its drop deletes the session instead.

@@ -78,10 +78,17 @@ impl EpisodeServer {
     }
 }
 
+/// The JSON-RPC error of an `initialize` refused because every slot is taken (JSON-RPC's
+/// range for server errors).
+pub const FULL: ErrorCode = ErrorCode(-32000);
+
 /// An MCP error for a failure outside any tool.
 fn mcp_error(e: EpisodeError) -> ErrorData {
     match e {
         EpisodeError::Finished => ErrorData::new(ErrorCode::INVALID_REQUEST, e.to_string(), None),
+        EpisodeError::Full(max) => {
+            ErrorData::new(FULL, e.to_string(), Some(json!({ "max_sessions": max })))
+        }
         EpisodeError::Ors(_) => ErrorData::internal_error(e.to_string(), None),
     }
 }
@@ -191,6 +198,7 @@ impl ServerHandler for EpisodeServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        let _busy = self.episode.busy();
         // The handshake is where the episode starts: a task that cannot be created fails it,
         // naming why, instead of the first tool call.
         self.episode.session().await.map_err(mcp_error)?;
@@ -203,6 +211,7 @@ impl ServerHandler for EpisodeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        let _busy = self.episode.busy();
         let tools = self.episode.tools().await.map_err(mcp_error)?;
         Ok(ListToolsResult::with_all_items(
             tools.iter().map(mcp_tool).collect(),
@@ -214,6 +223,7 @@ impl ServerHandler for EpisodeServer {
         request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let _busy = self.episode.busy();
         let input = request.arguments.map(Value::Object).unwrap_or(json!({}));
         let started = std::time::Instant::now();
         match self.episode.call(&request.name, input).await {
@@ -228,7 +238,7 @@ impl ServerHandler for EpisodeServer {
                 );
                 Ok(mcp_result(&out, &sid).into())
             }
-            Err(EpisodeError::Finished) => Err(mcp_error(EpisodeError::Finished)),
+            Err(e @ (EpisodeError::Finished | EpisodeError::Full(_))) => Err(mcp_error(e)),
             // The server or the connection failed: the agent sees why, as a tool error.
             Err(EpisodeError::Ors(e)) => Ok(CallToolResult::error(vec![ContentBlock::text(
                 format!("the ORS call failed: {e}"),
@@ -242,6 +252,7 @@ impl ServerHandler for EpisodeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        let _busy = self.episode.busy();
         Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
             PROMPT_NAME,
             Some(format!(
@@ -257,6 +268,7 @@ impl ServerHandler for EpisodeServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let _busy = self.episode.busy();
         if request.name != PROMPT_NAME {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -284,6 +296,7 @@ impl ServerHandler for EpisodeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        let _busy = self.episode.busy();
         let resource = Resource::new(self.resource_uri(), PROMPT_NAME)
             .with_description("The episode's prompt (its task)")
             .with_mime_type("text/plain");
@@ -295,6 +308,7 @@ impl ServerHandler for EpisodeServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let _busy = self.episode.busy();
         let uri = self.resource_uri();
         if request.uri != uri {
             return Err(ErrorData::resource_not_found(

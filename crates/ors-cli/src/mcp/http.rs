@@ -1,23 +1,30 @@
 //! `ors mcp --http ADDR`: MCP over streamable HTTP at `/mcp`, one ORS episode per MCP session.
+//! Every request is checked first (bearer token, `Origin`, `Host`: see [`super::access`]);
+//! sessions are bounded ([`super::episode::Slots`]) and end when idle.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use ors_client::Error;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
+use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::access::{Access, Refusal};
 use super::episode::{Episode, EpisodeSpec};
 use super::handler::{EpisodeServer, Eras};
 
@@ -44,8 +51,40 @@ impl Episodes {
     }
 }
 
+/// How `ors mcp --http` serves.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The one address listened on.
+    pub addr: SocketAddr,
+    /// Who may send requests.
+    pub access: Access,
+    /// How long an MCP session may go without a request (none running) before it ends, its
+    /// ORS episode with it; `None`: never.
+    pub idle_timeout: Option<Duration>,
+}
+
+tokio::task_local! {
+    /// The episode the service factory made while answering this request (an `initialize`).
+    static CREATED: Arc<Mutex<Option<Arc<Episode>>>>;
+}
+
+/// The `Host` names a request may carry: the address listened on (and `localhost` on a
+/// loopback address), so a DNS-rebound name is refused; any, on an unspecified address.
+fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
+    let ip = addr.ip();
+    if ip.is_unspecified() {
+        return Vec::new();
+    }
+    let mut hosts = vec![ip.to_string()];
+    if ip.is_loopback() {
+        hosts.push("localhost".to_owned());
+    }
+    hosts
+}
+
 /// Serve until SIGTERM/SIGINT; then end every MCP session and delete its ORS session.
-pub async fn serve(spec: EpisodeSpec, addr: SocketAddr) -> Result<ExitCode, Error> {
+pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Error> {
+    let addr = opts.addr;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| Error::InvalidArgument(format!("cannot listen on {addr}: {e}")))?;
@@ -55,19 +94,36 @@ pub async fn serve(spec: EpisodeSpec, addr: SocketAddr) -> Result<ExitCode, Erro
     let stop = CancellationToken::new();
     let episodes = Arc::new(Episodes::default());
     let factory_episodes = Arc::clone(&episodes);
-    let config = StreamableHttpServerConfig::default()
-        .with_cancellation_token(stop.child_token())
-        // The address the operator chose to listen on is the one clients name.
-        .disable_allowed_hosts();
+    let hosts = allowed_hosts(local);
+    let config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
+    let config = if hosts.is_empty() {
+        config.disable_allowed_hosts()
+    } else {
+        config.with_allowed_hosts(hosts)
+    };
+    // Idle sessions are ended by `expire_when_idle`, which, unlike rmcp's keep-alive, knows
+    // that a session waiting for a long tool call is not idle.
+    let mut session_config = SessionConfig::default();
+    session_config.keep_alive = None;
+    let mut manager = LocalSessionManager::default();
+    manager.session_config = session_config;
+    let manager = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || {
             let episode = Arc::new(Episode::new(spec.clone()));
             factory_episodes.add(&episode);
+            let _ = CREATED.try_with(|slot| {
+                if let Ok(mut slot) = slot.lock() {
+                    *slot = Some(Arc::clone(&episode));
+                }
+            });
             Ok(EpisodeServer::new(episode, Eras::Handshake).closing_on_drop())
         },
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&manager),
         config,
     );
+    let access = Arc::new(opts.access);
+    let idle_timeout = opts.idle_timeout;
     // Over HTTP stdout is free, so the ready line goes there, as ors-server's does.
     println!("ors mcp listening on http://{local}{PATH}");
     loop {
@@ -83,15 +139,35 @@ pub async fn serve(spec: EpisodeSpec, addr: SocketAddr) -> Result<ExitCode, Erro
         };
         let service = service.clone();
         let conn_stop = stop.clone();
+        let access = Arc::clone(&access);
+        let manager = Arc::clone(&manager);
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
                 let service = service.clone();
+                let access = Arc::clone(&access);
+                let manager = Arc::clone(&manager);
                 async move {
                     if req.uri().path() != PATH {
                         return Ok::<_, Infallible>(not_found());
                     }
+                    if let Err(refusal) = access.check(req.headers()) {
+                        tracing::warn!(reason = ?refusal_kind(&refusal), "MCP request refused");
+                        return Ok(refused(&refusal));
+                    }
                     let delete = req.method() == Method::DELETE;
-                    let mut response = service.handle(req).await;
+                    let created = Arc::new(Mutex::new(None));
+                    let mut response = CREATED
+                        .scope(Arc::clone(&created), service.handle(req))
+                        .await;
+                    let episode = created.lock().ok().and_then(|mut c| c.take());
+                    let id = response
+                        .headers()
+                        .get(HEADER_SESSION_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .map(SessionId::from);
+                    if let (Some(episode), Some(id), Some(idle)) = (episode, id, idle_timeout) {
+                        tokio::spawn(expire_when_idle(episode, id, idle, manager));
+                    }
                     // rmcp acknowledges a session's deletion with 202; the Python SDK's
                     // client expects 200 or 204 and logs anything else as a failure. The
                     // deletion is done, so say so.
@@ -114,6 +190,54 @@ pub async fn serve(spec: EpisodeSpec, addr: SocketAddr) -> Result<ExitCode, Erro
         episode.close().await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// End the MCP session `id` (and so its ORS episode) once it has been idle for `idle`.
+async fn expire_when_idle(
+    episode: Arc<Episode>,
+    id: SessionId,
+    idle: Duration,
+    manager: Arc<LocalSessionManager>,
+) {
+    if !episode.idle_for(idle).await {
+        return;
+    }
+    tracing::info!(
+        mcp_session = %id,
+        idle_secs = idle.as_secs(),
+        "the MCP session is idle: ending it and its ORS episode"
+    );
+    if let Err(e) = manager.close_session(&id).await {
+        tracing::debug!(mcp_session = %id, error = %e, "closing the idle MCP session");
+    }
+    episode.close().await;
+}
+
+fn refusal_kind(refusal: &Refusal) -> &'static str {
+    match refusal {
+        Refusal::Unauthorized => "no valid bearer token",
+        Refusal::Origin(_) => "origin not allowed",
+    }
+}
+
+/// 401 (with `WWW-Authenticate: Bearer`) or 403, saying what to change.
+fn refused(refusal: &Refusal) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from(refusal.message())).boxed());
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    match refusal {
+        Refusal::Unauthorized => {
+            *response.status_mut() = StatusCode::UNAUTHORIZED;
+            response
+                .headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        Refusal::Origin(_) => *response.status_mut() = StatusCode::FORBIDDEN,
+    }
+    response
 }
 
 fn not_found() -> Response<BoxBody<Bytes, Infallible>> {

@@ -3,9 +3,14 @@
 //!
 //! The ORS session is created when the MCP session starts (`initialize`, or the first request
 //! of a client that skips the handshake) and deleted when it ends: stdin closed, the HTTP
-//! session deleted or expired, SIGTERM or SIGINT. Its pings run in the background meanwhile.
+//! session deleted or gone idle, SIGTERM or SIGINT. Its pings run in the background meanwhile.
 //! Nothing but MCP goes to stdout.
+//!
+//! Over HTTP a request needs the bearer token and, from a browser, an allowed `Origin`; at
+//! most `--max-sessions` MCP sessions are open at once (an `initialize` beyond is a JSON-RPC
+//! error, and no ORS session is opened for it).
 
+mod access;
 mod episode;
 mod handler;
 mod http;
@@ -13,12 +18,14 @@ mod http;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use ors_client::{Environment, Error, Secrets, TaskRef};
 use rmcp::ServiceExt;
 
-pub use episode::{Episode, EpisodeSpec};
+pub use access::TOKEN_ENV;
+pub use episode::{Episode, EpisodeSpec, Slots};
 pub use handler::{EpisodeServer, Eras};
 
 /// The variable holding secrets for `ors mcp` when no `--secret` is given: a JSON object of
@@ -36,6 +43,24 @@ pub struct McpArgs {
     /// session, instead of one episode over stdio.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<SocketAddr>,
+    /// Over HTTP, the bearer token every request must carry (`Authorization: Bearer TOKEN`);
+    /// when neither this nor $ORS_MCP_TOKEN is given, one is generated and printed on stderr.
+    #[arg(long, env = TOKEN_ENV, hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Over HTTP, a browser origin allowed to send requests (`https://app.example`); repeat
+    /// for several. A request with any other `Origin` is refused (403); by default, all are.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http",
+          value_parser = access::normalize_origin)]
+    pub allow_origins: Vec<String>,
+    /// Over HTTP, the most MCP sessions (each an ORS episode) open at once; an `initialize`
+    /// beyond them is refused with a JSON-RPC error.
+    #[arg(long, value_name = "N", default_value_t = 64, requires = "http",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sessions: u32,
+    /// Over HTTP, end an MCP session (and delete its ORS session) after this many seconds
+    /// without a request, none running; 0: never.
+    #[arg(long, value_name = "SECS", default_value_t = 900, requires = "http")]
+    pub idle_timeout: u64,
     /// A secret for the environment, `KEY=VALUE`; repeat for several. Replaces $ORS_SECRETS
     /// (a JSON object of strings).
     #[arg(long = "secret", value_name = "KEY=VALUE", value_parser = parse_secret)]
@@ -82,11 +107,39 @@ pub async fn run(env: Environment, args: McpArgs) -> Result<ExitCode, Error> {
         }
     };
     let secrets = secrets(&args.secrets, std::env::var(SECRETS_ENV).ok().as_deref())?;
-    let spec = EpisodeSpec { env, task, secrets };
-    match args.http {
-        None => stdio(spec).await,
-        Some(addr) => http::serve(spec, addr).await,
-    }
+    let Some(addr) = args.http else {
+        let spec = EpisodeSpec {
+            env,
+            task,
+            secrets,
+            slots: None,
+        };
+        return stdio(spec).await;
+    };
+    let token = match args.token.filter(|t| !t.trim().is_empty()) {
+        Some(token) => token.trim().to_owned(),
+        None => {
+            let token = access::generate_token().map_err(Error::InvalidArgument)?;
+            // Printed once, where only the operator sees it; stdout carries the ready line.
+            eprintln!(
+                "ors mcp: MCP clients must send `Authorization: Bearer {token}` (a token \
+                 generated for this run; choose one with --token or ${TOKEN_ENV})"
+            );
+            token
+        }
+    };
+    let spec = EpisodeSpec {
+        env,
+        task,
+        secrets,
+        slots: Some(Slots::new(args.max_sessions as usize)),
+    };
+    let opts = http::HttpOptions {
+        addr,
+        access: access::Access::new(token, args.allow_origins),
+        idle_timeout: (args.idle_timeout > 0).then(|| Duration::from_secs(args.idle_timeout)),
+    };
+    http::serve(spec, opts).await
 }
 
 /// One episode over stdin/stdout.

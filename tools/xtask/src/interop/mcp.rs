@@ -20,6 +20,9 @@ use crate::workspace::workspace_root;
 /// The webhook endpoint's secret (a throwaway; the endpoint refuses calls without it).
 const HOOK_SECRET: &str = "interop-hook-secret";
 
+/// The bearer token `ors mcp --http` is given (a throwaway).
+const MCP_TOKEN: &str = "interop-mcp-token";
+
 /// The variable `mcp_env` reads the webhooks' secret from (the file names it, not the value).
 const HOOK_SECRET_VAR: &str = "ORS_INTEROP_HOOK_SECRET";
 
@@ -49,7 +52,7 @@ pub fn python_mcp_client_against_ors_mcp() -> Result<(), String> {
     cmd.args(["--url", &fixture.url, "mcp", "conformance"])
         .args(["--split", "train", "--index", "3"])
         .args(["--secret", "API_TOKEN=s3cr3t-value"])
-        .args(["--http", "127.0.0.1:0"])
+        .args(["--http", "127.0.0.1:0", "--token", MCP_TOKEN])
         .env_remove("ORS_API_KEY")
         .env_remove("ORS_SECRETS");
     cmd.stderr(conformance::log_file("ors-mcp-http")?);
@@ -57,7 +60,7 @@ pub fn python_mcp_client_against_ors_mcp() -> Result<(), String> {
     python_script(
         Peer::OrsSdk,
         "mcp_client_ors.py",
-        &["http", &mcp.url, &fixture.url],
+        &["http", &mcp.url, &fixture.url, "--token", MCP_TOKEN],
         &[],
     )
 }
