@@ -109,9 +109,9 @@ pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
 /// How long a finished call's result stays available to a reconnect by default.
 pub const RESULT_LINGER: Duration = Duration::from_secs(60);
 
-/// The error codes, one row each: doc, variant, wire name.
+/// The error codes, one row each: doc, variant, wire name, HTTP status.
 macro_rules! error_codes {
-    ($($(#[doc = $doc:literal])* $code:ident = $wire:literal,)*) => {
+    ($($(#[doc = $doc:literal])* $code:ident = $wire:literal, $status:literal;)*) => {
         /// The stable machine-readable `code` of an error reply `{"detail": ..., "code": ...}`
         /// (row `error-codes`). Programs decide on the code, never on the words of `detail`; a
         /// code this version does not know is kept as text by [`ErrorBody`](crate::ErrorBody)
@@ -119,7 +119,7 @@ macro_rules! error_codes {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         #[non_exhaustive]
         pub enum ErrorCode {
-            $($(#[doc = $doc])* $code,)*
+            $($(#[doc = $doc])* #[doc = ""] #[doc = concat!("HTTP status ", $status, ".")] $code,)*
         }
 
         impl ErrorCode {
@@ -132,57 +132,64 @@ macro_rules! error_codes {
                     $(ErrorCode::$code => $wire,)*
                 }
             }
+
+            /// The HTTP status an answer with this code has.
+            pub const fn status(self) -> u16 {
+                match self {
+                    $(ErrorCode::$code => $status,)*
+                }
+            }
         }
     };
 }
 
 error_codes! {
-    /// 404: the session id was never seen (or was forgotten long ago).
-    SessionNotFound = "session_not_found",
-    /// 410: the session was deleted (within the last hour, row `gone-vs-not-found`).
-    SessionDeleted = "session_deleted",
-    /// 404: the inactivity reaper removed the session.
-    SessionTimedOut = "session_timed_out",
-    /// 404: the id came from `/create_session` but no `/create` started an episode under it.
-    NoEpisodeYet = "no_episode_yet",
-    /// 400: `/create` under an id that already has a live episode.
-    SessionExists = "session_exists",
-    /// 400: `/create` under an id this server did not issue (its tag does not check out):
+    /// The session id was never seen (or was forgotten long ago).
+    SessionNotFound = "session_not_found", 404;
+    /// The session was deleted (within the last hour, row `gone-vs-not-found`).
+    SessionDeleted = "session_deleted", 410;
+    /// The inactivity reaper removed the session.
+    SessionTimedOut = "session_timed_out", 404;
+    /// The id came from `/create_session` but no `/create` started an episode under it.
+    NoEpisodeYet = "no_episode_yet", 404;
+    /// `/create` under an id that already has a live episode.
+    SessionExists = "session_exists", 400;
+    /// `/create` under an id this server did not issue (its tag does not check out):
     /// call `/create_session` for one.
-    UnknownSessionId = "unknown_session_id",
-    /// 400: the request is malformed (body, field, header, index, split...); `detail` says
+    UnknownSessionId = "unknown_session_id", 400;
+    /// The request is malformed (body, field, header, index, split...); `detail` says
     /// which part.
-    InvalidRequest = "invalid_request",
-    /// 404: the path or `env_name` names an environment the server does not host.
-    UnknownEnvironment = "unknown_environment",
-    /// 503: the server is at its limit of live sessions (`Retry-After` says when to retry).
-    TooManySessions = "too_many_sessions",
-    /// 429: the session already has as many calls running or queued as allowed.
-    TooManyCalls = "too_many_calls",
-    /// 401: the API key is missing or wrong.
-    Unauthorized = "unauthorized",
-    /// 503: the server is shutting down.
-    ShuttingDown = "shutting_down",
-    /// 413: the request body is larger than the server accepts.
-    PayloadTooLarge = "payload_too_large",
-    /// 408: the request body did not arrive within the server's time limit; the connection
+    InvalidRequest = "invalid_request", 400;
+    /// The path or `env_name` names an environment the server does not host.
+    UnknownEnvironment = "unknown_environment", 404;
+    /// The server is at its limit of live sessions (`Retry-After` says when to retry).
+    TooManySessions = "too_many_sessions", 503;
+    /// The session already has as many calls running or queued as allowed.
+    TooManyCalls = "too_many_calls", 429;
+    /// The API key is missing or wrong.
+    Unauthorized = "unauthorized", 401;
+    /// The server is shutting down.
+    ShuttingDown = "shutting_down", 503;
+    /// The request body is larger than the server accepts.
+    PayloadTooLarge = "payload_too_large", 413;
+    /// The request body did not arrive within the server's time limit; the connection
     /// is closed.
-    RequestTimeout = "request_timeout",
-    /// 503: the server is at a limit of its own (connections, request bytes in flight), not
+    RequestTimeout = "request_timeout", 408;
+    /// The server is at a limit of its own (connections, request bytes in flight), not
     /// of this client's making; `Retry-After` says when to retry.
-    Overloaded = "overloaded",
-    /// 404: no route has this path.
-    NoRoute = "no_route",
-    /// 405: the route exists, the method does not (`Allow` lists the right one).
-    MethodNotAllowed = "method_not_allowed",
-    /// 400 or 500: the environment's setup of this session failed (400 when the task was
+    Overloaded = "overloaded", 503;
+    /// No route has this path.
+    NoRoute = "no_route", 404;
+    /// The route exists, the method does not (`Allow` lists the right one).
+    MethodNotAllowed = "method_not_allowed", 405;
+    /// The environment's setup of this session failed (400 when the task was
     /// unusable); later requests on the session get the same answer.
-    SetupFailed = "setup_failed",
-    /// 500: the server or the environment failed.
-    Internal = "internal",
-    /// 503: the session's setup is still running after the server's wait (`X-Backend-State:
+    SetupFailed = "setup_failed", 500;
+    /// The server or the environment failed.
+    Internal = "internal", 500;
+    /// The session's setup is still running after the server's wait (`X-Backend-State:
     /// starting`, `Retry-After`); ask again (PROTOCOL_NOTES row `slow-setup`).
-    SessionStarting = "session_starting",
+    SessionStarting = "session_starting", 503;
 }
 
 impl ErrorCode {
@@ -239,6 +246,9 @@ mod tests {
             assert_eq!(code.to_string(), s);
         }
         assert!("Session_Deleted".parse::<ErrorCode>().is_err());
+        assert!(ErrorCode::ALL
+            .iter()
+            .all(|c| (400..600).contains(&c.status())));
     }
 
     #[test]

@@ -170,15 +170,10 @@ const PER_TOOL: Kind<HashMap<String, Duration>> = Kind {
         "time limits greater than 0",
         |_| None,
         |limits| {
-            let mut shown: Vec<String> = limits
-                .iter()
-                .map(|(tool, d)| format!("{tool}: {} s", d.as_secs_f64()))
-                .collect();
-            shown.sort();
-            if shown.is_empty() {
+            if limits.is_empty() {
                 "none".to_owned()
             } else {
-                shown.join(", ")
+                format!("{limits:?}")
             }
         },
     )

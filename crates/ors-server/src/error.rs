@@ -98,32 +98,13 @@ impl std::fmt::Display for Secs {
 }
 
 impl ApiError {
-    /// The status code of each error: the one place they are decided.
+    /// The status code of each error: its code's ([`ErrorCode::status`]), except a setup
+    /// that failed on its task, which is the client's mistake (400).
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            ApiError::NoRoute { .. }
-            | ApiError::UnknownEnvironment(_)
-            | ApiError::SessionNotFound(_)
-            | ApiError::NoEpisodeYet(_)
-            | ApiError::ScoreGroupUnsupported(_)
-            | ApiError::SessionTimedOut { .. } => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::MissingSessionId
-            | ApiError::InvalidSessionId(_)
-            | ApiError::SessionExists(_)
-            | ApiError::UnknownSessionId(_)
-            | ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::SetupFailed(f) if f.bad_task => StatusCode::BAD_REQUEST,
-            ApiError::SetupFailed(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::SessionDeleted(_) => StatusCode::GONE,
-            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
-            ApiError::TooManySessions { .. }
-            | ApiError::ShuttingDown
-            | ApiError::Overloaded(_)
-            | ApiError::SessionStarting(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::TooManyCalls { .. } => StatusCode::TOO_MANY_REQUESTS,
+            _ => StatusCode::from_u16(self.code().status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         }
     }
 

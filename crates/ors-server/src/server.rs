@@ -87,7 +87,7 @@ impl Server {
         self
     }
 
-    /// Require this API key on every route but `/health`.
+    /// Require this API key on the routes that are not open ([`ServerConfig::api_key`]).
     pub fn api_key(mut self, key: impl Into<String>) -> Self {
         self.config.api_key = Some(key.into());
         self
