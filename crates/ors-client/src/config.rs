@@ -45,22 +45,40 @@ pub enum SizeLimit {
     Result,
     /// A JSON response body (discovery, prompt, create): [`crate::Config::max_body_bytes`].
     Body,
+    /// An agent's model server's answer to one request:
+    /// [`crate::agent::ModelOptions::max_response_bytes`].
+    ModelResponse,
 }
 
 impl SizeLimit {
-    /// The environment variable that sets this limit.
-    pub fn env_var(self) -> &'static str {
+    /// The environment variable that sets this limit, if one does.
+    pub fn env_var(self) -> Option<&'static str> {
         match self {
-            SizeLimit::Result => MAX_RESULT_BYTES_ENV,
-            SizeLimit::Body => MAX_BODY_BYTES_ENV,
+            SizeLimit::Result => Some(MAX_RESULT_BYTES_ENV),
+            SizeLimit::Body => Some(MAX_BODY_BYTES_ENV),
+            SizeLimit::ModelResponse => None,
         }
     }
 
-    /// The [`crate::ClientBuilder`] method that sets this limit.
+    /// The method that sets this limit (`ClientBuilder::max_body_bytes`).
     pub fn setter(self) -> &'static str {
         match self {
-            SizeLimit::Result => "max_result_bytes",
-            SizeLimit::Body => "max_body_bytes",
+            SizeLimit::Result => "ClientBuilder::max_result_bytes",
+            SizeLimit::Body => "ClientBuilder::max_body_bytes",
+            SizeLimit::ModelResponse => "ModelOptions::max_response_bytes",
+        }
+    }
+
+    /// How to raise it, for an error message.
+    pub fn how_to_raise(self) -> String {
+        match self {
+            SizeLimit::ModelResponse => {
+                format!("{} or ors eval --max-response-bytes", self.setter())
+            }
+            other => match other.env_var() {
+                Some(var) => format!("{} or {var}", other.setter()),
+                None => other.setter().to_owned(),
+            },
         }
     }
 }

@@ -85,8 +85,10 @@ pub enum Error {
     #[error("policy error: {0}")]
     Policy(String),
     /// An agent's model server failed: it answered an error status other than 429 and 5xx
-    /// (with the API's message), or kept failing with those, timeouts or broken connections
-    /// through every retry, or sent a reply that is not its API's.
+    /// (with the API's message), or kept failing with those or broken connections through
+    /// every retry, or sent a reply that is not its API's. (A model that gives no whole
+    /// answer within the step is [`Error::Timeout`]; an answer over its limit,
+    /// [`Error::ResponseTooLarge`].)
     #[error("model error: {message}")]
     Model {
         /// The last HTTP status, when the server answered.
@@ -98,8 +100,8 @@ pub enum Error {
     /// event, a JSON body). The connection was dropped and the request is not retried (its
     /// answer would be just as large); the session is still usable.
     #[error(
-        "{what} exceeds the client's limit of {} (raise it with ClientBuilder::{} or {})",
-        human_bytes(*.limit), .kind.setter(), .kind.env_var()
+        "{what} exceeds the client's limit of {} (raise it with {})",
+        human_bytes(*.limit), .kind.how_to_raise()
     )]
     ResponseTooLarge {
         /// What was too large ("the result of tool 'read_file'").

@@ -76,9 +76,15 @@ pub struct EvalArgs {
     /// End an episode once its model calls have used this many tokens.
     #[arg(long, value_name = "TOKENS")]
     token_budget: Option<u64>,
-    /// Limit on each step's model request and each tool call, in seconds.
+    /// Limit on each step's model request (its retries included) and each tool call, in
+    /// seconds.
     #[arg(long, default_value_t = 600.0, value_name = "SECS")]
     step_timeout: f64,
+    /// The most bytes one answer of the model server may have (a KiB, MiB or GiB suffix
+    /// allowed); past it the episode ends with a `too_large` error.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes,
+          default_value_t = ors_client::agent::DEFAULT_MAX_RESPONSE_BYTES)]
+    max_response_bytes: usize,
     /// Append one trajectory (JSON) per line to FILE as each episode ends.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
@@ -95,6 +101,12 @@ pub struct EvalArgs {
 
 fn parse_api(s: &str) -> Result<Api, String> {
     s.parse()
+}
+
+fn parse_bytes(s: &str) -> Result<usize, String> {
+    ors_core::settings::BYTES
+        .parse("--max-response-bytes", s)
+        .map_err(|e| e.to_string())
 }
 
 fn parse_object(s: &str) -> Result<serde_json::Map<String, Value>, String> {
@@ -131,7 +143,9 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     let step = Duration::from_secs_f64(args.step_timeout);
     let client = builder.call_timeout(Some(step)).build()?;
 
-    let mut opts = ModelOptions::new(args.api, base_url, model).timeout(step);
+    let mut opts = ModelOptions::new(args.api, base_url, model)
+        .timeout(step)
+        .max_response_bytes(args.max_response_bytes);
     if let Some(k) = args.model_api_key.clone().filter(|k| !k.is_empty()) {
         opts = opts.api_key(k);
     }
@@ -400,4 +414,18 @@ fn kinds(by: &std::collections::BTreeMap<String, usize>, total: usize) -> String
     }
     let parts: Vec<String> = by.iter().map(|(k, n)| format!("{k} {n}")).collect();
     format!("{total} ({})", parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_response_limit_is_bytes_with_an_optional_unit() {
+        assert_eq!(parse_bytes("32MiB"), Ok(32 << 20));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        let e = parse_bytes("0").unwrap_err();
+        assert!(e.contains("--max-response-bytes"), "{e}");
+        assert!(parse_bytes("lots").is_err());
+    }
 }

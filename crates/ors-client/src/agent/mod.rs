@@ -52,7 +52,9 @@ use crate::rollout::{Action, Call, Observation, Outcome, Policy, PolicyError, St
 pub use anthropic::{
     AnthropicMessages, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS,
 };
-pub use model::{Api, ChatModel, ChatRequest, ModelInfo, ModelOptions, ModelReply};
+pub use model::{
+    Api, ChatModel, ChatRequest, ModelInfo, ModelOptions, ModelReply, DEFAULT_MAX_RESPONSE_BYTES,
+};
 pub use openai::OpenAiChat;
 // The conversation and its record belong to the trajectory (rollout/trace.rs); these are the
 // agent's words too.

@@ -18,7 +18,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::client::Client;
-use crate::config::normalize_url;
+use crate::config::{normalize_url, SizeLimit};
 use crate::error::{Error, Result};
 use crate::http::{preview, Backoff, Http, Req, Retry};
 use crate::rollout::trace::{Message, ModelCall, Sampling, ToolCall};
@@ -77,6 +77,11 @@ impl FromStr for Api {
     }
 }
 
+/// The default bound on one answer of a model server: far above a completion's size (even
+/// with logprobs and token ids for thousands of tokens), small enough that `--concurrency`
+/// episodes reading at once stay within memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 << 20;
+
 /// Which model to ask, where, and how.
 #[derive(Clone)]
 pub struct ModelOptions {
@@ -96,8 +101,11 @@ pub struct ModelOptions {
     /// Other body fields, sent as given (`top_p`, `seed`, vLLM's `logprobs`,
     /// `return_token_ids`, ...); they override the fields above.
     pub extra: JsonObject,
-    /// Limit on one request (the whole answer).
+    /// Limit on one step's request: the whole answer, every retry included.
     pub timeout: Duration,
+    /// The most bytes one answer may have; past it the episode ends with
+    /// [`Error::ResponseTooLarge`] (the answer is not read further, nor asked for again).
+    pub max_response_bytes: usize,
     /// Retries after a 429, a 5xx, a timeout or a broken connection.
     pub max_retries: u32,
     /// Longest wait between attempts, and cap on a server's `Retry-After`.
@@ -115,6 +123,7 @@ impl fmt::Debug for ModelOptions {
             .field("max_tokens", &self.max_tokens)
             .field("extra", &self.extra)
             .field("timeout", &self.timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("max_retries", &self.max_retries)
             .field("max_backoff", &self.max_backoff)
             .finish()
@@ -133,6 +142,7 @@ impl ModelOptions {
             max_tokens: None,
             extra: JsonObject::new(),
             timeout: Duration::from_secs(600),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_retries: 6,
             max_backoff: Duration::from_secs(60),
         }
@@ -162,9 +172,15 @@ impl ModelOptions {
         self
     }
 
-    /// Limit one request to `d`.
+    /// Limit one step's request, retries included, to `d`.
     pub fn timeout(mut self, d: Duration) -> Self {
         self.timeout = d;
+        self
+    }
+
+    /// Read at most `bytes` of one answer (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
+    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
+        self.max_response_bytes = bytes;
         self
     }
 
@@ -322,12 +338,19 @@ impl Endpoint {
     }
 
     /// POST `body` to `path`, retrying as the agent loop should (429, 5xx, timeouts, broken
-    /// connections; honouring `Retry-After`), and decode the answer as `T`.
+    /// connections; honouring `Retry-After`), and decode the answer as `T`. The whole of it,
+    /// retries included, within [`ModelOptions::timeout`]; the answer within
+    /// [`ModelOptions::max_response_bytes`]. A timeout and an answer too large keep their
+    /// kinds (`timeout`, `too_large`) in the trajectory; any other failure is
+    /// [`Error::Model`].
     async fn post<T: DeserializeOwned>(&self, path: &str, body: &Body<'_>) -> Result<(T, u32)> {
         let model_error = |status: Option<u16>, message: String| Error::Model { status, message };
         let bytes = serde_json::to_vec(body)
             .map_err(|e| Error::InvalidArgument(format!("model request is not JSON: {e}")))?;
-        let mut req = Req::post(path).elsewhere(Arc::clone(&self.base), self.opts.timeout);
+        let limit = self.opts.timeout;
+        let mut req = Req::post(path)
+            .elsewhere(Arc::clone(&self.base), limit)
+            .max_body(self.opts.max_response_bytes, SizeLimit::ModelResponse);
         req.body = Some(Bytes::from(bytes));
         req.extra.clone_from(&self.headers);
         let first = self.http.backoff().base;
@@ -336,14 +359,25 @@ impl Endpoint {
             base: first,
             max: self.opts.max_backoff.max(first),
         };
-        let (result, attempts) = self.http.fetch_with(&req, Retry::Idempotent, backoff).await;
+        let fetch = self.http.fetch_with(&req, Retry::Idempotent, backoff);
+        let Ok((result, attempts)) = tokio::time::timeout(limit, fetch).await else {
+            return Err(Error::Timeout(format!(
+                "{}{path} gave no complete answer within the step timeout of {} (retries \
+                 included; ModelOptions::timeout, ors eval --step-timeout)",
+                self.base,
+                (ors_core::settings::SECS.show)(&limit)
+            )));
+        };
         let tries = if attempts > 1 {
             format!(" (after {attempts} attempts)")
         } else {
             String::new()
         };
-        let (_, body) = result
-            .map_err(|e| model_error(e.status(), format!("{}{path}{tries}: {e}", self.base)))?;
+        let (_, body) = result.map_err(|e| match e {
+            e @ Error::ResponseTooLarge { .. } => e,
+            Error::Timeout(t) => Error::Timeout(format!("{}{path}{tries}: {t}", self.base)),
+            e => model_error(e.status(), format!("{}{path}{tries}: {e}", self.base)),
+        })?;
         let decoded = serde_json::from_slice(&body).map_err(|e| {
             model_error(
                 None,

@@ -48,6 +48,9 @@ pub(crate) struct Req {
     pub base: Option<std::sync::Arc<str>>,
     /// A limit for this request instead of the configured request timeout.
     pub timeout: Option<Duration>,
+    /// A bound on this answer's body instead of the client's JSON body limit, and which
+    /// limit it is (for the error).
+    pub max_body: Option<(usize, SizeLimit)>,
 }
 
 impl Req {
@@ -62,6 +65,7 @@ impl Req {
             extra: Vec::new(),
             base: None,
             timeout: None,
+            max_body: None,
         }
     }
 
@@ -103,6 +107,12 @@ impl Req {
     pub fn elsewhere(mut self, base: std::sync::Arc<str>, timeout: Duration) -> Self {
         self.base = Some(base);
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Read at most `max` bytes of the answer (`kind` names the limit in the error).
+    pub fn max_body(mut self, max: usize, kind: SizeLimit) -> Self {
+        self.max_body = Some((max, kind));
         self
     }
 }
@@ -276,11 +286,16 @@ impl Http {
                 let bytes = reader.read_prefix(MAX_ERROR_BODY).await;
                 return Err(status_failure(parts.status, &parts.headers, &bytes));
             }
-            let max = self.cfg.max_body_bytes;
+            let (max, limit) = req
+                .max_body
+                .unwrap_or((self.cfg.max_body_bytes, SizeLimit::Body));
             let bytes = reader.read_all(max, &self.meter).await.map_err(|e| {
-                let what = format!("the reply to {} {}", req.method, req.path);
+                let what = match &req.base {
+                    Some(base) => format!("the reply of {base} to {} {}", req.method, req.path),
+                    None => format!("the reply to {} {}", req.method, req.path),
+                };
                 let fatal = matches!(e, crate::body::ReadError::TooLarge { .. });
-                let error = e.into_error(&what, max, SizeLimit::Body);
+                let error = e.into_error(&what, max, limit);
                 if fatal {
                     Failure::Fatal(error)
                 } else {

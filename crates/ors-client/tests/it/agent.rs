@@ -335,7 +335,7 @@ async fn the_model_key_is_sent_and_a_wrong_one_is_not_retried() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_server_cannot_exhaust_the_client() {
-    // A 10 GB answer: refused on its Content-Length, by the same limit as ORS bodies.
+    // A 10 GB answer: refused on its Content-Length, by the model answer limit.
     let fake = Fake::start(|_, _| {
         FakeResponse::raw(|mut conn| async move {
             use tokio::io::AsyncWriteExt;
@@ -363,9 +363,11 @@ async fn a_model_server_cannot_exhaust_the_client() {
     )
     .await;
     let error = report.episodes[0].error.as_ref().unwrap();
-    assert_eq!(error.kind, "model");
+    assert_eq!(error.kind, "too_large");
     assert!(
-        error.message.contains("exceeds the client's limit"),
+        error
+            .message
+            .contains("exceeds the client's limit of 32 MiB"),
         "{}",
         error.message
     );

@@ -652,3 +652,224 @@ async fn redirect_loops_other_origins_and_method_changes_are_refused() {
     assert_eq!(fake.count("GET /tasks"), 0);
     assert_bounded(&c);
 }
+
+// ---------------------------------------------------------------------------------------
+// A hostile model server (`ors eval`'s other peer)
+
+/// The step timeout of the hostile-model runs: a model request, retries included, ends by it.
+const STEP: Duration = Duration::from_secs(3);
+/// The model answer limit of the hostile-model runs.
+const MODEL_LIMIT: usize = 1 << 20;
+
+/// A good OpenAI answer to `body` (a request of an episode of the fixture): submit the sum.
+fn good_model_answer(body: &str) -> FakeResponse {
+    let request: serde_json::Value = serde_json::from_str(body).unwrap();
+    let prompt = request["messages"].to_string();
+    let (a, b) = ors_examples::scripted_model::sum_question(&prompt).unwrap();
+    let answer = json!({"answer": (a + b).to_string()}).to_string();
+    let reply = json!({"id": "r", "object": "chat.completion", "choices": [{"index": 0,
+        "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+        "type": "function", "function": {"name": "submit", "arguments": answer}}]},
+        "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5}});
+    FakeResponse::json(200, &reply.to_string())
+}
+
+/// A model server hostile to the episode of task 0 ("What is 0+0?") only, by `hostile`;
+/// tasks 1 and 2 are answered well.
+async fn hostile_model(hostile: impl Fn() -> FakeResponse + Send + Sync + 'static) -> Fake {
+    Fake::start(move |req: &FakeRequest, _| {
+        if req.body.contains("What is 0+0?") {
+            hostile()
+        } else {
+            good_model_answer(&req.body)
+        }
+    })
+    .await
+}
+
+/// Tasks 0 to 2 of the fixture, three at once, by an agent of `model` (step timeout
+/// [`STEP`], answers at most `limit` bytes): the report, and the most the client held.
+async fn eval_against(model: &Fake, limit: usize) -> (ors_client::EvalReport, usize) {
+    eval_within(model, limit, STEP).await
+}
+
+/// [`eval_against`] with a step timeout of `step`.
+async fn eval_within(
+    model: &Fake,
+    limit: usize,
+    step: Duration,
+) -> (ors_client::EvalReport, usize) {
+    let srv = crate::support::server().await;
+    let c = builder(&srv.url())
+        .call_timeout(Some(step))
+        .build()
+        .unwrap();
+    let agent = ors_client::agent::ModelOptions::new(
+        ors_client::Api::OpenAi,
+        format!("{}/v1", model.url),
+        "m",
+    )
+    .timeout(step)
+    .max_response_bytes(limit)
+    .connect(&c)
+    .unwrap();
+    let report = tokio::time::timeout(
+        Duration::from_secs(60),
+        ors_client::evaluate(
+            &c.environment("conformance"),
+            "train",
+            0..3,
+            Arc::new(ors_client::Agent::new(agent)),
+            ors_client::EvalOptions::default().concurrency(3),
+        ),
+    )
+    .await
+    .expect("the run ends");
+    srv.shutdown().await;
+    (report, c.peak_buffered_bytes())
+}
+
+/// Task 0 ended in an error of `kind` (returned); tasks 1 and 2 were played to the end.
+fn only_task_0_failed(report: &ors_client::EvalReport, kind: &str) -> ors_client::EpisodeError {
+    let by_index = |i: i64| report.episodes.iter().find(|e| e.index == i).unwrap();
+    for i in [1, 2] {
+        let ep = by_index(i);
+        assert_eq!(ep.total_reward, 1.0, "task {i} goes on: {:?}", ep.error);
+    }
+    let ep = by_index(0);
+    assert_eq!(ep.stop_reason, ors_client::StopReason::Error);
+    let error = ep.error.clone().expect("task 0 records its error");
+    assert_eq!(error.kind, kind, "{}", error.message);
+    error
+}
+
+const CHUNKED_HEAD: &[u8] =
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+/// One chunk of 64 KiB of `x`.
+fn chunk() -> Vec<u8> {
+    let mut c = format!("{:x}\r\n", 64 << 10).into_bytes();
+    c.extend(std::iter::repeat_n(b'x', 64 << 10));
+    c.extend_from_slice(b"\r\n");
+    c
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_answer_over_the_limit_ends_its_episode_only_and_is_not_asked_again() {
+    // 150 MB announced; then an endless chunked body.
+    let announced = hostile_model(|| {
+        FakeResponse::raw(|mut conn| async move {
+            use tokio::io::AsyncWriteExt;
+            let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                         Content-Length: 157286400\r\n\r\n{\"id\":\"";
+            let _ = conn.write_all(head).await;
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        })
+    })
+    .await;
+    let gone = Gone::default();
+    let g = gone.clone();
+    let endless = hostile_model(move || {
+        let g = g.clone();
+        FakeResponse::raw(move |conn| async move {
+            write_forever(conn, CHUNKED_HEAD, &chunk()).await;
+            g.raise();
+        })
+    })
+    .await;
+    for model in [&announced, &endless] {
+        let (report, peak) = eval_against(model, MODEL_LIMIT).await;
+        let error = only_task_0_failed(&report, "too_large");
+        assert!(error.message.contains("1 MiB"), "{}", error.message);
+        assert!(
+            error.message.contains("--max-response-bytes"),
+            "{}",
+            error.message
+        );
+        assert!(
+            peak <= MODEL_LIMIT + FIELD_ROOM,
+            "the client held {peak} bytes"
+        );
+        let asked = model
+            .requests()
+            .iter()
+            .filter(|r| r.body.contains("What is 0+0?"))
+            .count();
+        assert_eq!(asked, 1, "an answer too large is not asked for again");
+    }
+    assert!(
+        gone.wait().await,
+        "the endless body's connection was dropped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_or_trickling_model_ends_its_episode_at_the_step_timeout_retries_included() {
+    let silent = hostile_model(|| {
+        FakeResponse::raw(|conn| async move {
+            // Holds the connection open, answering nothing.
+            let _conn = conn;
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        })
+    })
+    .await;
+    let trickle = hostile_model(|| {
+        FakeResponse::raw(|conn| async move {
+            let head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                         Content-Length: 100\r\n\r\n";
+            drip(conn, head, b"{\"choices\":[", Duration::from_millis(100)).await;
+        })
+    })
+    .await;
+    for model in [&silent, &trickle] {
+        let (report, _) = eval_against(model, MODEL_LIMIT).await;
+        let error = only_task_0_failed(&report, "timeout");
+        assert!(
+            error.message.contains("step timeout of 3 s"),
+            "{}",
+            error.message
+        );
+        let asked = model
+            .requests()
+            .iter()
+            .filter(|r| r.body.contains("What is 0+0?"))
+            .count();
+        assert_eq!(
+            asked, 1,
+            "the step timeout covers the retries: none was left time"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_model_answer_ends_its_episode_naming_what_came() {
+    let model = hostile_model(|| {
+        FakeResponse::json(200, r#"{"choices": [{"message": {"role": "assistant""#)
+    })
+    .await;
+    let (report, _) = eval_against(&model, MODEL_LIMIT).await;
+    let error = only_task_0_failed(&report, "model");
+    assert!(error.message.contains("not the API's"), "{}", error.message);
+    assert!(error.message.contains(r#"{"choices""#), "{}", error.message);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_call_with_megabytes_of_arguments_ends_its_episode_at_the_servers_limit() {
+    let model = hostile_model(|| {
+        let text = "x".repeat(12 << 20);
+        let arguments = json!({ "text": text }).to_string();
+        let reply = json!({"id": "r", "object": "chat.completion", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+            "type": "function", "function": {"name": "echo", "arguments": arguments}}]},
+            "finish_reason": "tool_calls"}]});
+        FakeResponse::json(200, &reply.to_string())
+    })
+    .await;
+    let limit = ors_client::agent::DEFAULT_MAX_RESPONSE_BYTES;
+    // Time enough to make and move 12 MB in a debug build: the size is what is tested.
+    let (report, peak) = eval_within(&model, limit, Duration::from_secs(30)).await;
+    let error = only_task_0_failed(&report, "http");
+    assert_eq!(error.status, Some(413), "{}", error.message);
+    assert!(error.message.contains("10485760"), "{}", error.message);
+    assert!(peak <= limit, "the client held {peak} bytes");
+}
