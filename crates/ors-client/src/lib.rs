@@ -73,9 +73,9 @@ pub use ors_core::{
     TerminalToolSpec, TextBlock, ToolError, ToolErrorReason, ToolOutput, ToolSpec, VersionInfo,
 };
 pub use rollout::{
-    evaluate, Action, Call, Episode, EpisodeError, EvalOptions, EvalProgress, EvalProgressFn,
-    EvalReport, Observation, Outcome, Policy, PolicyError, StopHandle, StopReason, Summary,
-    Timings, Turn,
+    evaluate, evaluate_samples, Action, Call, Episode, EpisodeError, EvalOptions, EvalProgress,
+    EvalProgressFn, EvalReport, Observation, Outcome, Policy, PolicyError, StopHandle, StopReason,
+    Summary, TaskSample, Timings, Turn,
 };
 pub use session::{Session, SessionBuilder, TaskRef};
 

@@ -142,6 +142,11 @@ pub struct Episode {
     pub split: String,
     /// The task's index in the split.
     pub index: i64,
+    /// Which sample of the task this episode is, from 0: with several samples per task
+    /// (`ors eval --samples K`) each is its own session (PROTOCOL_NOTES row `samples`).
+    /// Trajectories written before samples existed read as sample 0.
+    #[serde(default)]
+    pub sample: u32,
     /// The task, as `POST /{env}/task` returned it (absent when that failed).
     #[serde(default)]
     pub task: Option<Value>,
@@ -169,12 +174,13 @@ pub struct Episode {
 }
 
 impl Episode {
-    /// An episode of `env` on task `index` of `split` that has not started.
-    pub(crate) fn new(env: &str, split: &str, index: i64) -> Self {
+    /// An episode of `env` on sample `at` of a task of `split` that has not started.
+    pub(crate) fn new(env: &str, split: &str, at: TaskSample) -> Self {
         Self {
             env: env.to_owned(),
             split: split.to_owned(),
-            index,
+            index: at.index,
+            sample: at.sample,
             task: None,
             total_reward: 0.0,
             steps: 0,
@@ -193,6 +199,14 @@ impl Episode {
         self.finished && self.error.is_none() && self.total_reward > 0.0
     }
 
+    /// The task and sample this episode ran.
+    pub fn task_sample(&self) -> TaskSample {
+        TaskSample {
+            index: self.index,
+            sample: self.sample,
+        }
+    }
+
     /// Tokens read and written by the agent's model (0 without an agent).
     pub fn tokens(&self) -> (u64, u64) {
         self.agent
@@ -201,13 +215,44 @@ impl Episode {
     }
 }
 
-/// The results of an evaluation, in the order of the indices given.
+/// One episode to run: a task of the split and which of its samples (PROTOCOL_NOTES row
+/// `samples`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TaskSample {
+    /// The task's index in the split.
+    pub index: i64,
+    /// The sample, from 0.
+    pub sample: u32,
+}
+
+impl TaskSample {
+    /// Sample 0 of task `index`.
+    pub fn first(index: i64) -> Self {
+        Self { index, sample: 0 }
+    }
+
+    /// Samples `0..k` of each of `indices`, sample by sample: every task's sample 0 first,
+    /// then every task's sample 1, and so on, so an evaluation stopped early has covered the
+    /// tasks evenly.
+    pub fn each(indices: impl IntoIterator<Item = i64>, k: u32) -> Vec<TaskSample> {
+        let indices: Vec<i64> = indices.into_iter().collect();
+        (0..k)
+            .flat_map(|sample| {
+                indices
+                    .iter()
+                    .map(move |&index| TaskSample { index, sample })
+            })
+            .collect()
+    }
+}
+
+/// The results of an evaluation, in the order of the episodes given.
 #[derive(Debug)]
 pub struct EvalReport {
     /// One entry per episode run (none with [`crate::EvalOptions::keep_episodes`] off).
     pub episodes: Vec<Episode>,
-    /// Indices that were never started because the evaluation was stopped.
-    pub not_run: Vec<i64>,
+    /// The episodes that were never started because the evaluation was stopped.
+    pub not_run: Vec<TaskSample>,
 }
 
 impl EvalReport {

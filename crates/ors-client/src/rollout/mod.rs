@@ -17,7 +17,9 @@ use crate::client::Environment;
 use crate::error::{Error, Result};
 use crate::session::{Session, TaskRef};
 
-pub use episode::{Episode, EpisodeError, EvalReport, Outcome, StopReason, Summary, Timings, Turn};
+pub use episode::{
+    Episode, EpisodeError, EvalReport, Outcome, StopReason, Summary, TaskSample, Timings, Turn,
+};
 pub use trace::AgentTrace;
 
 /// One tool call a policy wants made.
@@ -308,7 +310,8 @@ impl EvalOptions {
 /// for calls until one says `finished`, the policy stops, or `max_steps` decisions were made;
 /// the session is deleted in every case. Failures are recorded per episode, never fatal to
 /// the evaluation. After [`StopHandle::stop`], episodes not yet started are listed in
-/// [`EvalReport::not_run`].
+/// [`EvalReport::not_run`]. Each task runs once (sample 0); [`evaluate_samples`] runs several
+/// samples of each.
 pub async fn evaluate<P: Policy>(
     env: &Environment,
     split: &str,
@@ -316,19 +319,45 @@ pub async fn evaluate<P: Policy>(
     policy: Arc<P>,
     options: EvalOptions,
 ) -> EvalReport {
-    let indices: Vec<i64> = indices.into_iter().collect();
+    let episodes = indices.into_iter().map(TaskSample::first);
+    evaluate_samples(env, split, episodes, policy, options).await
+}
+
+/// Run these samples of tasks of `split`, as [`evaluate`] runs tasks: each sample is an
+/// episode of its own (its own session), recorded with its [`Episode::sample`], and all share
+/// `options.concurrency`. [`TaskSample::each`] makes K samples of every task:
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use ors_client::{evaluate_samples, Client, EvalOptions, Policy, TaskSample};
+/// # async fn run(policy: Arc<impl Policy>) -> Result<(), ors_client::Error> {
+/// let env = Client::new("http://127.0.0.1:8080")?.environment("gsm8k");
+/// let samples = TaskSample::each(0..50, 4);
+/// let report = evaluate_samples(&env, "test", samples, policy, EvalOptions::default()).await;
+/// assert_eq!(report.episodes.len() + report.not_run.len(), 200);
+/// # Ok(())
+/// # }
+/// ```
+pub async fn evaluate_samples<P: Policy>(
+    env: &Environment,
+    split: &str,
+    episodes: impl IntoIterator<Item = TaskSample>,
+    policy: Arc<P>,
+    options: EvalOptions,
+) -> EvalReport {
+    let indices: Vec<TaskSample> = episodes.into_iter().collect();
     let total = indices.len();
     let split: Arc<str> = Arc::from(split);
     let concurrency = options.concurrency.max(1);
     // Episodes are started as others end, so a long list costs nothing until its turn.
     let mut next = 0;
     let mut running = JoinSet::new();
-    let mut positions: HashMap<tokio::task::Id, (usize, i64)> = HashMap::new();
+    let mut positions: HashMap<tokio::task::Id, (usize, TaskSample)> = HashMap::new();
     let mut ended: Vec<(usize, Episode)> = Vec::new();
     let mut done = 0;
     loop {
         while running.len() < concurrency && next < total && !options.stop.is_stopped() {
-            let (pos, index) = (next, indices[next]);
+            let (pos, at) = (next, indices[next]);
             next += 1;
             let (env, split, policy) = (env.clone(), Arc::clone(&split), Arc::clone(&policy));
             let (max_steps, secrets, stop) = (
@@ -340,13 +369,13 @@ pub async fn evaluate<P: Policy>(
                 let run = Run {
                     env: &env,
                     split: &split,
-                    index,
+                    at,
                     max_steps,
                     stop: &stop,
                 };
                 run.episode(&*policy, secrets).await
             });
-            positions.insert(task.id(), (pos, index));
+            positions.insert(task.id(), (pos, at));
         }
         let Some(joined) = running.join_next_with_id().await else {
             break;
@@ -355,11 +384,11 @@ pub async fn evaluate<P: Policy>(
             Ok((id, episode)) => (id, Ok(episode)),
             Err(e) => (e.id(), Err(e)),
         };
-        let Some((pos, index)) = positions.remove(&id) else {
+        let Some((pos, at)) = positions.remove(&id) else {
             continue;
         };
         let episode = result.unwrap_or_else(|e| {
-            let mut episode = Episode::new(env.name(), &split, index);
+            let mut episode = Episode::new(env.name(), &split, at);
             episode.stop_reason = StopReason::Error;
             episode.error = Some(EpisodeError {
                 kind: "panic".to_owned(),
@@ -391,7 +420,7 @@ pub async fn evaluate<P: Policy>(
 struct Run<'a> {
     env: &'a Environment,
     split: &'a str,
-    index: i64,
+    at: TaskSample,
     max_steps: usize,
     stop: &'a StopHandle,
 }
@@ -444,7 +473,7 @@ fn ms(d: Duration) -> f64 {
 impl Run<'_> {
     async fn episode<P: Policy>(&self, policy: &P, secrets: ors_core::Secrets) -> Episode {
         let started = Instant::now();
-        let mut ep = Episode::new(self.env.name(), self.split, self.index);
+        let mut ep = Episode::new(self.env.name(), self.split, self.at);
         ep.timings.started_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -469,13 +498,13 @@ impl Run<'_> {
         ep: &mut Episode,
         clock: &mut Clock,
     ) -> Result<()> {
-        let task = clock.env(self.env.task(self.split, self.index)).await?;
+        let task = clock.env(self.env.task(self.split, self.at.index)).await?;
         ep.task = Some(task.clone());
         // Opened by split and index, which works for any task shape; the task fetched above
         // is for the policy to read.
         let opening = self
             .env
-            .session(TaskRef::at(self.split, self.index))
+            .session(TaskRef::at(self.split, self.at.index))
             .secrets(secrets)
             .open();
         let session = clock.env(opening).await?;
@@ -496,7 +525,7 @@ impl Run<'_> {
         let listing = clock.env(session.listing()).await?;
         let scene = Scene {
             split: self.split,
-            index: self.index,
+            index: self.at.index,
             task,
             prompt,
             tools: listing.tools,

@@ -4,7 +4,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ors_client::{
-    evaluate, Action, EvalOptions, Observation, Outcome, Policy, PolicyError, StopReason,
+    evaluate, evaluate_samples, Action, EvalOptions, Observation, Outcome, Policy, PolicyError,
+    StopReason, TaskSample,
 };
 use serde_json::json;
 
@@ -168,6 +169,71 @@ async fn step_limits_policy_errors_and_bad_tasks_are_per_episode() {
     srv.shutdown().await;
 }
 
+/// Counts once, then stops: a session shared by two episodes would count to 2.
+struct CountOnce;
+
+impl Policy for CountOnce {
+    type State = ();
+
+    fn start(&self, _: Observation<'_>) {}
+
+    async fn act(&self, _: &mut (), obs: Observation<'_>) -> Result<Action, PolicyError> {
+        Ok(if obs.history.is_empty() {
+            Action::call("counter", json!({}))
+        } else {
+            Action::stop()
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_sample_is_its_own_session_and_records_its_number() {
+    let srv = server().await;
+    let env = client(&srv.url().to_string()).environment("conformance");
+    let samples = TaskSample::each([3, 5], 3);
+    assert_eq!(
+        samples
+            .iter()
+            .map(|s| (s.index, s.sample))
+            .collect::<Vec<_>>(),
+        [(3, 0), (5, 0), (3, 1), (5, 1), (3, 2), (5, 2)],
+        "sample by sample, so a stopped run covers the tasks evenly"
+    );
+    let report = evaluate_samples(
+        &env,
+        "train",
+        samples.clone(),
+        Arc::new(CountOnce),
+        EvalOptions::default().concurrency(4),
+    )
+    .await;
+    let ran: Vec<TaskSample> = report.episodes.iter().map(|e| e.task_sample()).collect();
+    assert_eq!(ran, samples, "reported in input order");
+    for ep in &report.episodes {
+        assert!(ep.error.is_none(), "{:?}", ep.error);
+        assert_eq!(ep.task.as_ref().unwrap()["id"], ep.index);
+        let Outcome::Output(out) = &ep.tool_calls[0].outcome else {
+            panic!("counter answered {:?}", ep.tool_calls[0].outcome);
+        };
+        assert_eq!(
+            out.blocks,
+            vec![ors_client::Block::text("1")],
+            "a fresh session"
+        );
+    }
+    let line = serde_json::to_value(&report.episodes[2]).unwrap();
+    assert_eq!(
+        (line["index"].as_i64(), line["sample"].as_u64()),
+        (Some(3), Some(1))
+    );
+    // Trajectories from before samples existed read as sample 0.
+    let mut old = line.clone();
+    old.as_object_mut().unwrap().remove("sample");
+    let old: ors_client::Episode = serde_json::from_value(old).unwrap();
+    assert_eq!(old.sample, 0);
+    srv.shutdown().await;
+}
+
 /// Sleeps once for the given time, then stops.
 struct Sleeper(u64);
 
@@ -235,7 +301,10 @@ async fn an_abort_ends_running_episodes_and_deletes_their_sessions() {
     .await
     .expect("the abort ended the minute-long calls");
     assert_eq!(report.episodes.len(), 2);
-    assert_eq!(report.not_run, vec![2, 3]);
+    assert_eq!(
+        report.not_run,
+        vec![TaskSample::first(2), TaskSample::first(3)]
+    );
     for ep in &report.episodes {
         assert_eq!(ep.stop_reason, StopReason::Cancelled);
         assert!(ep.error.is_none(), "{:?}", ep.error);
