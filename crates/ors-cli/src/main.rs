@@ -7,6 +7,9 @@ mod eval;
 mod mcp;
 mod play;
 mod render;
+mod results;
+mod stats;
+mod trajectories;
 
 use std::process::ExitCode;
 

@@ -1,10 +1,10 @@
-//! `ors eval`: a language model as an agent over an environment's tasks, one trajectory per
-//! line, a summary at the end.
+//! `ors eval`: a language model as an agent over an environment's tasks (K samples of each),
+//! one trajectory per line, a summary with intervals and pass@k at the end.
 
 mod out;
 mod progress;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -14,12 +14,13 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use ors_client::agent::ModelOptions;
 use ors_client::{
-    evaluate, Agent, AgentOptions, Api, ClientBuilder, Episode, Error, EvalOptions, OnText,
-    StopHandle, Summary,
+    evaluate_samples, Agent, AgentOptions, Api, ClientBuilder, Episode, Error, EvalOptions, OnText,
+    StopHandle, Summary, TaskSample,
 };
 use serde_json::{json, Value};
 
 use self::progress::Progress;
+use crate::results::{RunStats, Scored};
 
 /// Arguments of `ors eval`.
 #[derive(Args, Debug)]
@@ -47,9 +48,13 @@ pub struct EvalArgs {
     /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
     #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = crate::parse_range)]
     indices: Option<(Option<i64>, Option<i64>)>,
-    /// At most N episodes (the first N of the selected tasks).
+    /// At most N tasks (the first N of the selected ones).
     #[arg(long, value_name = "N")]
     limit: Option<usize>,
+    /// Episodes of each task, each its own session; the summary adds pass@1 and pass@K.
+    #[arg(long, default_value_t = 1, value_name = "K",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    samples: u32,
     /// Episodes run at once.
     #[arg(long, default_value_t = 8, value_name = "N")]
     concurrency: usize,
@@ -88,7 +93,8 @@ pub struct EvalArgs {
     /// Append one trajectory (JSON) per line to FILE as each episode ends.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Skip the tasks that already have a trajectory without error in --out.
+    /// Skip the episodes (task and sample) that already have a trajectory without error in
+    /// --out.
     #[arg(long, requires = "out")]
     resume: bool,
     /// Print the summary as JSON.
@@ -182,9 +188,13 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
         selected.truncate(limit);
     }
 
+    let wanted = TaskSample::each(selected.iter().copied(), args.samples);
+
     let previous = match (&args.out, args.resume) {
-        (Some(path), true) => out::read(path).map_err(Error::InvalidArgument)?,
-        _ => out::Previous::default(),
+        (Some(path), true) => {
+            crate::trajectories::read(path, true).map_err(Error::InvalidArgument)?
+        }
+        _ => crate::trajectories::Trajectories::default(),
     };
     if previous.unreadable > 0 {
         eprintln!(
@@ -192,8 +202,15 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
             previous.unreadable
         );
     }
-    let (skipped, to_run): (Vec<i64>, Vec<i64>) =
-        selected.iter().partition(|&&i| previous.done(&split, i));
+    // Episodes of this environment and split that ended without an error are not run again.
+    let done: HashMap<TaskSample, &Episode> = previous
+        .episodes
+        .iter()
+        .filter(|e| e.env == env_name && e.split == split && e.error.is_none())
+        .map(|e| (e.task_sample(), e))
+        .collect();
+    let (skipped, to_run): (Vec<TaskSample>, Vec<TaskSample>) =
+        wanted.iter().partition(|at| done.contains_key(at));
     let writer = match &args.out {
         Some(path) => Some(Arc::new(
             out::Writer::append(path).map_err(Error::InvalidArgument)?,
@@ -204,9 +221,9 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     let progress = Arc::new(Progress::new(to_run.len()));
     if !skipped.is_empty() {
         progress.note(&format!(
-            "ors eval: {} of {} tasks already have a trajectory; running {}",
+            "ors eval: {} of {} episodes already have a trajectory; running {}",
             skipped.len(),
-            selected.len(),
+            wanted.len(),
             to_run.len()
         ));
     }
@@ -224,27 +241,27 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     };
 
     let started = Instant::now();
-    let report = evaluate(&env, &split, to_run, Arc::new(agent), options).await;
+    let report = evaluate_samples(&env, &split, to_run, Arc::new(agent), options).await;
     let wall = started.elapsed();
     ctrl_c.abort();
     progress.finish();
 
-    let ran = watch.summary.lock().map(|s| s.clone()).unwrap_or_default();
+    let (ran, mut scored) = watch.ran.lock().map(|r| r.clone()).unwrap_or_default();
     let mut summary = ran.clone();
-    let mut resumed = 0;
-    for e in skipped
+    let resumed: Vec<&Episode> = skipped
         .iter()
-        .filter_map(|&i| previous.latest.get(&(split.clone(), i)))
-    {
+        .filter_map(|at| done.get(at).copied())
+        .collect();
+    for e in &resumed {
         summary.add(e);
-        resumed += 1;
+        scored.push(Scored::of(e));
     }
     let counts = Counts {
         ran: ran.episodes,
-        resumed,
+        resumed: resumed.len(),
         not_run: report.not_run.len(),
     };
-    print_summary(&summary, &counts, wall, &args);
+    print_summary(&summary, &RunStats::of(scored), &counts, wall, &args);
     let failed =
         ran.error_count() > 0 || counts.not_run > 0 || watch.write_failed.load(Ordering::Relaxed);
     Ok(if failed {
@@ -267,8 +284,8 @@ struct Watch {
     write_failed: AtomicBool,
     unreachable: AtomicUsize,
     kinds_seen: Mutex<BTreeSet<String>>,
-    /// The episodes of this run.
-    summary: Mutex<Summary>,
+    /// The episodes of this run: their summary, and what the statistics need of each.
+    ran: Mutex<(Summary, Vec<Scored>)>,
 }
 
 impl Watch {
@@ -280,7 +297,7 @@ impl Watch {
             write_failed: AtomicBool::new(false),
             unreachable: AtomicUsize::new(0),
             kinds_seen: Mutex::new(BTreeSet::new()),
-            summary: Mutex::new(Summary::default()),
+            ran: Mutex::new((Summary::default(), Vec::new())),
         }
     }
 
@@ -293,8 +310,9 @@ impl Watch {
             }
         }
         self.progress.episode(e);
-        if let Ok(mut s) = self.summary.lock() {
-            s.add(e);
+        if let Ok(mut ran) = self.ran.lock() {
+            ran.0.add(e);
+            ran.1.push(Scored::of(e));
         }
         let Some(error) = &e.error else {
             self.unreachable.store(0, Ordering::Relaxed);
@@ -305,8 +323,13 @@ impl Watch {
             .lock()
             .is_ok_and(|mut seen| seen.insert(error.kind.clone()));
         if first {
+            let sample = if e.sample > 0 {
+                format!(" (sample {})", e.sample)
+            } else {
+                String::new()
+            };
             self.progress.note(&format!(
-                "ors eval: episode {} failed: {}",
+                "ors eval: episode {}{sample} failed: {}",
                 e.index,
                 crate::render::one_line(&error.message)
             ));
@@ -347,7 +370,7 @@ struct Counts {
     not_run: usize,
 }
 
-fn print_summary(s: &Summary, counts: &Counts, wall: Duration, args: &EvalArgs) {
+fn print_summary(s: &Summary, stats: &RunStats, counts: &Counts, wall: Duration, args: &EvalArgs) {
     let Counts {
         ran,
         resumed,
@@ -357,6 +380,7 @@ fn print_summary(s: &Summary, counts: &Counts, wall: Duration, args: &EvalArgs) 
     if args.json {
         let doc = json!({
             "summary": s,
+            "stats": stats,
             "ran": ran,
             "resumed": resumed,
             "not_run": not_run,
@@ -367,12 +391,18 @@ fn print_summary(s: &Summary, counts: &Counts, wall: Duration, args: &EvalArgs) 
         println!("{}", crate::render::pretty(&doc));
         return;
     }
+    let tasks = stats.tasks.len();
     let mut lines = vec![
         (
-            "episodes",
+            "episodes".to_owned(),
             format!(
-                "{}{}{}",
+                "{}{}{}{}",
                 s.episodes,
+                if stats.max_samples > 1 {
+                    format!(" ({tasks} tasks × {} samples)", stats.samples_shown())
+                } else {
+                    String::new()
+                },
                 if resumed > 0 {
                     format!(" ({resumed} from an earlier run)")
                 } else {
@@ -385,22 +415,50 @@ fn print_summary(s: &Summary, counts: &Counts, wall: Duration, args: &EvalArgs) 
                 }
             ),
         ),
-        ("mean reward", format!("{:.4}", s.mean_reward)),
-        ("success rate", format!("{:.1}%", 100.0 * s.success_rate)),
-        ("mean steps", format!("{:.2}", s.mean_steps)),
-        ("errors", kinds(&s.errors, s.error_count())),
-        ("stop reasons", kinds(&s.stop_reasons, s.episodes)),
         (
-            "tokens",
+            "mean reward".to_owned(),
+            format!(
+                "{}{}",
+                stats.mean_reward.show(false),
+                if stats.max_samples > 1 {
+                    format!(", mean@{}", stats.samples)
+                } else {
+                    String::new()
+                }
+            ),
+        ),
+        ("success rate".to_owned(), stats.success_rate.show(true)),
+    ];
+    for p in &stats.pass_at {
+        lines.push((format!("pass@{}", p.k), crate::results::percent(p.value)));
+    }
+    if stats.max_samples > 1 {
+        lines.push((
+            "reward std".to_owned(),
+            format!(
+                "{:.4} between a task's samples (mean over tasks)",
+                stats.task_std
+            ),
+        ));
+    }
+    lines.extend([
+        ("mean steps".to_owned(), format!("{:.2}", s.mean_steps)),
+        ("errors".to_owned(), kinds(&s.errors, s.error_count())),
+        (
+            "stop reasons".to_owned(),
+            kinds(&s.stop_reasons, s.episodes),
+        ),
+        (
+            "tokens".to_owned(),
             format!("{} in, {} out", s.input_tokens, s.output_tokens),
         ),
         (
-            "wall time",
+            "wall time".to_owned(),
             format!("{:.1} s ({rate:.1} episodes/s)", wall.as_secs_f64()),
         ),
-    ];
+    ]);
     if let Some(path) = &args.out {
-        lines.push(("trajectories", path.display().to_string()));
+        lines.push(("trajectories".to_owned(), path.display().to_string()));
     }
     for (k, v) in lines {
         println!("{k:<13} {v}");

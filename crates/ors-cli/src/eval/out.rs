@@ -1,55 +1,12 @@
 //! The trajectory file of `ors eval --out`: one JSON object per line, appended and flushed as
-//! each episode ends, and read back by `--resume`.
+//! each episode ends (read back by [`crate::trajectories`]).
 
-use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use ors_client::Episode;
-
-/// What an existing trajectory file holds.
-#[derive(Debug, Default)]
-pub struct Previous {
-    /// The last trajectory of each `(split, index)`.
-    pub latest: HashMap<(String, i64), Episode>,
-    /// Lines that are not trajectories (a line cut short by a crash, say).
-    pub unreadable: usize,
-}
-
-impl Previous {
-    /// Whether `(split, index)` has a trajectory that did not end in an error: `--resume`
-    /// skips those and runs the rest again.
-    pub fn done(&self, split: &str, index: i64) -> bool {
-        self.latest
-            .get(&(split.to_owned(), index))
-            .is_some_and(|e| e.error.is_none())
-    }
-}
-
-/// Read the trajectories of `path` (none if it does not exist).
-pub fn read(path: &Path) -> Result<Previous, String> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Previous::default()),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
-    };
-    let mut prev = Previous::default();
-    for line in BufReader::new(file).lines() {
-        let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Episode>(&line) {
-            Ok(e) => {
-                prev.latest.insert((e.split.clone(), e.index), e);
-            }
-            Err(_) => prev.unreadable += 1,
-        }
-    }
-    Ok(prev)
-}
 
 /// The file trajectories are appended to.
 pub struct Writer {

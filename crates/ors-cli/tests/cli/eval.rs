@@ -280,6 +280,114 @@ async fn answers_without_tools_broken_arguments_and_rate_limits() {
     srv.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn samples_give_pass_at_k_intervals_and_resume_by_sample() {
+    let srv = server().await;
+    // Task 0 is answered right only the first time, task 2 never, the others always.
+    let first = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let model = bound(ScriptedModel::new(move |x| {
+        let (a, b) = sum_question(&x.first_user_text).expect("a sum question");
+        let right = match a {
+            0 => first.swap(false, std::sync::atomic::Ordering::SeqCst),
+            2 => false,
+            _ => true,
+        };
+        let answer = if right { a + b } else { a + b + 1 };
+        Reply::call("submit", json!({ "answer": answer.to_string() }))
+    }))
+    .await;
+    let out = out_file("samples");
+    let out_arg = out.to_str().unwrap();
+    let first_run = ["--limit", "4", "--samples", "3", "--out", out_arg];
+    let mut with_json = first_run.to_vec();
+    with_json.push("--json");
+    let doc: Value = serde_json::from_str(&ok(
+        &run_ors(eval_args(&srv.url(), &model, &with_json)).await
+    ))
+    .unwrap();
+    let mut numbered: Vec<(i64, u64)> = trajectories(&out)
+        .iter()
+        .map(|t| (t["index"].as_i64().unwrap(), t["sample"].as_u64().unwrap()))
+        .collect();
+    numbered.sort_unstable();
+    let all: Vec<(i64, u64)> = (0..4).flat_map(|i| (0..3).map(move |k| (i, k))).collect();
+    assert_eq!(numbered, all, "each task three times, numbered 0..3");
+
+    // Successes 1, 3, 0, 3 of 3: success (1/3 + 1 + 0 + 1) / 4 = 7/12 = pass@1; pass@3 counts
+    // task 0 (a success among any 3 of its 3), so 3/4.
+    let st = &doc["stats"];
+    assert_eq!(
+        (st["episodes"].as_u64(), st["samples"].as_u64()),
+        (Some(12), Some(3))
+    );
+    let close = |v: &Value, x: f64| (v.as_f64().unwrap() - x).abs() < 1e-9;
+    assert!(close(&st["success_rate"]["value"], 7.0 / 12.0), "{st}");
+    assert!(close(&st["mean_reward"]["value"], 7.0 / 12.0), "{st}");
+    assert_eq!(st["pass_at"][0]["k"], 1);
+    assert!(close(&st["pass_at"][0]["value"], 7.0 / 12.0), "{st}");
+    assert_eq!(st["pass_at"][1]["k"], 3);
+    assert!(close(&st["pass_at"][1]["value"], 0.75), "{st}");
+    let tasks = st["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 4);
+    assert_eq!(
+        (tasks[0]["index"].as_i64(), tasks[0]["successes"].as_u64()),
+        (Some(0), Some(1))
+    );
+    assert!(close(&tasks[0]["std"], (1.0f64 / 3.0).sqrt()), "{st}");
+    assert!(close(&tasks[1]["std"], 0.0), "{st}");
+    let ci = &st["mean_reward"]["interval"];
+    assert!(ci["lo"].as_f64() < Some(7.0 / 12.0) && ci["hi"].as_f64() > Some(7.0 / 12.0));
+
+    // A fourth sample of each task: --resume runs only those.
+    let o = run_ors(eval_args(
+        &srv.url(),
+        &model,
+        &[
+            "--limit",
+            "4",
+            "--samples",
+            "4",
+            "--out",
+            out_arg,
+            "--resume",
+        ],
+    ))
+    .await;
+    let text = ok(&o);
+    assert!(
+        stderr(&o).contains("12 of 16 episodes already have a trajectory; running 4"),
+        "{}",
+        stderr(&o)
+    );
+    let line = |key: &str| {
+        text.lines()
+            .find(|l| l.starts_with(key))
+            .unwrap_or_else(|| panic!("no {key} line: {text}"))
+            .to_owned()
+    };
+    assert_eq!(
+        line("episodes"),
+        "episodes      16 (4 tasks × 4 samples) (12 from an earlier run)"
+    );
+    // Successes 1, 4, 0, 4 of 4: 9/16 = 0.5625.
+    assert!(
+        line("mean reward").starts_with("mean reward   0.5625 (95% CI "),
+        "{text}"
+    );
+    assert!(line("mean reward").ends_with(", mean@4"), "{text}");
+    assert!(line("success rate").contains("% (95% CI "), "{text}");
+    assert_eq!(line("pass@1"), "pass@1        56.2%");
+    assert_eq!(line("pass@4"), "pass@4        75.0%");
+    assert!(
+        line("reward std").starts_with("reward std    0.1250 "),
+        "{text}"
+    );
+    let after = trajectories(&out);
+    assert_eq!(after.len(), 16);
+    assert!(after[12..].iter().all(|t| t["sample"] == 3));
+    srv.shutdown().await;
+}
+
 /// Start `ors ARGS` without waiting for it.
 fn spawn_ors(args: &[String]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_ors"))

@@ -1,0 +1,350 @@
+//! What a run's episodes add up to, task by task: the summary of `ors eval`.
+//!
+//! Tasks are the unit: each weighs the same whatever its number of samples, intervals
+//! resample tasks (samples of one task are not independent draws), and a run's mean reward
+//! is the mean over tasks of each task's mean over its samples (mean@K).
+
+use std::collections::BTreeMap;
+
+use ors_client::Episode;
+use serde::Serialize;
+
+use crate::stats::{self, Interval};
+
+/// A task: the environment, its split and its index there.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct TaskKey {
+    /// The environment.
+    pub env: String,
+    /// The split.
+    pub split: String,
+    /// The index in the split.
+    pub index: i64,
+}
+
+impl TaskKey {
+    /// The task `episode` ran.
+    pub fn of(episode: &Episode) -> Self {
+        Self {
+            env: episode.env.clone(),
+            split: episode.split.clone(),
+            index: episode.index,
+        }
+    }
+}
+
+/// One episode as the statistics see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// Its task.
+    pub task: TaskKey,
+    /// Its total reward.
+    pub reward: f64,
+    /// Whether it [succeeded](Episode::success).
+    pub success: bool,
+    /// Whether it ended in an error.
+    pub error: bool,
+}
+
+impl Scored {
+    /// What the statistics need of `episode`.
+    pub fn of(episode: &Episode) -> Self {
+        Self {
+            task: TaskKey::of(episode),
+            reward: episode.total_reward,
+            success: episode.success(),
+            error: episode.error.is_some(),
+        }
+    }
+}
+
+/// One task's samples.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskStats {
+    /// The task.
+    #[serde(flatten)]
+    pub task: TaskKey,
+    /// Episodes of it.
+    pub samples: usize,
+    /// The mean total reward over them.
+    pub mean: f64,
+    /// Their rewards' sample standard deviation (0 for one sample).
+    pub std: f64,
+    /// How many succeeded.
+    pub successes: usize,
+    /// How many ended in an error.
+    pub errors: usize,
+}
+
+impl TaskStats {
+    /// The fraction of its samples that succeeded.
+    pub fn rate(&self) -> f64 {
+        self.successes as f64 / self.samples.max(1) as f64
+    }
+}
+
+/// A figure and its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    /// The figure.
+    pub value: f64,
+    /// Its interval (`None` without tasks).
+    pub interval: Option<Interval>,
+}
+
+impl Estimate {
+    /// `0.6667 (95% CI 0.5200 to 0.8000)`, or as percentages.
+    pub fn show(&self, as_percent: bool) -> String {
+        let f = |x: f64| {
+            if as_percent {
+                percent(x)
+            } else {
+                format!("{x:.4}")
+            }
+        };
+        match self.interval {
+            Some(i) => format!("{} (95% CI {} to {})", f(self.value), f(i.lo), f(i.hi)),
+            None => f(self.value),
+        }
+    }
+}
+
+/// `66.7%`.
+pub fn percent(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// pass@k over the tasks with at least `k` samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PassAt {
+    /// k.
+    pub k: u64,
+    /// The mean over those tasks of the unbiased estimate.
+    pub value: f64,
+    /// How many tasks it is over.
+    pub tasks: usize,
+}
+
+/// One split's share of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SplitStats {
+    /// Its episodes.
+    pub episodes: usize,
+    /// Its tasks.
+    pub tasks: usize,
+    /// Their mean reward (mean over tasks).
+    pub mean_reward: f64,
+    /// Their success rate (mean over tasks).
+    pub success_rate: f64,
+}
+
+/// A run's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunStats {
+    /// Episodes counted.
+    pub episodes: usize,
+    /// The samples every task has (K; the fewest any task has).
+    pub samples: usize,
+    /// The most samples a task has.
+    pub max_samples: usize,
+    /// The mean over tasks of each task's mean reward (mean@K), with a bootstrap interval
+    /// over tasks.
+    pub mean_reward: Estimate,
+    /// The mean over tasks of each task's success rate, with a Wilson interval over tasks.
+    /// With one sample per task that is the binomial case Wilson is made for; with several,
+    /// a task's rate lies in 0..=1, so its variance is at most p(1 − p) and the interval is
+    /// conservative.
+    pub success_rate: Estimate,
+    /// pass@1, and pass@K when tasks have K > 1 samples.
+    pub pass_at: Vec<PassAt>,
+    /// The mean over tasks of the standard deviation of a task's rewards: how much sampling
+    /// alone moves a task's score (0 with one sample per task).
+    pub task_std: f64,
+    /// Each split's figures.
+    pub splits: BTreeMap<String, SplitStats>,
+    /// Each task's figures, by task.
+    pub tasks: Vec<TaskStats>,
+}
+
+impl RunStats {
+    /// The figures of `episodes` (one entry per episode).
+    pub fn of(episodes: impl IntoIterator<Item = Scored>) -> Self {
+        let mut by_task: BTreeMap<TaskKey, Vec<Scored>> = BTreeMap::new();
+        let mut count = 0;
+        for e in episodes {
+            count += 1;
+            by_task.entry(e.task.clone()).or_default().push(e);
+        }
+        let tasks: Vec<TaskStats> = by_task
+            .into_iter()
+            .map(|(task, eps)| {
+                let rewards: Vec<f64> = eps.iter().map(|e| e.reward).collect();
+                TaskStats {
+                    task,
+                    samples: eps.len(),
+                    mean: stats::mean(&rewards),
+                    std: stats::std_dev(&rewards),
+                    successes: eps.iter().filter(|e| e.success).count(),
+                    errors: eps.iter().filter(|e| e.error).count(),
+                }
+            })
+            .collect();
+        let samples = tasks.iter().map(|t| t.samples).min().unwrap_or(0);
+        let max_samples = tasks.iter().map(|t| t.samples).max().unwrap_or(0);
+        let means: Vec<f64> = tasks.iter().map(|t| t.mean).collect();
+        let rates: Vec<f64> = tasks.iter().map(TaskStats::rate).collect();
+        let rate = stats::mean(&rates);
+        let mut pass_at = Vec::new();
+        for k in [1, samples as u64] {
+            if k == 0 || pass_at.iter().any(|p: &PassAt| p.k == k) {
+                continue;
+            }
+            let per_task: Vec<f64> = tasks
+                .iter()
+                .filter_map(|t| stats::pass_at_k(t.samples as u64, t.successes as u64, k))
+                .collect();
+            pass_at.push(PassAt {
+                k,
+                value: stats::mean(&per_task),
+                tasks: per_task.len(),
+            });
+        }
+        let stds: Vec<f64> = tasks.iter().map(|t| t.std).collect();
+        Self {
+            episodes: count,
+            samples,
+            max_samples,
+            mean_reward: Estimate {
+                value: stats::mean(&means),
+                interval: stats::bootstrap_mean(&means, stats::RESAMPLES, stats::SEED),
+            },
+            success_rate: Estimate {
+                value: rate,
+                interval: (!tasks.is_empty())
+                    .then(|| stats::wilson(rate, tasks.len() as f64, stats::Z95)),
+            },
+            pass_at,
+            task_std: stats::mean(&stds),
+            splits: splits(&tasks),
+            tasks,
+        }
+    }
+}
+
+impl RunStats {
+    /// `3`, or `2–3` when tasks have different numbers of samples.
+    pub fn samples_shown(&self) -> String {
+        if self.samples == self.max_samples {
+            self.samples.to_string()
+        } else {
+            format!("{}–{}", self.samples, self.max_samples)
+        }
+    }
+}
+
+fn splits(tasks: &[TaskStats]) -> BTreeMap<String, SplitStats> {
+    let mut by: BTreeMap<String, Vec<&TaskStats>> = BTreeMap::new();
+    for t in tasks {
+        by.entry(t.task.split.clone()).or_default().push(t);
+    }
+    by.into_iter()
+        .map(|(split, ts)| {
+            let means: Vec<f64> = ts.iter().map(|t| t.mean).collect();
+            let rates: Vec<f64> = ts.iter().map(|t| t.rate()).collect();
+            let stats = SplitStats {
+                episodes: ts.iter().map(|t| t.samples).sum(),
+                tasks: ts.len(),
+                mean_reward: stats::mean(&means),
+                success_rate: stats::mean(&rates),
+            };
+            (split, stats)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ep(index: i64, reward: f64, success: bool) -> Scored {
+        Scored {
+            task: TaskKey {
+                env: "e".into(),
+                split: if index < 10 { "train" } else { "test" }.into(),
+                index,
+            },
+            reward,
+            success,
+            error: false,
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn tasks_weigh_the_same_and_pass_at_k_uses_every_sample() {
+        // Task 0: 1, 1, 0 (two of three passed); task 1: 0, 0, 0; task 2: 1, 1, 1.
+        let mut eps = vec![ep(0, 1.0, true), ep(0, 1.0, true), ep(0, 0.0, false)];
+        eps.extend((0..3).map(|_| ep(1, 0.0, false)));
+        eps.extend((0..3).map(|_| ep(2, 1.0, true)));
+        let s = RunStats::of(eps);
+        assert_eq!((s.episodes, s.samples, s.max_samples), (9, 3, 3));
+        assert_eq!(s.tasks.len(), 3);
+        // Means 2/3, 0, 1: mean@3 is 5/9.
+        assert!(close(s.mean_reward.value, 5.0 / 9.0));
+        assert!(close(s.tasks[0].mean, 2.0 / 3.0));
+        // Task 0's rewards 1, 1, 0: std √(1/3); the others 0.
+        assert!(close(s.tasks[0].std, (1.0f64 / 3.0).sqrt()));
+        assert!(close(s.task_std, (1.0f64 / 3.0).sqrt() / 3.0));
+        // pass@1 = mean of c/n = (2/3 + 0 + 1) / 3; pass@3 = (1 + 0 + 1) / 3.
+        assert_eq!(s.pass_at.len(), 2);
+        assert_eq!((s.pass_at[0].k, s.pass_at[0].tasks), (1, 3));
+        assert!(close(s.pass_at[0].value, 5.0 / 9.0));
+        assert_eq!(s.pass_at[1].k, 3);
+        assert!(close(s.pass_at[1].value, 2.0 / 3.0));
+        // Success over tasks 5/9 with a Wilson interval for 3 tasks.
+        assert!(close(s.success_rate.value, 5.0 / 9.0));
+        let w = stats::wilson(s.success_rate.value, 3.0, stats::Z95);
+        assert_eq!(s.success_rate.interval, Some(w));
+        let ci = s.mean_reward.interval.unwrap();
+        assert!(ci.lo <= 5.0 / 9.0 && 5.0 / 9.0 <= ci.hi && ci.lo >= 0.0 && ci.hi <= 1.0);
+    }
+
+    #[test]
+    fn one_sample_per_task_reports_pass_at_1_only_and_splits_apart() {
+        let s = RunStats::of(vec![
+            ep(0, 1.0, true),
+            ep(1, 0.5, false),
+            ep(10, 0.0, false),
+        ]);
+        assert_eq!(s.samples, 1);
+        assert_eq!(s.pass_at.len(), 1);
+        assert!(close(s.pass_at[0].value, 1.0 / 3.0));
+        assert!(close(s.mean_reward.value, 0.5));
+        assert_eq!(s.task_std, 0.0);
+        let train = &s.splits["train"];
+        assert_eq!((train.episodes, train.tasks), (2, 2));
+        assert!(close(train.mean_reward, 0.75) && close(train.success_rate, 0.5));
+        assert_eq!(s.splits["test"].success_rate, 0.0);
+    }
+
+    #[test]
+    fn uneven_samples_count_pass_at_k_over_the_tasks_that_have_k() {
+        // Task 0 has 3 samples, task 1 only 2 (a run stopped early): K = 2.
+        let eps = vec![
+            ep(0, 1.0, true),
+            ep(0, 0.0, false),
+            ep(0, 0.0, false),
+            ep(1, 0.0, false),
+            ep(1, 1.0, true),
+        ];
+        let s = RunStats::of(eps);
+        assert_eq!((s.samples, s.max_samples), (2, 3));
+        let p2 = s.pass_at[1];
+        // Task 0: 1 − C(2,2)/C(3,2) = 2/3; task 1: 1 − C(1,2)/C(2,2) = 1.
+        assert_eq!((p2.k, p2.tasks), (2, 2));
+        assert!(close(p2.value, (2.0 / 3.0 + 1.0) / 2.0));
+    }
+}
