@@ -7,6 +7,7 @@ mod eval;
 mod mcp;
 mod play;
 mod render;
+mod report;
 mod results;
 mod stats;
 mod trajectories;
@@ -111,6 +112,9 @@ enum Command {
     /// Evaluate a language model as an agent over a split's tasks (OpenAI-compatible or
     /// Anthropic API): one trajectory per line in --out, a summary at the end.
     Eval(Box<eval::EvalArgs>),
+    /// Turn trajectory files of `ors eval --out` into one self-contained HTML report (summary,
+    /// plots, task table, trajectory viewer, comparison of runs) or a Markdown summary.
+    Report(report::ReportArgs),
     /// Serve one episode to an MCP client (Claude Code, Codex, IDE agents): the episode's tools
     /// as MCP tools, its prompt as the `task` prompt, over stdio or streamable HTTP.
     Mcp(mcp::McpArgs),
@@ -184,6 +188,13 @@ async fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+    }
+    if let Command::Report(args) = &cli.command {
+        // Files in, a file out: no server is involved.
+        return report::run(args).unwrap_or_else(|e| {
+            eprintln!("ors report: error: {}", render::one_line(&e));
+            ExitCode::FAILURE
+        });
     }
     let builder = client_builder(&cli);
     if let Command::Check(args) = cli.command {
@@ -297,7 +308,9 @@ async fn run(cli: Cli, builder: ClientBuilder) -> Result<ExitCode, Error> {
             play::run(&client.environment(env), &split, index).await?;
         }
         Command::Mcp(args) => return mcp::run(client.environment(args.env.clone()), args).await,
-        Command::Check(_) | Command::Conformance(_) => unreachable!("handled in main"),
+        Command::Check(_) | Command::Conformance(_) | Command::Report(_) => {
+            unreachable!("handled in main")
+        }
         Command::Eval(_) => unreachable!("handled above"),
     }
     Ok(ExitCode::SUCCESS)

@@ -1,4 +1,5 @@
-//! What a run's episodes add up to, task by task: the summary of `ors eval`.
+//! What a run's episodes add up to, task by task (the summary of `ors eval` and of
+//! `ors report`), and how two runs compare on the tasks they share.
 //!
 //! Tasks are the unit: each weighs the same whatever its number of samples, intervals
 //! resample tasks (samples of one task are not independent draws), and a run's mean reward
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use ors_client::Episode;
 use serde::Serialize;
 
-use crate::stats::{self, Interval};
+use crate::stats::{self, Difference, Interval};
 
 /// A task: the environment, its split and its index there.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -30,6 +31,12 @@ impl TaskKey {
             split: episode.split.clone(),
             index: episode.index,
         }
+    }
+}
+
+impl std::fmt::Display for TaskKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.env, self.split, self.index)
     }
 }
 
@@ -58,6 +65,18 @@ impl Scored {
     }
 }
 
+/// How a task did over its samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every sample succeeded.
+    Passed,
+    /// No sample succeeded.
+    Failed,
+    /// Some did.
+    Mixed,
+}
+
 /// One task's samples.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskStats {
@@ -80,6 +99,15 @@ impl TaskStats {
     /// The fraction of its samples that succeeded.
     pub fn rate(&self) -> f64 {
         self.successes as f64 / self.samples.max(1) as f64
+    }
+
+    /// Passed (every sample succeeded), failed (none did) or mixed.
+    pub fn verdict(&self) -> Verdict {
+        match self.successes {
+            0 => Verdict::Failed,
+            s if s == self.samples => Verdict::Passed,
+            _ => Verdict::Mixed,
+        }
     }
 }
 
@@ -262,6 +290,55 @@ fn splits(tasks: &[TaskStats]) -> BTreeMap<String, SplitStats> {
         .collect()
 }
 
+/// Run `b` against run `a` on the tasks both have.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// Tasks both runs have.
+    pub shared: usize,
+    /// The mean per-task difference of mean reward, `b − a`, with a paired bootstrap interval.
+    pub reward: Difference,
+    /// The same for the success rate.
+    pub success: Difference,
+    /// Shared tasks whose mean reward is higher in `b`.
+    pub better: usize,
+    /// Shared tasks whose mean reward is lower in `b`.
+    pub worse: usize,
+    /// Tasks that failed in every sample of `a` and passed in every sample of `b`.
+    pub fixed: Vec<TaskKey>,
+    /// Tasks that passed in every sample of `a` and failed in every sample of `b`.
+    pub broken: Vec<TaskKey>,
+}
+
+/// Compare `b` with `a` (the baseline).
+pub fn compare(a: &RunStats, b: &RunStats) -> Comparison {
+    let of_a: BTreeMap<&TaskKey, &TaskStats> = a.tasks.iter().map(|t| (&t.task, t)).collect();
+    let shared: Vec<(&TaskStats, &TaskStats)> = b
+        .tasks
+        .iter()
+        .filter_map(|tb| of_a.get(&tb.task).map(|ta| (*ta, tb)))
+        .collect();
+    let rewards: Vec<(f64, f64)> = shared.iter().map(|(x, y)| (x.mean, y.mean)).collect();
+    let rates: Vec<(f64, f64)> = shared.iter().map(|(x, y)| (x.rate(), y.rate())).collect();
+    // Differences below this are rounding, not a change.
+    const EPS: f64 = 1e-9;
+    let flipped = |from: Verdict, to: Verdict| -> Vec<TaskKey> {
+        shared
+            .iter()
+            .filter(|(x, y)| x.verdict() == from && y.verdict() == to)
+            .map(|(_, y)| y.task.clone())
+            .collect()
+    };
+    Comparison {
+        shared: shared.len(),
+        reward: stats::paired_difference(&rewards, stats::RESAMPLES, stats::SEED),
+        success: stats::paired_difference(&rates, stats::RESAMPLES, stats::SEED),
+        better: rewards.iter().filter(|(x, y)| y - x > EPS).count(),
+        worse: rewards.iter().filter(|(x, y)| x - y > EPS).count(),
+        fixed: flipped(Verdict::Failed, Verdict::Passed),
+        broken: flipped(Verdict::Passed, Verdict::Failed),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +387,8 @@ mod tests {
         assert_eq!(s.success_rate.interval, Some(w));
         let ci = s.mean_reward.interval.unwrap();
         assert!(ci.lo <= 5.0 / 9.0 && 5.0 / 9.0 <= ci.hi && ci.lo >= 0.0 && ci.hi <= 1.0);
+        let v: Vec<Verdict> = s.tasks.iter().map(TaskStats::verdict).collect();
+        assert_eq!(v, [Verdict::Mixed, Verdict::Failed, Verdict::Passed]);
     }
 
     #[test]
@@ -346,5 +425,31 @@ mod tests {
         // Task 0: 1 − C(2,2)/C(3,2) = 2/3; task 1: 1 − C(1,2)/C(2,2) = 1.
         assert_eq!((p2.k, p2.tasks), (2, 2));
         assert!(close(p2.value, (2.0 / 3.0 + 1.0) / 2.0));
+    }
+
+    #[test]
+    fn comparisons_pair_shared_tasks_and_list_the_flips() {
+        // A: tasks 0..4 pass, 4..8 fail. B: task 0 fails, task 4 passes, task 5 gets 0.5
+        // without success, task 8 only in B.
+        let a: Vec<Scored> = (0..8).map(|i| ep(i, f64::from(i < 4), i < 4)).collect();
+        let mut b: Vec<Scored> = (0..8)
+            .map(|i| match i {
+                0 => ep(0, 0.0, false),
+                4 => ep(4, 1.0, true),
+                5 => ep(5, 0.5, false),
+                i => ep(i, f64::from(i < 4), i < 4),
+            })
+            .collect();
+        b.push(ep(8, 1.0, true));
+        let c = compare(&RunStats::of(a), &RunStats::of(b));
+        assert_eq!(c.shared, 8);
+        // Differences −1, +1, +0.5 and five zeros: mean 0.5/8.
+        assert!(close(c.reward.mean, 0.0625));
+        assert!(close(c.success.mean, 0.0));
+        assert_eq!((c.better, c.worse), (2, 1));
+        let idx = |v: &[TaskKey]| v.iter().map(|k| k.index).collect::<Vec<_>>();
+        assert_eq!(idx(&c.fixed), [4]);
+        assert_eq!(idx(&c.broken), [0]);
+        assert!(!c.reward.significant());
     }
 }

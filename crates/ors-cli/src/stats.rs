@@ -1,5 +1,6 @@
-//! The statistics of `ors eval`'s summary: pass@k and 95% intervals. Pure functions over
-//! numbers, so each can be checked against a hand-computed case.
+//! The statistics of `ors eval`'s summary and `ors report`: pass@k, 95% intervals, paired
+//! differences. Pure functions over numbers, so each can be checked against a hand-computed
+//! case.
 //!
 //! - [`pass_at_k`]: the unbiased estimator of Chen et al. 2021 ("Evaluating Large Language
 //!   Models Trained on Code"): with `n` samples of a task of which `c` passed, the chance that
@@ -9,6 +10,9 @@
 //!   Seeded, so a report of the same files always shows the same interval.
 //! - [`wilson`]: the Wilson score interval of a rate, which unlike the normal approximation
 //!   stays inside 0..=1 and is not empty at 0% or 100%.
+//! - [`paired_difference`]: the mean per-task difference between two runs over the tasks both
+//!   ran, with a paired bootstrap interval (the same tasks resampled for both runs, so task
+//!   difficulty cancels out).
 
 use serde::Serialize;
 
@@ -111,6 +115,33 @@ fn percentile(sorted: &[f64], q: f64) -> f64 {
     match sorted.get(below + 1) {
         Some(&next) => sorted[below] + frac * (next - sorted[below]),
         None => sorted[below],
+    }
+}
+
+/// The mean difference `b − a` over paired values (one pair per task both runs have) and its
+/// paired bootstrap 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Difference {
+    /// The mean of `b − a`.
+    pub mean: f64,
+    /// Its 95% interval (`None` without pairs).
+    pub interval: Option<Interval>,
+}
+
+impl Difference {
+    /// Whether the interval lies wholly above or below 0: a difference beyond the noise.
+    pub fn significant(&self) -> bool {
+        self.interval.is_some_and(|i| i.lo > 0.0 || i.hi < 0.0)
+    }
+}
+
+/// The paired difference `b − a` of per-task values `pairs` (`(a, b)` of one task each):
+/// resampling tasks, never runs apart, so what one task's difficulty adds to both cancels.
+pub fn paired_difference(pairs: &[(f64, f64)], resamples: usize, seed: u64) -> Difference {
+    let diffs: Vec<f64> = pairs.iter().map(|(a, b)| b - a).collect();
+    Difference {
+        mean: mean(&diffs),
+        interval: bootstrap_mean(&diffs, resamples, seed),
     }
 }
 
@@ -247,5 +278,35 @@ mod tests {
         assert_eq!(r.next_u64(), 0x6E78_9E6A_A1B9_65F4);
         let mut r = SplitMix64(SEED);
         assert!((0..10_000).all(|_| r.below(3) < 3));
+    }
+
+    #[test]
+    fn paired_differences_cancel_what_tasks_share() {
+        // B is A plus 0.1 on every task: the difference is exactly 0.1 whatever is resampled,
+        // although the tasks' own scores range from 0 to 0.9.
+        let pairs: Vec<(f64, f64)> = (0..10)
+            .map(|i| (f64::from(i) / 10.0, f64::from(i) / 10.0 + 0.1))
+            .collect();
+        let d = paired_difference(&pairs, RESAMPLES, SEED);
+        let i = d.interval.unwrap();
+        assert!(close(d.mean, 0.1, 1e-12));
+        assert!(close(i.lo, 0.1, 1e-12) && close(i.hi, 0.1, 1e-12), "{i:?}");
+        assert!(d.significant());
+        // Unpaired, the same scores would overlap almost entirely.
+        let a: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+        let b: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+        let (ia, ib) = (
+            bootstrap_mean(&a, RESAMPLES, SEED).unwrap(),
+            bootstrap_mean(&b, RESAMPLES, SEED).unwrap(),
+        );
+        assert!(ib.lo < ia.hi, "{ia:?} {ib:?}");
+        // One task flipped up, one down, the rest equal: mean 0, and the interval straddles it.
+        let mut pairs = vec![(0.5, 0.5); 8];
+        pairs.extend([(0.0, 1.0), (1.0, 0.0)]);
+        let d = paired_difference(&pairs, RESAMPLES, SEED);
+        assert_eq!(d.mean, 0.0);
+        assert!(!d.significant(), "{d:?}");
+        let none = paired_difference(&[], RESAMPLES, SEED);
+        assert_eq!((none.mean, none.interval), (0.0, None));
     }
 }

@@ -1,4 +1,5 @@
-//! Reading trajectory files, the JSON lines `ors eval --out` appends (by `--resume`).
+//! Reading trajectory files, the JSON lines `ors eval --out` appends: by `--resume` and by
+//! `ors report`.
 
 use std::collections::HashMap;
 use std::fs::File;

@@ -1,0 +1,201 @@
+//! `ors report --format markdown`: the runs' summaries and their comparison as Markdown
+//! tables, for a pull request comment or a terminal.
+
+use std::fmt::Write;
+
+use crate::results::{percent, Comparison, Estimate, RunStats, TaskKey};
+use crate::stats::Difference;
+
+use super::{comparisons, Run};
+
+/// Flipped tasks listed by name before the rest are only counted.
+const MAX_LISTED: usize = 20;
+
+/// The report.
+pub fn report(title: &str, runs: &[Run]) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "## {}\n", cell(title));
+    let k = runs.iter().map(|r| r.stats.samples).max().unwrap_or(1);
+    let mut header = vec![
+        "run",
+        "env",
+        "model",
+        "episodes",
+        "tasks × samples",
+        "mean reward (95% CI)",
+        "success (95% CI)",
+        "pass@1",
+    ];
+    let pass_k = format!("pass@{k}");
+    if k > 1 {
+        header.push(&pass_k);
+    }
+    header.push("errors");
+    table_head(&mut md, &header);
+    for r in runs {
+        let s = &r.stats;
+        let mut row = vec![
+            cell(&r.name),
+            cell(&join(r.envs())),
+            cell(&join(r.models())),
+            s.episodes.to_string(),
+            format!("{} × {}", s.tasks.len(), s.samples_shown()),
+            estimate(&s.mean_reward, false),
+            estimate(&s.success_rate, true),
+            pass(s, 1),
+        ];
+        if k > 1 {
+            row.push(pass(s, k as u64));
+        }
+        row.push(r.errors().to_string());
+        table_row(&mut md, &row);
+    }
+    for (i, c) in comparisons(runs) {
+        comparison(&mut md, &runs[0].name, &runs[i].name, &c);
+    }
+    md
+}
+
+fn comparison(md: &mut String, base: &str, name: &str, c: &Comparison) {
+    let _ = writeln!(md, "\n### {} vs {} (baseline)\n", cell(name), cell(base));
+    if c.shared == 0 {
+        let _ = writeln!(md, "No tasks in common.");
+        return;
+    }
+    table_head(
+        md,
+        &[
+            "shared tasks",
+            "Δ mean reward (95% CI)",
+            "Δ success (95% CI)",
+            "better",
+            "worse",
+            "fixed",
+            "broken",
+        ],
+    );
+    table_row(
+        md,
+        &[
+            c.shared.to_string(),
+            difference(&c.reward, false),
+            difference(&c.success, true),
+            c.better.to_string(),
+            c.worse.to_string(),
+            c.fixed.len().to_string(),
+            c.broken.len().to_string(),
+        ],
+    );
+    let _ = writeln!(
+        md,
+        "\nPaired over the shared tasks (the same tasks resampled for both runs); \
+         **bold**: the interval excludes 0."
+    );
+    for (what, tasks) in [
+        (
+            format!("Fixed (failed every sample in {base}, passed every sample in {name})"),
+            &c.fixed,
+        ),
+        (
+            format!("Broken (passed every sample in {base}, failed every sample in {name})"),
+            &c.broken,
+        ),
+    ] {
+        if !tasks.is_empty() {
+            let _ = writeln!(md, "\n{}: {}", cell(&what), listed(tasks));
+        }
+    }
+}
+
+fn listed(tasks: &[TaskKey]) -> String {
+    let mut names: Vec<String> = tasks
+        .iter()
+        .take(MAX_LISTED)
+        .map(|t| format!("`{t}`"))
+        .collect();
+    if tasks.len() > MAX_LISTED {
+        names.push(format!("and {} more", tasks.len() - MAX_LISTED));
+    }
+    names.join(", ")
+}
+
+fn estimate(e: &Estimate, as_percent: bool) -> String {
+    let f = |x: f64| number(x, as_percent, false);
+    match e.interval {
+        Some(i) => format!("{} ({} to {})", f(e.value), f(i.lo), f(i.hi)),
+        None => f(e.value),
+    }
+}
+
+fn difference(d: &Difference, as_percent: bool) -> String {
+    let f = |x: f64| number(x, as_percent, true);
+    let text = match d.interval {
+        Some(i) => format!("{} ({} to {})", f(d.mean), f(i.lo), f(i.hi)),
+        None => f(d.mean),
+    };
+    if d.significant() {
+        format!("**{text}**")
+    } else {
+        text
+    }
+}
+
+/// `0.6667`, `66.7%`, or with a sign: `+0.1000`, `−3.3 pp`.
+fn number(x: f64, as_percent: bool, signed: bool) -> String {
+    let sign = if !signed {
+        ""
+    } else if x >= 0.0 {
+        "+"
+    } else {
+        "−"
+    };
+    let x = if signed { x.abs() } else { x };
+    match (as_percent, signed) {
+        (true, true) => format!("{sign}{:.1} pp", 100.0 * x),
+        (true, false) => percent(x),
+        (false, _) => format!("{sign}{x:.4}"),
+    }
+}
+
+fn pass(s: &RunStats, k: u64) -> String {
+    s.pass_at
+        .iter()
+        .find(|p| p.k == k)
+        .map_or_else(|| "–".to_owned(), |p| percent(p.value))
+}
+
+fn join<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let v: Vec<&str> = items.into_iter().collect();
+    if v.is_empty() {
+        "–".to_owned()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Text safe in a table cell: `|` escaped, lines joined.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+fn table_head(md: &mut String, header: &[&str]) {
+    let _ = writeln!(md, "| {} |", header.join(" | "));
+    let _ = writeln!(md, "|{}", " --- |".repeat(header.len()));
+}
+
+fn table_row(md: &mut String, row: &[String]) {
+    let _ = writeln!(md, "| {} |", row.join(" | "));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_as_differences() {
+        assert_eq!(number(0.1, false, true), "+0.1000");
+        assert_eq!(number(-0.0333, true, true), "−3.3 pp");
+        assert_eq!(number(0.5, true, false), "50.0%");
+        assert_eq!(cell("a|b\nc"), "a\\|b c");
+    }
+}
