@@ -1,13 +1,17 @@
 //! `ors report` end to end: two real `ors eval` runs (the scripted model over the conformance
 //! fixture and gsm8k, three samples per task, right, wrong and errored episodes) rendered as
-//! Markdown and as HTML.
+//! Markdown and as HTML, and the HTML page used in Debian's Chromium (`report/browser.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
+#[path = "report/browser.rs"]
+mod browser;
 #[path = "report/runs.rs"]
 mod runs;
 #[allow(dead_code)] // shared with the cli tests, which use all of it
 #[path = "cli/support.rs"]
 mod support;
+#[path = "report/webdriver.rs"]
+mod webdriver;
 
 use std::path::PathBuf;
 

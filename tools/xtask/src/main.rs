@@ -5,8 +5,10 @@
 mod bench;
 mod bigtasks;
 mod blocking;
+mod browser;
 mod circles;
 mod conformance;
+mod debian;
 mod fuzz;
 mod interop;
 mod lines;
@@ -35,9 +37,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Every check CI runs: fmt, clippy, tests, each fuzz target briefly, interop with the
-    /// Python reference, conformance, the scale-out behind nginx (short), the README's
-    /// examples, a quick bench.
+    /// Every check CI runs: fmt, clippy, tests, the HTML report in Chromium, each fuzz target
+    /// briefly, interop with the Python reference, conformance, the scale-out behind nginx
+    /// (short), the README's examples, a quick bench.
     Test(test::TestArgs),
     /// Check an ORS server against the protocol, clause by clause.
     Conformance(conformance::XtaskConformanceArgs),
@@ -50,6 +52,9 @@ enum Command {
         #[arg(long)]
         settings: bool,
     },
+    /// Use `ors report`'s HTML page in Chromium (installed when missing): the checks, the
+    /// 10,000-episode timing and a screenshot of each view in target/tmp/report-browser/.
+    Browser,
     /// Serve ten million tasks from one JSONL and one Parquet file: start-up, memory, latency.
     Bigtasks(bigtasks::BigTasksArgs),
     /// Measure /health and echo latency while sessions run 2 s CPU-bound tools.
@@ -80,6 +85,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Readme { settings: true } => settings::write().map(|()| ExitCode::SUCCESS),
         Command::Readme { settings: false } => readme::run().map(|()| ExitCode::SUCCESS),
+        Command::Browser => browser::run().map(|()| ExitCode::SUCCESS),
         Command::Bigtasks(args) => bigtasks::run(args),
         Command::Blocking(args) => blocking::run(args),
         Command::Memprobe(args) => memprobe::run(args),

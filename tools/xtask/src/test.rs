@@ -11,7 +11,8 @@ pub struct TestArgs {
     pub interop_only: bool,
 }
 
-fn cargo(args: &[&str]) -> Result<(), String> {
+/// Run `cargo ARGS` in the workspace root.
+pub(crate) fn cargo(args: &[&str]) -> Result<(), String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     eprintln!("xtask: cargo {}", args.join(" "));
     let status = Command::new(cargo)
@@ -59,6 +60,8 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         "warnings",
     ])?;
     cargo(&["test", "--workspace"])?;
+    eprintln!("xtask: browser: the HTML report in Chromium");
+    crate::browser::run()?;
     fuzz_briefly()?;
     crate::interop::run_all()?;
     eprintln!("xtask: scale: replicas behind nginx (short form)");
@@ -75,8 +78,8 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         return Err("cargo xtask bench --quick reported errors".to_owned());
     }
     eprintln!(
-        "xtask: test: fmt, clippy, cargo test, fuzz, interop, conformance, scale, README and bench \
-         all passed"
+        "xtask: test: fmt, clippy, cargo test, the report in Chromium, fuzz, interop, conformance, \
+         scale, README and bench all passed"
     );
     Ok(ExitCode::SUCCESS)
 }

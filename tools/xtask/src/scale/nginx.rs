@@ -176,25 +176,7 @@ pub fn ensure_nginx() -> Result<PathBuf, String> {
     if let Some(found) = find_nginx() {
         return Ok(found);
     }
-    eprintln!("xtask: scale: nginx is not installed; installing Debian's nginx-light with apt-get");
-    let install = || {
-        Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", "nginx-light"])
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false)
-    };
-    if !install() {
-        // A fresh image has no package lists yet.
-        let _ = Command::new("apt-get").arg("update").status();
-        if !install() {
-            return Err(
-                "could not install nginx-light with apt-get (run as root, or install nginx)"
-                    .to_owned(),
-            );
-        }
-    }
+    crate::debian::install("scale", &["nginx-light"])?;
     find_nginx().ok_or_else(|| "nginx-light was installed but no nginx binary found".to_owned())
 }
 
