@@ -188,7 +188,7 @@ pub struct RunStats {
     /// The mean over tasks of the standard deviation of a task's rewards: how much sampling
     /// alone moves a task's score (0 with one sample per task).
     pub task_std: f64,
-    /// Each split's figures.
+    /// Each split's figures, by its name (`env/split` when the run has several environments).
     pub splits: BTreeMap<String, SplitStats>,
     /// Each task's figures, by task.
     pub tasks: Vec<TaskStats>,
@@ -271,9 +271,16 @@ impl RunStats {
 }
 
 fn splits(tasks: &[TaskStats]) -> BTreeMap<String, SplitStats> {
+    // Two environments' `test` splits are not one split.
+    let one_env = tasks.windows(2).all(|w| w[0].task.env == w[1].task.env);
     let mut by: BTreeMap<String, Vec<&TaskStats>> = BTreeMap::new();
     for t in tasks {
-        by.entry(t.task.split.clone()).or_default().push(t);
+        let name = if one_env {
+            t.task.split.clone()
+        } else {
+            format!("{}/{}", t.task.env, t.task.split)
+        };
+        by.entry(name).or_default().push(t);
     }
     by.into_iter()
         .map(|(split, ts)| {
@@ -407,6 +414,13 @@ mod tests {
         assert_eq!((train.episodes, train.tasks), (2, 2));
         assert!(close(train.mean_reward, 0.75) && close(train.success_rate, 0.5));
         assert_eq!(s.splits["test"].success_rate, 0.0);
+        // Another environment's split of the same name is apart.
+        let mut other = ep(3, 1.0, true);
+        other.task.env = "f".into();
+        let s = RunStats::of(vec![ep(0, 1.0, true), ep(1, 0.5, false), other]);
+        let names: Vec<&str> = s.splits.keys().map(String::as_str).collect();
+        assert_eq!(names, ["e/train", "f/train"]);
+        assert_eq!(s.splits["e/train"].tasks, 2);
     }
 
     #[test]

@@ -157,7 +157,7 @@
   }
   function histogram2(xs, ys, names) {
     const all = xs.concat(ys);
-    const g = svg('svg', { width: W, height: H + 14, viewBox: `0 0 ${W} ${H + 14}`, role: 'img' });
+    const g = svg('svg', { width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img' });
     if (!all.length) return g;
     const b = bins(all, { lo: 0 });
     const cx = new Array(b.n).fill(0), cy = new Array(b.n).fill(0);
@@ -170,15 +170,18 @@
         svg('title', { text: `${names[k]} ${ms(b.lo + i * b.w)} to ${ms(b.lo + (i + 1) * b.w)}: ${n}` })));
     }));
     axes(g, { ...b, integer: false }, max);
-    g.append(svg('text', { x: PADL, y: H + 11, text: `ms · env (blue) mean ${ms(mean(xs))}, model (violet) mean ${ms(mean(ys))}` }));
-    return g;
+    const legend = el('div', { class: 'legend muted' }, 'ms ·', el('i', { class: 'env' }), `env, mean ${ms(mean(xs))}`,
+      el('i', { class: 'model' }), `${names[1]}, mean ${ms(mean(ys))}`);
+    return [g, legend];
   }
   function splitBars(r) {
     const splits = Object.entries(r.stats.splits);
     const rowH = 18, h = Math.max(1, splits.length) * rowH + 4;
     const g = svg('svg', { width: W, height: h, viewBox: `0 0 ${W} ${h}`, role: 'img' });
+    // Room for the longest name (about 6 px a character at this size), at most half the width.
+    const x0 = Math.min(W / 2, 10 + 6 * Math.max(0, ...splits.map(([n]) => n.length)));
     splits.forEach(([name, s], i) => {
-      const y = i * rowH + 2, x0 = 70, w = (W - x0 - 70) * s.success_rate;
+      const y = i * rowH + 2, w = (W - x0 - 70) * s.success_rate;
       g.append(
         svg('text', { x: x0 - 4, y: y + 12, 'text-anchor': 'end', text: name }),
         svg('rect', { x: x0, y: y + 2, width: W - x0 - 70, height: rowH - 6, fill: 'currentColor', 'fill-opacity': 0.08 }),

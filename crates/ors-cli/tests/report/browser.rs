@@ -325,7 +325,6 @@ async fn the_report_works_in_chromium() {
         .unwrap();
     assert!(made.success());
     let single = dir.join("single.html");
-    s.resize(1280, 760).await.unwrap();
     s.goto(&file_url(&single)).await.unwrap();
     s.wait_for("document.body.dataset.ready === 'true'")
         .await
@@ -339,7 +338,6 @@ async fn the_report_works_in_chromium() {
     let large_page = dir.join("large.html");
     report(&large_page, &[&large]).await;
     let bytes = std::fs::metadata(&large_page).unwrap().len();
-    s.resize(1280, 900).await.unwrap();
     let started = Instant::now();
     s.goto(&file_url(&large_page)).await.unwrap();
     s.wait_for("document.body.dataset.ready === 'true'")

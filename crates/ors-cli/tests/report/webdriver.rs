@@ -279,17 +279,6 @@ impl Session<'_> {
         decode_png(&v)
     }
 
-    /// Resize the window.
-    pub async fn resize(&self, width: u32, height: u32) -> Result<()> {
-        self.cmd(
-            "POST",
-            "/window/rect",
-            Some(json!({ "width": width, "height": height })),
-        )
-        .await
-        .map(drop)
-    }
-
     /// The console messages logged since the last call: `(level, message)`; uncaught
     /// exceptions and failed loads come as `SEVERE`.
     pub async fn console(&self) -> Result<Vec<(String, String)>> {
