@@ -136,7 +136,32 @@ impl Driver {
             .as_str()
             .ok_or_else(|| WdError(format!("no session id in {v}")))?
             .to_owned();
-        Ok(Session { driver: self, id })
+        Ok(Session {
+            driver: self,
+            id,
+            closed: false,
+        })
+    }
+
+    /// `DELETE /session/{id}` without a runtime: what a session dropped by a failing test
+    /// does, so its Chromium never outlives the test (ChromeDriver would leave it running).
+    fn delete_now(&self, id: &str) {
+        use std::io::{Read, Write};
+        let Some(addr) = self.base.strip_prefix("http://") else {
+            return;
+        };
+        let Ok(mut conn) = std::net::TcpStream::connect(addr) else {
+            return;
+        };
+        let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(30)));
+        let request = format!(
+            "DELETE /session/{id} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\n\
+             Connection: close\r\n\r\n"
+        );
+        if conn.write_all(request.as_bytes()).is_ok() {
+            // The answer comes once the browser has quit.
+            let _ = conn.read_to_end(&mut Vec::new());
+        }
     }
 }
 
@@ -164,10 +189,19 @@ fn read_port(stdout: std::process::ChildStdout) -> Result<u16> {
     )))
 }
 
-/// A browser session.
+/// A browser session; its browser quits when it is closed or dropped.
 pub struct Session<'d> {
     driver: &'d Driver,
     id: String,
+    closed: bool,
+}
+
+impl Drop for Session<'_> {
+    fn drop(&mut self) {
+        if !self.closed {
+            self.driver.delete_now(&self.id);
+        }
+    }
 }
 
 /// An element of the page.
@@ -300,7 +334,8 @@ impl Session<'_> {
     }
 
     /// End the session (and its browser).
-    pub async fn close(self) -> Result<()> {
+    pub async fn close(mut self) -> Result<()> {
+        self.closed = true;
         self.cmd("DELETE", "", None).await.map(drop)
     }
 }
