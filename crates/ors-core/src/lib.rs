@@ -26,6 +26,7 @@ pub mod protocol;
 pub mod provider;
 pub mod settings;
 pub mod sse;
+pub mod text;
 pub mod types;
 
 pub use protocol::ErrorCode;

@@ -150,9 +150,7 @@ pub fn encode_result(result: &RunToolOutput) -> Vec<u8> {
     // the text needs no `data:` line splitting.
     let mut out = Vec::with_capacity(512);
     out.extend_from_slice(HEAD);
-    if serde_json::to_writer(&mut out, result).is_err() {
-        return encode_result_json(&result.to_json());
-    }
+    result.write_json(&mut out);
     if out.len() - HEAD.len() <= CHUNK_SIZE {
         out.extend_from_slice(b"\n\n");
         return out;
@@ -190,6 +188,47 @@ mod tests {
                     text.len()
                 );
             }
+        }
+    }
+
+    /// The hand-written JSON of a result is serde's, byte for byte, whatever it holds.
+    #[test]
+    fn a_results_json_is_what_serde_writes() {
+        use crate::types::{Block, ImageBlock, JsonObject, ToolErrorReason};
+        let object = |v: Value| -> JsonObject { serde_json::from_value(v).unwrap() };
+        let odd = "quote \" backslash \\ line\n tab\t nul \u{0} é 😀 \u{7f}";
+        let meta = object(serde_json::json!({"length": 43, odd: [1.5, -0.0, null, {"a": odd}]}));
+        let mut full = ToolOutput::text(odd)
+            .with_reward(-1.25e-300)
+            .with_metadata(meta.clone())
+            .finish();
+        full.blocks.push(Block::Image(ImageBlock {
+            data: "iVBOR".into(),
+            mime_type: "image/png".into(),
+            detail: Some(meta.clone()),
+        }));
+        full.blocks.push(Block::text(""));
+        if let Block::Text(t) = &mut full.blocks[0] {
+            t.detail = Some(meta);
+        }
+        let results = [
+            RunToolOutput::Success(full),
+            RunToolOutput::Success(ToolOutput::text("the quick brown fox").with_reward(0.0)),
+            RunToolOutput::Success(ToolOutput::blocks(vec![])),
+            RunToolOutput::Success(ToolOutput::text("x").with_reward(1.0)),
+            RunToolOutput::Success(ToolOutput::text("x").with_reward(f64::NAN)),
+            RunToolOutput::Success(ToolOutput::text("x").with_reward(f64::INFINITY)),
+            RunToolOutput::error(odd),
+            RunToolOutput::refused(ToolErrorReason::EpisodeFinished, "done"),
+        ];
+        for result in results {
+            let mut ours = Vec::new();
+            result.write_json(&mut ours);
+            let serde = serde_json::to_vec(&result).unwrap();
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                String::from_utf8(serde).unwrap()
+            );
         }
     }
 

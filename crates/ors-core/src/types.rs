@@ -7,154 +7,16 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+mod content;
 mod messages;
 mod tasks;
 
+pub use content::*;
 pub use messages::*;
 pub use tasks::*;
 
-/// A JSON object, the protocol's `JSONObject`.
-pub type JsonObject = Map<String, Value>;
-
 /// A task: an environment-specific JSON value (usually an object).
 pub type TaskJson = Value;
-
-/// Text content with optional metadata.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct TextBlock {
-    /// The text.
-    pub text: String,
-    /// Optional metadata about this block (`null` on the wire when absent).
-    #[serde(default)]
-    pub detail: Option<JsonObject>,
-}
-
-/// Base64-encoded image content.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct ImageBlock {
-    /// Base64-encoded image bytes.
-    pub data: String,
-    /// MIME type such as `image/png`.
-    #[serde(rename = "mimeType")]
-    pub mime_type: String,
-    /// Optional metadata about this block.
-    #[serde(default)]
-    pub detail: Option<JsonObject>,
-}
-
-/// One unit of content: text or an image, tagged by `type`.
-///
-/// Deserializing also accepts a block without `type` (the reference models default it), taking
-/// it from the keys present: `text` makes a text block, `data` or `mimeType` an image block.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Block {
-    /// A text block (`"type": "text"`).
-    Text(TextBlock),
-    /// An image block (`"type": "image"`).
-    Image(ImageBlock),
-}
-
-impl<'de> Deserialize<'de> for Block {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::Error;
-        let mut map = JsonObject::deserialize(d)?;
-        let kind = match map.remove("type") {
-            Some(Value::String(t)) => t,
-            Some(Value::Null) | None if map.contains_key("text") => "text".to_owned(),
-            Some(Value::Null) | None
-                if map.contains_key("data") || map.contains_key("mimeType") =>
-            {
-                "image".to_owned()
-            }
-            Some(Value::Null) | None => return Err(D::Error::missing_field("type")),
-            Some(other) => {
-                return Err(D::Error::custom(format!(
-                    "block `type` must be a string, got {other}"
-                )))
-            }
-        };
-        let body = Value::Object(map);
-        match kind.as_str() {
-            "text" => TextBlock::deserialize(body)
-                .map(Block::Text)
-                .map_err(D::Error::custom),
-            "image" => ImageBlock::deserialize(body)
-                .map(Block::Image)
-                .map_err(D::Error::custom),
-            _ => Err(D::Error::unknown_variant(&kind, &["text", "image"])),
-        }
-    }
-}
-
-/// A list of blocks: prompts and tool outputs.
-pub type Blocks = Vec<Block>;
-
-impl Block {
-    /// A text block without detail.
-    pub fn text(text: impl Into<String>) -> Self {
-        Block::Text(TextBlock {
-            text: text.into(),
-            detail: None,
-        })
-    }
-
-    /// An image block from base64 data and a MIME type.
-    pub fn image(data_base64: impl Into<String>, mime_type: impl Into<String>) -> Self {
-        Block::Image(ImageBlock {
-            data: data_base64.into(),
-            mime_type: mime_type.into(),
-            detail: None,
-        })
-    }
-
-    /// Attach `detail` metadata to this block.
-    pub fn with_detail(mut self, detail: JsonObject) -> Self {
-        match &mut self {
-            Block::Text(b) => b.detail = Some(detail),
-            Block::Image(b) => b.detail = Some(detail),
-        }
-        self
-    }
-
-    /// The text of a text block, `None` for an image.
-    pub fn as_text(&self) -> Option<&str> {
-        match self {
-            Block::Text(b) => Some(&b.text),
-            Block::Image(_) => None,
-        }
-    }
-}
-
-/// The text of a list of blocks, as a method: `output.text()` on a [`ToolOutput`] (its
-/// blocks), `prompt.text()` on [`Blocks`].
-///
-/// A trait rather than an inherent method because `ToolOutput::text(..)` is already the
-/// constructor of a one-block output; `ToolOutput::text("hi")` still builds one, and
-/// `out.text()` (with this trait in scope) reads the text back.
-///
-/// ```
-/// use ors_core::{Block, BlockText, ToolOutput};
-///
-/// let out = ToolOutput::text("Correct!").with_block(Block::image("iVBO", "image/png"));
-/// assert_eq!(out.text(), "Correct!");
-/// let prompt = vec![Block::text("What is 2+2?"), Block::text("Answer with a number.")];
-/// assert_eq!(prompt.text(), "What is 2+2?\nAnswer with a number.");
-/// ```
-pub trait BlockText {
-    /// The text of every text block, in order, joined by line breaks; image blocks are skipped.
-    fn text(&self) -> String;
-}
-
-impl BlockText for [Block] {
-    fn text(&self) -> String {
-        let texts: Vec<&str> = self.iter().filter_map(Block::as_text).collect();
-        texts.join("\n")
-    }
-}
 
 impl BlockText for ToolOutput {
     fn text(&self) -> String {
@@ -270,9 +132,9 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 
 /// The specification of one tool: name, description, and JSON Schema of its input.
 ///
-/// `output_schema` and `detail_url` are additions (PROTOCOL_NOTES row `additions`): sent only
-/// when set, so the spec of a tool without them is exactly the documented form, and ignored by
-/// clients that do not know them.
+/// `output_schema`, `detail_url` and `runs_commands` are additions (PROTOCOL_NOTES rows
+/// `additions` and `runs-commands`): sent only when set, so the spec of a tool without them is
+/// exactly the documented form, and ignored by clients that do not know them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     /// Tool identifier, used when calling it.
@@ -288,11 +150,15 @@ pub struct ToolSpec {
     /// A URL with more about the tool (Bedrock's `detail_url`), for clients that fetch it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail_url: Option<String>,
+    /// The tool runs the agent's commands or code (`#[tool(runs_commands)]`); `ors check`
+    /// tries to escape through such tools (PROTOCOL_NOTES row `runs-commands`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runs_commands: bool,
 }
 
 impl ToolSpec {
-    /// A spec with a name, a description and an input schema (`None`: no input), and neither
-    /// an output schema nor a detail URL.
+    /// A spec with a name, a description and an input schema (`None`: no input), and none of
+    /// the additions (output schema, detail URL, `runs_commands`).
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -304,6 +170,7 @@ impl ToolSpec {
             input_schema,
             output_schema: None,
             detail_url: None,
+            runs_commands: false,
         }
     }
 }
@@ -622,6 +489,76 @@ impl Serialize for RunToolOutput {
     }
 }
 
+/// Append JSON that cannot fail to serialize (strings, numbers, JSON values) to `out`.
+fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing to a `Vec` cannot fail, nor can serializing these.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn push_detail(out: &mut Vec<u8>, detail: Option<&JsonObject>) {
+    match detail {
+        Some(d) => push_json(out, d),
+        None => out.extend_from_slice(b"null"),
+    }
+}
+
+impl RunToolOutput {
+    /// Append this result's JSON text to `out`: the bytes `serde_json::to_writer` writes (a
+    /// test holds them equal), with the keys and punctuation written as they are rather than
+    /// through the serializer, which scanned each key for escapes and cost as much as the
+    /// content of a small result.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            RunToolOutput::Success(o) => {
+                out.extend_from_slice(b"{\"ok\":true,\"output\":{\"blocks\":[");
+                for (i, block) in o.blocks.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    match block {
+                        Block::Text(t) => {
+                            out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                            push_json(out, t.text.as_str());
+                            out.extend_from_slice(b",\"detail\":");
+                            push_detail(out, t.detail.as_ref());
+                        }
+                        Block::Image(img) => {
+                            out.extend_from_slice(b"{\"type\":\"image\",\"data\":");
+                            push_json(out, img.data.as_str());
+                            out.extend_from_slice(b",\"mimeType\":");
+                            push_json(out, img.mime_type.as_str());
+                            out.extend_from_slice(b",\"detail\":");
+                            push_detail(out, img.detail.as_ref());
+                        }
+                    }
+                    out.push(b'}');
+                }
+                out.extend_from_slice(b"],\"metadata\":");
+                push_detail(out, o.metadata.as_ref());
+                out.extend_from_slice(b",\"reward\":");
+                match o.reward {
+                    Some(r) => push_json(out, &r),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.extend_from_slice(if o.finished {
+                    b",\"finished\":true}}"
+                } else {
+                    b",\"finished\":false}}"
+                });
+            }
+            RunToolOutput::Error(e) => {
+                out.extend_from_slice(b"{\"ok\":false,\"error\":");
+                push_json(out, e.error.as_str());
+                if let Some(reason) = e.reason {
+                    out.extend_from_slice(b",\"reason\":");
+                    push_json(out, &reason);
+                }
+                out.push(b'}');
+            }
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for RunToolOutput {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
@@ -676,14 +613,33 @@ fn object_or_null<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
 }
 
 /// A serde_json error's message without its " at line L column C", for errors that name the
-/// field instead (the path says where; positions in a request body mean nothing to its sender).
+/// field instead (the path says where; positions in a request body mean nothing to its sender),
+/// and with the names serde quotes in backticks (`` missing field `x` ``) in single quotes, as
+/// every other error text quotes names (`missing field 'x'`).
 pub fn json_error_text(e: &serde_json::Error) -> String {
     let text = e.to_string();
     let suffix = format!(" at line {} column {}", e.line(), e.column());
-    match text.strip_suffix(&suffix) {
-        Some(message) => message.to_owned(),
-        None => text,
+    let message = text.strip_suffix(&suffix).unwrap_or(&text);
+    single_quoted_names(message)
+}
+
+/// `text` with its backticks as single quotes, except inside the double-quoted values serde
+/// echoes (`string "a`b"`), which stay as sent.
+fn single_quoted_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_value, mut escaped) = (false, false);
+    for c in text.chars() {
+        match c {
+            '`' if !in_value => out.push('\''),
+            '"' if !escaped => {
+                in_value = !in_value;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+        escaped = in_value && c == '\\' && !escaped;
     }
+    out
 }
 
 /// How a JSON value is described in error messages ("a string", "an array", ...).

@@ -536,3 +536,31 @@ fn secrets_keep_empty_values_and_allowed_domains() {
     assert_eq!(s.get("BARE"), Some("w"));
     assert!(serde_json::from_value::<Secrets>(json!({"X": 1})).is_err());
 }
+
+#[test]
+fn json_errors_quote_names_as_every_error_text_does() {
+    use ors_core::types::json_error_text;
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)] // read only to fail
+    struct Point {
+        x: i32,
+        kind: Kind,
+    }
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Kind {
+        Flat,
+        Round,
+    }
+    let text = |json: &str| json_error_text(&serde_json::from_str::<Point>(json).unwrap_err());
+    assert_eq!(text(r#"{"kind": "flat"}"#), "missing field 'x'");
+    assert_eq!(
+        text(r#"{"x": 1, "kind": "odd"}"#),
+        "unknown variant 'odd', expected 'flat' or 'round'"
+    );
+    // What the sender wrote is echoed as written, backticks and escaped quotes too.
+    assert_eq!(
+        text(r#"{"x": "a`b\"`", "kind": "flat"}"#),
+        r#"invalid type: string "a`b\"`", expected i32"#
+    );
+}

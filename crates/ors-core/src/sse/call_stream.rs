@@ -47,7 +47,7 @@ pub enum CallStreamError {
         limit: usize,
     },
     /// A piece of the result arrived before the `task_id` event that must open the stream.
-    #[error("a `{event}` event arrived before the task_id event that must open a call stream")]
+    #[error("a '{event}' event arrived before the task_id event that must open a call stream")]
     NoTaskId {
         /// The event that came first.
         event: String,
@@ -56,7 +56,7 @@ pub enum CallStreamError {
     #[error("the task_id event is empty")]
     EmptyTaskId,
     /// An event arrived after the call's `end` (or `error`), which is its last event.
-    #[error("a `{event}` event arrived after the call's last event")]
+    #[error("a '{event}' event arrived after the call's last event")]
     AfterEnd {
         /// The extra event.
         event: String,

@@ -21,12 +21,12 @@ pub struct DecodeLimits {
     /// The largest event: its `data:` lines joined.
     pub max_event_bytes: usize,
     /// The largest call result: the `chunk` data and the `end` data joined
-    /// ([`CallStreamDecoder`] only).
+    /// ([`super::CallStreamDecoder`] only).
     pub max_result_bytes: usize,
 }
 
 impl DecodeLimits {
-    /// The bounds of [`SseDecoder::new`] and [`CallStreamDecoder::new`]: everything bounded by
+    /// The bounds of [`SseDecoder::new`] and [`super::CallStreamDecoder::new`]: everything bounded by
     /// [`DEFAULT_MAX_RESULT_BYTES`].
     pub const DEFAULT: Self = Self::bounded(DEFAULT_MAX_RESULT_BYTES);
 
@@ -501,15 +501,7 @@ fn data_prefix(line: &[u8]) -> Option<usize> {
 
 /// At most 200 characters of `text` on one line, for error messages.
 pub(super) fn preview(text: &str) -> String {
-    let one_line: String = text
-        .chars()
-        .take(201)
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match one_line.char_indices().nth(200) {
-        Some((i, _)) => format!("{}...", &one_line[..i]),
-        None => one_line,
-    }
+    crate::text::preview(text, 200)
 }
 
 /// One decoded event: its name (`message` when the stream gave none) and its data.

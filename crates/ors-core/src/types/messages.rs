@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Block, Blocks, ImageBlock, JsonObject, TextBlock};
+use super::content::{Block, Blocks, ImageBlock, JsonObject, TextBlock};
 
 /// Who speaks a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
