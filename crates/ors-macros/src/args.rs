@@ -40,6 +40,18 @@ pub(crate) struct Key {
     pub(crate) usage: &'static str,
 }
 
+impl Key {
+    /// A key written `usage` (`name = "..."`).
+    pub(crate) const fn new(name: &'static str, usage: &'static str) -> Self {
+        Self { name, usage }
+    }
+
+    /// A flag: a key written as its bare name.
+    pub(crate) const fn flag(name: &'static str) -> Self {
+        Self::new(name, name)
+    }
+}
+
 /// Parse `key = value, key(...)` arguments: `on_key` reads the value of each known key;
 /// unknown and repeated keys are recorded (with a "did you mean" when a key is close) and
 /// parsing goes on, so every mistake in the attribute is reported at once.
@@ -176,14 +188,21 @@ pub(crate) fn members(meta: &ParseNestedMeta) -> syn::Result<Vec<Member>> {
     Ok(list.into_iter().collect())
 }
 
-pub(crate) const CRATE_KEY: Key = Key {
-    name: "crate",
-    usage: "crate = ::path::to::ors_server",
-};
+pub(crate) const CRATE_KEY: Key = Key::new("crate", "crate = ::path::to::ors_server");
 
 /// The path generated code names the SDK by (`::ors_server` unless `crate = ...`).
 pub(crate) fn default_crate() -> Path {
     syn::parse_quote!(::ors_server)
+}
+
+/// The arguments of a macro whose only key is `crate = ...`: the SDK's path.
+pub(crate) fn crate_only(attr: TokenStream, macro_name: &str, errors: &mut Errors) -> Path {
+    let mut krate = default_crate();
+    parse_args(attr, macro_name, &[CRATE_KEY], errors, |_, meta| {
+        krate = crate_path(meta)?;
+        Ok(())
+    });
+    krate
 }
 
 /// Whether `name` is a valid tool or environment name: `[A-Za-z0-9_-]{1,64}`.

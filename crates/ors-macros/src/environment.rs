@@ -1,41 +1,26 @@
 //! `#[environment]` on `impl Environment for T`: move the `#[tool]` methods to an inherent
-//! impl, implement `EnvironmentMeta` (the name and the tool table) beside the trait impl, and
-//! check toolset fields for name collisions.
+//! impl, implement `EnvironmentMeta` (the name, the state type, the tool table, and the
+//! start-up functions written with the state) beside the trait impl, and check toolset fields
+//! for name collisions.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
-use syn::{ImplItem, ImplItemConst, ItemImpl, LitStr, Member, Path, Type};
+use syn::{
+    FnArg, ImplItem, ImplItemConst, ImplItemFn, ImplItemType, ItemImpl, LitStr, Member, Path, Type,
+};
 
 use crate::args::{self, Errors, Key};
 use crate::table;
 use crate::tool::{self, Tool};
 
 const ENV_KEYS: &[Key] = &[
-    Key {
-        name: "name",
-        usage: "name = \"...\"",
-    },
-    Key {
-        name: "toolsets",
-        usage: "toolsets(field, ...)",
-    },
-    Key {
-        name: "select_toolsets",
-        usage: "select_toolsets(field = \"name\", ...)",
-    },
-    Key {
-        name: "reasoning",
-        usage: "reasoning",
-    },
-    Key {
-        name: "dynamic_tools",
-        usage: "dynamic_tools = path::to::fn",
-    },
-    Key {
-        name: "calls_after_finished",
-        usage: "calls_after_finished",
-    },
+    Key::new("name", "name = \"...\""),
+    Key::new("toolsets", "toolsets(field, ...)"),
+    Key::new("select_toolsets", "select_toolsets(field = \"name\", ...)"),
+    Key::flag("reasoning"),
+    Key::new("dynamic_tools", "dynamic_tools = path::to::fn"),
+    Key::flag("calls_after_finished"),
     args::CRATE_KEY,
 ];
 
@@ -170,13 +155,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStream {
-    // Split the items: tools go to an inherent impl, `const NAME` to the `EnvironmentMeta`
-    // impl, the rest stays in the trait impl.
+    // Split the items: tools go to an inherent impl, `const NAME` and `type State` to the
+    // `EnvironmentMeta` impl, the rest stays in the trait impl.
     let mut tools: Vec<Tool> = Vec::new();
     let mut tool_attrs = Vec::new();
     let mut methods: Vec<ImplItem> = Vec::new();
     let mut kept: Vec<ImplItem> = Vec::new();
     let mut name_const: Option<ImplItemConst> = None;
+    let mut state: Option<ImplItemType> = None;
     for item in std::mem::take(&mut imp.items) {
         match item {
             ImplItem::Fn(mut f) => match tool::take_tool_attr(&mut f, &mut errors) {
@@ -188,6 +174,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
                 None => kept.push(ImplItem::Fn(f)),
             },
             ImplItem::Const(c) if c.ident == "NAME" && name_const.is_none() => name_const = Some(c),
+            ImplItem::Type(t) if t.ident == "State" && state.is_none() => state = Some(t),
             other => kept.push(other),
         }
     }
@@ -203,6 +190,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
             // Emit what the author wrote (minus #[tool], whose own macro would only add noise).
             imp.items.extend(methods);
             imp.items.extend(name_const.map(ImplItem::Const));
+            imp.items.extend(state.map(ImplItem::Type));
             return quote!(#imp)
                 .into_iter()
                 .chain(errors.into_compile_errors())
@@ -215,8 +203,8 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         Some(_) if !imp.generics.params.is_empty() => {
             errors.spanned(
                 &imp.generics,
-                "#[environment] does not support generic impls: the tool table is one `static` \
-                 per environment type",
+                "#[environment] does not support generic impls: the tool table is built for one \
+                 environment type",
             );
             true
         }
@@ -226,6 +214,8 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
     let self_ty = (*imp.self_ty).clone();
     let krate = &args.krate;
     let p = quote!(#krate::__private);
+    let (with_state, task_range_with) = take_stateful(&mut imp, &p);
+    let state = state_type(state, &with_state, &mut errors);
     let inherent = (!methods.is_empty())
         .then(|| crate::impl_beside(&imp, None, quote!(), quote!(#(#methods)*)));
 
@@ -239,7 +229,8 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
             quote!(#self_ty: 'static,),
             quote! {
                 const NAME: &'static str = "";
-                fn tool_table() -> &'static #p::ToolTable<Self> {
+                #state
+                fn tool_table(_: &Self::State) -> #p::ToolTable<Self> {
                     ::core::unreachable!()
                 }
             },
@@ -254,7 +245,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         .collect();
     }
 
-    check_task_methods(&imp, &mut errors);
+    check_task_methods(&imp, &with_state, &mut errors);
     let tools = table::dedup(tools, &mut errors);
     let name = match (name_const, &args.name) {
         (Some(c), None) => c.into_token_stream(),
@@ -284,6 +275,13 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         }
     };
 
+    // A field also in `toolsets(...)` is reported above; checking it again would only repeat.
+    let selectable: Vec<(Member, LitStr)> = args
+        .selectable
+        .iter()
+        .filter(|s| !args.toolsets.contains(&s.field))
+        .map(|s| (s.field.clone(), s.name.clone()))
+        .collect();
     let body = table::table_body(
         &self_ty,
         krate,
@@ -293,21 +291,14 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
             reasoning: args.reasoning,
             dynamic_tools: args.dynamic_tools.as_ref(),
             calls_after_finished: args.calls_after_finished,
+            selectable: &selectable,
         },
     );
     let tool_items = table::tool_items(&imp, krate, &tools);
     let cfgs = crate::cfgs(&imp);
     let own: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-    // A field also in `toolsets(...)` is reported above; checking it again would only repeat.
-    let selectable: Vec<(Member, LitStr)> = args
-        .selectable
-        .iter()
-        .filter(|s| !args.toolsets.contains(&s.field))
-        .map(|s| (s.field.clone(), s.name.clone()))
-        .collect();
     let chosen: Vec<&Member> = selectable.iter().map(|(m, _)| m).collect();
     let collisions = table::collision_checks(&cfgs, &self_ty, krate, &own, &args.toolsets, &chosen);
-    let named = table::named_toolsets(&self_ty, krate, &selectable, args.reasoning);
     let trait_methods = tools.iter().map(|t| t.not_a_trait_method(krate, &cfgs));
     let attr_uses = tool::use_attr_paths(&tool_attrs, &cfgs);
     // The trait is recognised by type, not by name (so `use ors_server::Environment as Env`
@@ -338,11 +329,13 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         quote!(),
         quote! {
             #name
+            #state
             #scores_groups
-            #named
-            fn tool_table() -> &'static #p::ToolTable<Self> {
+            fn tool_table(__ors_state: &Self::State) -> #p::ToolTable<Self> {
                 #body
             }
+            #(#with_state)*
+            #task_range_with
         },
     );
     let errors = errors.into_compile_errors();
@@ -359,9 +352,11 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
     }
 }
 
-/// An environment serves tasks: `tasks` (a split loaded whole), or `num_tasks` with `task` (a
-/// split read by index). Checked here, as the trait's defaults would only fail at run time.
-fn check_task_methods(imp: &ItemImpl, errors: &mut Errors) {
+/// An environment has splits, builds its episodes (`new`) and serves tasks: `tasks` (a split
+/// loaded whole), or `num_tasks` with `task` (a split read by index). Checked here, as the
+/// trait's defaults would only fail at run time. `moved` are the functions written with the
+/// state, already taken out of the impl.
+fn check_task_methods(imp: &ItemImpl, moved: &[ImplItemFn], errors: &mut Errors) {
     // Items written by a macro call in the impl are invisible here: trust them. And an impl of
     // another trait (reported elsewhere), or of the trait renamed, is not checked.
     let names_environment = imp
@@ -378,11 +373,32 @@ fn check_task_methods(imp: &ItemImpl, errors: &mut Errors) {
         return;
     }
     let has = |name: &str| {
-        imp.items.iter().find_map(|item| match item {
+        let with = format!("{name}_with");
+        let written = imp.items.iter().find_map(|item| match item {
             ImplItem::Fn(f) if f.sig.ident == name => Some(f.sig.ident.clone()),
             _ => None,
+        });
+        written.or_else(|| {
+            moved
+                .iter()
+                .find(|f| f.sig.ident == with)
+                .map(|f| f.sig.ident.clone())
         })
     };
+    for (name, form) in [
+        ("splits", "fn splits() -> Vec<Split>"),
+        (
+            "new",
+            "async fn new(task: Task, secrets: Secrets) -> Result<Self, EnvError>",
+        ),
+    ] {
+        if has(name).is_none() {
+            errors.spanned(
+                &imp.self_ty,
+                format!("an environment needs `{name}`: write `{form}`"),
+            );
+        }
+    }
     match (has("tasks"), has("num_tasks"), has("task")) {
         (None, None, _) => errors.spanned(
             &imp.self_ty,
@@ -394,6 +410,98 @@ fn check_task_methods(imp: &ItemImpl, errors: &mut Errors) {
             "`num_tasks` serves splits by index, so `task(split, index)` is needed too",
         ),
         _ => {}
+    }
+}
+
+/// The start-up functions of the trait, and how many parameters each has without the state.
+const STARTUP: &[(&str, usize)] = &[
+    ("splits", 0),
+    ("tasks", 1),
+    ("num_tasks", 1),
+    ("task", 2),
+    ("task_range", 3),
+    ("new", 2),
+];
+
+/// Take out of the impl the start-up functions written with the state as their first
+/// parameter, renamed to the `EnvironmentMeta` function that is given it (`tasks` becomes
+/// `tasks_with`); and, for a `task_range` written without the state, a `task_range_with` that
+/// calls it (that one's default reads task by task).
+fn take_stateful(imp: &mut ItemImpl, p: &TokenStream) -> (Vec<ImplItemFn>, TokenStream) {
+    let mut moved = Vec::new();
+    let mut task_range = TokenStream::new();
+    for item in std::mem::take(&mut imp.items) {
+        let ImplItem::Fn(mut f) = item else {
+            imp.items.push(item);
+            continue;
+        };
+        let arity = STARTUP
+            .iter()
+            .find(|(name, _)| f.sig.ident == name)
+            .map(|(_, n)| *n)
+            .filter(|_| f.sig.receiver().is_none());
+        if arity == Some(f.sig.inputs.len()) && f.sig.ident == "task_range" {
+            let span = f.sig.ident.span();
+            task_range = quote_spanned! {span=>
+                fn task_range_with(
+                    _: &Self::State,
+                    split: &str,
+                    start: usize,
+                    stop: usize,
+                ) -> impl ::core::future::Future<
+                    Output = #p::Result<#p::Vec<<Self as #p::Environment>::Task>, #p::EnvError>,
+                > + ::core::marker::Send {
+                    <Self as #p::Environment>::task_range(split, start, stop)
+                }
+            };
+        }
+        if arity.is_some_and(|n| f.sig.inputs.len() == n + 1) {
+            f.sig.ident = quote::format_ident!("{}_with", f.sig.ident, span = f.sig.ident.span());
+            moved.push(f);
+        } else {
+            imp.items.push(ImplItem::Fn(f));
+        }
+    }
+    (moved, task_range)
+}
+
+/// `type State` as written, else `()`. Functions written with the state need the impl to say
+/// what it is: without `type State`, the first one's parameter type is taken for it, so that
+/// mistake is one error, here.
+fn state_type(
+    state: Option<ImplItemType>,
+    with_state: &[ImplItemFn],
+    errors: &mut Errors,
+) -> TokenStream {
+    if let Some(t) = state {
+        return t.into_token_stream();
+    }
+    let first = with_state.iter().find_map(|f| match f.sig.inputs.first() {
+        Some(FnArg::Typed(arg)) => Some((&f.sig.ident, &arg.ty)),
+        _ => None,
+    });
+    let Some((ident, ty)) = first else {
+        return quote!(
+            type State = ();
+        );
+    };
+    let name = ident.to_string();
+    let name = name.strip_suffix("_with").unwrap_or(&name);
+    errors.spanned(
+        ty,
+        format!(
+            "`{name}` takes the environment's start-up state as its first parameter, so the \
+             impl says what the state is: add `type State = YourState;`"
+        ),
+    );
+    match &**ty {
+        Type::Reference(r) => {
+            let elem = &r.elem;
+            quote!(type State = #elem;)
+        }
+        _ => quote!(
+            type State = ();
+        ),
     }
 }
 

@@ -14,27 +14,39 @@
 //! are emitted as stubs, so nothing else fails because of it.
 
 use proc_macro::TokenStream;
-use quote::ToTokens;
 
 mod args;
 mod environment;
+mod item;
 mod table;
 mod tool;
 mod toolset;
 mod wire;
 
+// The helpers every macro's module calls as `crate::respan` and so on; they live in item.rs.
+use item::{cfgs, impl_beside, item_head, parse_impl, respan};
+
 /// Turns `impl Environment for T { ... }` into an ORS environment.
 ///
 /// The macro moves the `#[tool]` methods into an inherent `impl T` and implements
 /// `EnvironmentMeta` for `T`: `const NAME` (the type name lower-cased, unless you write one in
-/// the impl or pass `name = "..."`) and the tool table, built once in a `static` with O(1)
-/// lookup by name. `Environment` requires `EnvironmentMeta`, so an impl without the macro is
-/// one error saying to add it.
+/// the impl or pass `name = "..."`), `type State` (what you write in the impl, else `()`), and
+/// the tool table, built once per served environment with O(1) lookup by name. The start-up
+/// functions (`splits`, `tasks`, `num_tasks`, `task`, `task_range`, `new`) take the state as
+/// their first parameter, `&Self::State`; leave it out where you do not need it and the macro
+/// adds an unused one. `Environment` requires `EnvironmentMeta`, so an impl without the macro
+/// is one error saying to add it.
 ///
 /// Arguments, all optional:
 /// - `name = "..."`: the environment name in URLs;
 /// - `toolsets(field, ...)`: fields of `T` whose type has a `#[toolset]` impl; their tools
 ///   join the environment's (a name collision is a compile error);
+/// - `select_toolsets(field = "name", ...)`: toolset fields a session selects by name at
+///   `/create`;
+/// - `dynamic_tools = path`: a `fn(&State) -> Vec<T>` (`T` a `DynamicTool` or a `ToolEntry`)
+///   whose tools, known only at start-up, join the table;
+/// - `reasoning`: every tool takes an optional `reasoning` string;
+/// - `calls_after_finished`: calls go on after one returned `finished: true`;
 /// - `crate = ::path`: where the SDK is, when it is not `::ors_server`.
 ///
 /// ```
@@ -89,10 +101,8 @@ mod wire;
 /// }
 ///
 /// assert_eq!(Gsm8k::NAME, "gsm8k");
-/// let names: Vec<_> = ors_server::runtime::env::shared_tools::<Gsm8k>()
-///     .into_iter()
-///     .map(|t| t.name)
-///     .collect();
+/// let table = Gsm8k::tool_table(&());
+/// let names: Vec<_> = table.shared_specs().iter().map(|t| t.name.as_str()).collect();
 /// assert_eq!(names, ["submit", "add"]);
 /// ```
 #[proc_macro_attribute]
@@ -155,9 +165,10 @@ pub fn environment(attr: TokenStream, item: TokenStream) -> TokenStream {
 ///     }
 /// }
 ///
-/// let specs: Vec<_> = Counter::tool_table().all_specs().map(|s| s.name.as_str()).collect();
+/// let table = Counter::tool_table();
+/// let specs: Vec<_> = table.all_specs().map(|s| s.name.as_str()).collect();
 /// assert_eq!(specs, ["guess", "count"]);
-/// assert!(Counter::tool_table().is_concurrent("count"));
+/// assert!(table.is_concurrent("count"));
 /// ```
 #[proc_macro_attribute]
 pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
@@ -237,120 +248,4 @@ pub fn toolset(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn wire(attr: TokenStream, item: TokenStream) -> TokenStream {
     wire::expand(attr.into(), item.into()).into()
-}
-
-/// Parse the item under `#[environment]` / `#[toolset]` as an `impl` block. Anything else is
-/// emitted unchanged beside the collected errors (plus `wrong_item` on its head), so one
-/// mistake gives one message.
-fn parse_impl(
-    item: proc_macro2::TokenStream,
-    wrong_item: &str,
-    errors: &mut args::Errors,
-) -> Result<syn::ItemImpl, proc_macro2::TokenStream> {
-    let emitted = |item: proc_macro2::TokenStream, errors: &mut args::Errors| {
-        item.into_iter()
-            .chain(std::mem::take(errors).into_compile_errors())
-            .collect()
-    };
-    match syn::parse2::<syn::Item>(item.clone()) {
-        Ok(syn::Item::Impl(imp)) => Ok(imp),
-        Ok(other) => {
-            errors.spanned(item_head(&other), wrong_item);
-            Err(emitted(other.into_token_stream(), errors))
-        }
-        Err(e) => {
-            errors.push(e);
-            Err(emitted(item, errors))
-        }
-    }
-}
-
-/// The head of an item (`struct Foo`, `fn foo`), so an error about the item as a whole
-/// underlines one line rather than the whole body.
-fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {
-    use syn::Item;
-    let mut out = proc_macro2::TokenStream::new();
-    match item {
-        Item::Struct(s) => {
-            s.struct_token.to_tokens(&mut out);
-            s.ident.to_tokens(&mut out);
-        }
-        Item::Enum(e) => {
-            e.enum_token.to_tokens(&mut out);
-            e.ident.to_tokens(&mut out);
-        }
-        Item::Fn(f) => {
-            f.sig.fn_token.to_tokens(&mut out);
-            f.sig.ident.to_tokens(&mut out);
-        }
-        Item::Trait(t) => {
-            t.trait_token.to_tokens(&mut out);
-            t.ident.to_tokens(&mut out);
-        }
-        Item::Mod(m) => {
-            m.mod_token.to_tokens(&mut out);
-            m.ident.to_tokens(&mut out);
-        }
-        Item::Impl(i) => {
-            i.impl_token.to_tokens(&mut out);
-            i.self_ty.to_tokens(&mut out);
-        }
-        other => other.to_tokens(&mut out),
-    }
-    out
-}
-
-/// `tokens` with every span set to `span`: generated code that names the SDK carries the span
-/// of the author's token it is about, so an error in it is reported there.
-fn respan(tokens: proc_macro2::TokenStream, span: proc_macro2::Span) -> proc_macro2::TokenStream {
-    use proc_macro2::{Group, TokenTree};
-    tokens
-        .into_iter()
-        .map(|mut tt| {
-            if let TokenTree::Group(g) = &tt {
-                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
-                group.set_span(span);
-                tt = TokenTree::Group(group);
-            } else {
-                tt.set_span(span);
-            }
-            tt
-        })
-        .collect()
-}
-
-/// The `cfg` attributes of the author's impl, for the items the macros add beside it: what is
-/// compiled out with the impl is compiled out with them.
-fn cfgs(imp: &syn::ItemImpl) -> proc_macro2::TokenStream {
-    imp.attrs
-        .iter()
-        .filter(|attr| attr.path().is_ident("cfg"))
-        .map(quote::ToTokens::to_token_stream)
-        .collect()
-}
-
-/// An impl the macros add beside the author's `imp`, for the same type with the same generics
-/// and `cfg` / lint attributes: `impl #trait_ for Type` (or inherent, without a trait), with
-/// `bounds` added to its where-clause.
-fn impl_beside(
-    imp: &syn::ItemImpl,
-    trait_: Option<proc_macro2::TokenStream>,
-    bounds: proc_macro2::TokenStream,
-    body: proc_macro2::TokenStream,
-) -> proc_macro2::TokenStream {
-    let attrs = imp.attrs.iter().filter(|attr| {
-        ["cfg", "allow", "expect", "warn", "deny"]
-            .iter()
-            .any(|name| attr.path().is_ident(name))
-    });
-    let (impl_generics, _, where_clause) = imp.generics.split_for_impl();
-    let predicates = where_clause.map(|w| &w.predicates);
-    let self_ty = &imp.self_ty;
-    let trait_ = trait_.map(|t| quote::quote!(#t for));
-    quote::quote! {
-        #(#attrs)*
-        impl #impl_generics #trait_ #self_ty where #bounds #predicates {
-            #body
-        }
-    }
 }

@@ -1,5 +1,6 @@
 //! The tool table shared by `#[environment]` and `#[toolset]`: duplicate-name checks at
-//! expansion time, and the `static OnceLock` table function.
+//! expansion time, and the body of the table function (a builder chain, run once per served
+//! environment).
 
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
@@ -39,9 +40,12 @@ pub(crate) struct EnvExtras<'a> {
     pub(crate) dynamic_tools: Option<&'a Path>,
     /// `#[environment(calls_after_finished)]`.
     pub(crate) calls_after_finished: bool,
+    /// `#[environment(select_toolsets(field = "name"))]`.
+    pub(crate) selectable: &'a [(Member, syn::LitStr)],
 }
 
-/// The body of the table function: adapters, then a `static` built on first use.
+/// The body of the table function: adapters, then the builder chain. An environment's reads
+/// its state as `__ors_state`.
 pub(crate) fn table_body(
     self_ty: &Type,
     krate: &Path,
@@ -57,12 +61,12 @@ pub(crate) fn table_body(
         quote!(.toolset(#field))
     });
     // Spanned on the path, so a function of the wrong type is reported there.
-    let dynamic = extras.dynamic_tools.map(|f| {
-        let p = crate::respan(p.clone(), f.span());
-        quote_spanned!(f.span()=> .dynamic_tools({
-            let __ors_dynamic: fn() -> #p::Vec<#p::DynamicTool> = #f;
-            __ors_dynamic()
-        }))
+    let dynamic = extras
+        .dynamic_tools
+        .map(|f| quote_spanned!(f.span()=> .dynamic_tools(#f(__ors_state))));
+    let selectable = extras.selectable.iter().map(|(m, name)| {
+        let field = toolset_field(self_ty, krate, m);
+        quote!(.select_toolset(#name, #field))
     });
     let reasoning = extras.reasoning.then(|| quote!(.reasoning()));
     let after_finished = extras
@@ -70,16 +74,14 @@ pub(crate) fn table_body(
         .then(|| quote!(.calls_after_finished()));
     quote! {
         #(#adapters)*
-        static __ORS_TABLE: #p::OnceLock<#p::ToolTable<#self_ty>> = #p::OnceLock::new();
-        __ORS_TABLE.get_or_init(|| {
-            #p::TableBuilder::<#self_ty>::new()
-                #(#calls)*
-                #(#includes)*
-                #dynamic
-                #reasoning
-                #after_finished
-                .build()
-        })
+        #p::TableBuilder::<#self_ty>::new()
+            #(#calls)*
+            #(#includes)*
+            #dynamic
+            #(#selectable)*
+            #reasoning
+            #after_finished
+            .build()
     }
 }
 
@@ -161,30 +163,5 @@ pub(crate) fn collision_checks(
             #(#consts)*
             #(#checks)*
         };
-    }
-}
-
-/// `fn named_toolsets()` of the `EnvironmentMeta` impl: the selectable toolsets, built on
-/// first use; nothing when there are none (the trait's default is empty).
-pub(crate) fn named_toolsets(
-    self_ty: &Type,
-    krate: &Path,
-    selectable: &[(Member, syn::LitStr)],
-    reasoning: bool,
-) -> TokenStream {
-    if selectable.is_empty() {
-        return TokenStream::new();
-    }
-    let p = quote!(#krate::__private);
-    let items = selectable.iter().map(|(m, name)| {
-        let field = toolset_field(self_ty, krate, m);
-        quote!(#p::named_toolset(#name, #field, #reasoning))
-    });
-    quote! {
-        fn named_toolsets() -> &'static [#p::NamedToolset<Self>] {
-            static __ORS_NAMED: #p::OnceLock<#p::Vec<#p::NamedToolset<#self_ty>>> =
-                #p::OnceLock::new();
-            __ORS_NAMED.get_or_init(|| #p::Vec::from([#(#items),*]))
-        }
     }
 }

@@ -55,9 +55,11 @@ pub(crate) struct Tool {
     /// Whether calls may run beside other calls of the session (checked: a `&self` async tool).
     concurrency: Concurrency,
     schema: Option<SchemaSource>,
-    validate: bool,
+    /// `validate`: where it was written.
+    validate: Option<Span>,
     detail_url: Option<LitStr>,
     terminal: bool,
+    runs_commands: bool,
 }
 
 /// Whether an attribute is `#[tool]` (or a path ending in `::tool`).
@@ -128,6 +130,7 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         terminal,
         concurrent: _,
         exclusive: _,
+        runs_commands,
     } = args;
     let shared = shared.unwrap_or(true);
     let schema = schema.map(|lit| SchemaSource::parse(lit, errors));
@@ -298,6 +301,7 @@ pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) 
         validate,
         detail_url,
         terminal: terminal.is_some(),
+        runs_commands,
     })
 }
 
@@ -589,11 +593,23 @@ impl Tool {
             }
             None => {}
         }
-        if self.validate {
+        // The witness carries the attribute's span throughout (the crate path too), so a build
+        // without a validator reports one error there, not at `#[environment]`.
+        let needs_validator = |span: Span| {
+            let witness = crate::respan(quote!(#p::Validation), span);
+            quote_spanned!(span=> .needs_validator(#witness))
+        };
+        if let Some(span) = self.validate {
             decl.extend(quote!(.validate()));
+            decl.extend(needs_validator(span));
+        } else if let Some(SchemaSource::Inline(lit) | SchemaSource::File(lit)) = &self.schema {
+            decl.extend(needs_validator(lit.span()));
         }
         if self.terminal {
             decl.extend(quote!(.terminal()));
+        }
+        if self.runs_commands {
+            decl.extend(quote!(.runs_commands()));
         }
         if let Some(ty) = &self.output_ty {
             decl.extend(quote! {

@@ -11,17 +11,7 @@ use crate::tool::{self, Tool};
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    let mut krate: Path = args::default_crate();
-    args::parse_args(
-        attr,
-        "#[toolset]",
-        &[args::CRATE_KEY],
-        &mut errors,
-        |_, meta| {
-            krate = args::crate_path(meta)?;
-            Ok(())
-        },
-    );
+    let krate = args::crate_only(attr, "#[toolset]", &mut errors);
     let imp = match crate::parse_impl(
         item,
         "#[toolset] goes on an inherent impl: `impl YourToolset { ... }`",
@@ -46,7 +36,7 @@ fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStre
     if !imp.generics.params.is_empty() {
         errors.spanned(
             &imp.generics,
-            "#[toolset] does not support generic impls: the tool table is one `static` per type",
+            "#[toolset] does not support generic impls: the tool table is built for one type",
         );
         fatal = true;
     }
@@ -80,7 +70,7 @@ fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStre
             quote!(#bounds),
             quote! {
                 const TOOL_NAMES: &'static [&'static str] = &[];
-                fn tool_table() -> &'static #p::ToolTable<Self> {
+                fn tool_table() -> #p::ToolTable<Self> {
                     ::core::unreachable!()
                 }
             },
@@ -118,7 +108,7 @@ fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStre
         quote!(),
         quote! {
             const TOOL_NAMES: &'static [&'static str] = &[#(#names),*];
-            fn tool_table() -> &'static #p::ToolTable<Self> {
+            fn tool_table() -> #p::ToolTable<Self> {
                 #body
             }
         },

@@ -3,23 +3,12 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::Path;
 
 use crate::args::{self, Errors};
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    let mut krate: Path = args::default_crate();
-    args::parse_args(
-        attr,
-        "#[wire]",
-        &[args::CRATE_KEY],
-        &mut errors,
-        |_, meta| {
-            krate = args::crate_path(meta)?;
-            Ok(())
-        },
-    );
+    let krate = args::crate_only(attr, "#[wire]", &mut errors);
     let derive = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(syn::Item::Struct(_) | syn::Item::Enum(_)) => true,
         Ok(other) => {

@@ -1,11 +1,11 @@
 //! A test environment with every tool form: the specs it lists and how calls dispatch,
-//! through the generated table and `call_tool`, without a server.
+//! through the generated table and an [`Episode`] of a served environment, without a server.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use std::sync::{Arc, Mutex};
 
 use ors_server::prelude::*;
-use ors_server::runtime::env::{call_tool, episode_tools, shared_tools};
+use ors_server::runtime::{DynEnvironment, EnvHandle, Episode};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -189,14 +189,15 @@ fn as_json(specs: &[ToolSpec]) -> Vec<Value> {
         .collect()
 }
 
-async fn lab() -> Lab {
-    Lab::new(LabTask { target: 2 }, Secrets::default())
+async fn lab() -> Episode<Lab> {
+    EnvHandle::<Lab>::default()
+        .episode(LabTask { target: 2 }, Secrets::default())
         .await
         .expect("the test environment builds")
 }
 
-async fn call(env: &mut Lab, name: &str, input: Value) -> RunToolOutput {
-    call_tool(env, ToolContext::detached(), name, input).await
+async fn call(env: &mut Episode<Lab>, name: &str, input: Value) -> RunToolOutput {
+    env.call(ToolContext::detached(), name, input).await
 }
 
 fn text(out: &RunToolOutput) -> String {
@@ -212,15 +213,17 @@ fn text(out: &RunToolOutput) -> String {
 #[test]
 fn name_and_table_are_generated() {
     assert_eq!(Lab::NAME, "lab");
-    assert!(Lab::tool_table().errors().is_empty());
+    assert!(Lab::tool_table(&()).errors().is_empty());
     assert_eq!(<Calculator as Toolset>::TOOL_NAMES, ["add", "calls"]);
-    // Built once: every call returns the same table.
-    assert!(std::ptr::eq(Lab::tool_table(), Lab::tool_table()));
+    assert_eq!(EnvHandle::<Lab>::default().name(), "lab");
 }
 
 #[test]
 fn shared_specs_are_exactly_the_shared_tools_in_order() {
-    assert_eq!(as_json(&shared_tools::<Lab>()), expected_shared());
+    assert_eq!(
+        as_json(EnvHandle::<Lab>::default().tools()),
+        expected_shared()
+    );
 }
 
 #[tokio::test]
@@ -231,7 +234,7 @@ async fn task_specs_add_the_task_only_tools_in_declaration_order() {
         4,
         spec("note", "Keep a note for this episode.", echo_schema()),
     );
-    assert_eq!(as_json(&episode_tools(&env)), expected);
+    assert_eq!(as_json(&env.tools()), expected);
 }
 
 #[tokio::test]
@@ -274,7 +277,11 @@ async fn zero_arg_tools_accept_empty_object_or_null_and_reject_other_json() {
             "invalid input for tool 'increment': expected an object, got a string"
         )
     );
-    assert_eq!(env.count, 2, "a rejected call does not run the tool");
+    assert_eq!(
+        env.get().unwrap().count,
+        2,
+        "a rejected call does not run the tool"
+    );
 }
 
 #[tokio::test]
@@ -302,7 +309,7 @@ async fn tool_context_carries_ids_and_progress_reaches_the_sink() {
         Arc::new(move |v: Value| seen.lock().expect("sink lock").push(v))
     };
     let ctx = ToolContext::new("session-1", "call-7", CancellationToken::new(), Some(sink));
-    let out = call_tool(&mut env, ctx, "whoami", json!({})).await;
+    let out = env.call(ctx, "whoami", json!({})).await;
     assert_eq!(text(&out), "session-1/call-7");
     assert_eq!(
         *seen.lock().expect("sink lock"),
@@ -314,9 +321,9 @@ async fn tool_context_carries_ids_and_progress_reaches_the_sink() {
 async fn task_only_tools_are_callable_with_context_and_input() {
     let mut env = lab().await;
     let ctx = ToolContext::new("s-9", "c-1", CancellationToken::new(), None);
-    let out = call_tool(&mut env, ctx, "note", json!({"text": "remember"})).await;
+    let out = env.call(ctx, "note", json!({"text": "remember"})).await;
     assert_eq!(text(&out), "1");
-    assert_eq!(env.notes, ["s-9: remember"]);
+    assert_eq!(env.get().unwrap().notes, ["s-9: remember"]);
 }
 
 #[tokio::test]
@@ -331,8 +338,8 @@ async fn toolset_tools_dispatch_to_the_field() {
         RunToolOutput::error("overflow")
     );
     assert_eq!(text(&call(&mut env, "calls", json!({})).await), "2");
-    assert_eq!(env.calc.calls, 2);
-    env.calc.reset();
+    assert_eq!(env.get().unwrap().calc.calls, 2);
+    env.get_mut().unwrap().calc.reset();
     assert_eq!(text(&call(&mut env, "calls", json!({})).await), "0");
 }
 
@@ -395,10 +402,13 @@ mod renamed {
 #[tokio::test]
 async fn generated_code_follows_a_renamed_crate_path() {
     assert_eq!(renamed::Renamed::NAME, "renamed");
-    let mut env = renamed::Renamed::new(Value::Null, Secrets::default())
+    let mut env = EnvHandle::<renamed::Renamed>::default()
+        .episode(Value::Null, Secrets::default())
         .await
         .expect("builds");
-    let out = call_tool(&mut env, ToolContext::detached(), "ping", json!({"n": 4})).await;
+    let out = env
+        .call(ToolContext::detached(), "ping", json!({"n": 4}))
+        .await;
     assert_eq!(text(&out), "pong 4");
 }
 
@@ -453,17 +463,17 @@ impl Environment for Strict {
 
 #[test]
 fn schema_problems_are_recorded_in_the_table_not_panicked() {
-    use ors_server::runtime::{DynEnvironment, EnvHandle, ToolTableError};
+    use ors_server::runtime::ToolTableError;
 
     let expected = vec![ToolTableError::Schema {
         tool: "pick".into(),
-        reason: "the input type `Choice` must serialize as a JSON object (a struct with named \
+        reason: "the input type 'Choice' must serialize as a JSON object (a struct with named \
                  fields), but its schema root is of type \"string\""
             .into(),
     }];
     assert_eq!(Picker::tool_table().errors(), expected.as_slice());
     // Carried into the environment that includes the toolset, where a server sees it.
-    let handle = EnvHandle::<Strict>::new();
+    let handle = EnvHandle::<Strict>::default();
     assert_eq!(handle.table_errors(), expected.as_slice());
     let names: Vec<_> = handle.tools().iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["fine"]);

@@ -3,12 +3,11 @@
 //! tools, and splits served by index.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use ors_server::prelude::*;
-use ors_server::runtime::env::{
-    call_tool, episode_tools, shared_tools, DynEnvironment, EnvHandle, MAX_TASKS_PER_REQUEST,
-};
+use ors_server::runtime::env::{DynEnvironment, EnvHandle, Episode, MAX_TASKS_PER_REQUEST};
 use ors_server::runtime::TaskError;
 use ors_server::DynamicTool;
 use serde_json::{json, Value};
@@ -35,7 +34,8 @@ struct Report {
 /// Splits served by index: `big` has more rows than one reply carries.
 const BIG: usize = MAX_TASKS_PER_REQUEST * 100;
 
-fn extra_tools() -> Vec<DynamicTool> {
+/// Tools known at start-up: made from the state (none here) when the environment is served.
+fn extra_tools(_: &()) -> Vec<DynamicTool> {
     vec![DynamicTool::new(
         "weather",
         "Get the weather.",
@@ -91,13 +91,15 @@ impl Environment for Kit {
         format!("added {}", input["name"])
     }
 
-    /// Spin on a blocking-pool thread for `ms` milliseconds, then count a step.
+    /// Count a step on a blocking-pool thread; with `"hold": true`, first wait until the test
+    /// releases it (at most 60 s).
     #[tool(blocking)]
     fn spin(&mut self, input: JsonObject) -> String {
-        let ms = input.get("ms").and_then(Value::as_u64).unwrap_or(0);
-        let until = std::time::Instant::now() + Duration::from_millis(ms);
-        while std::time::Instant::now() < until {
-            std::hint::spin_loop();
+        if input.get("hold").and_then(Value::as_bool) == Some(true) {
+            let released = RELEASED.lock().unwrap();
+            let _ = OPENED
+                .wait_timeout_while(released, Duration::from_secs(60), |r| !*r)
+                .unwrap();
         }
         self.steps += 1;
         format!(
@@ -108,8 +110,24 @@ impl Environment for Kit {
     }
 }
 
-async fn call(env: &mut Kit, name: &str, input: Value) -> RunToolOutput {
-    call_tool(env, ToolContext::detached(), name, input).await
+/// Whether a held `spin` may go on, and the signal that it may.
+static RELEASED: Mutex<bool> = Mutex::new(false);
+static OPENED: Condvar = Condvar::new();
+
+fn release_spins() {
+    *RELEASED.lock().unwrap() = true;
+    OPENED.notify_all();
+}
+
+async fn kit() -> Episode<Kit> {
+    EnvHandle::<Kit>::default()
+        .episode(Row { i: 0 }, Secrets::default())
+        .await
+        .unwrap()
+}
+
+async fn call(env: &mut Episode<Kit>, name: &str, input: Value) -> RunToolOutput {
+    env.call(ToolContext::detached(), name, input).await
 }
 
 fn error_of(out: RunToolOutput) -> String {
@@ -121,7 +139,7 @@ fn error_of(out: RunToolOutput) -> String {
 
 #[tokio::test]
 async fn specs_carry_reasoning_detail_url_output_schema_and_the_raw_schema() {
-    let specs = shared_tools::<Kit>();
+    let specs = EnvHandle::<Kit>::default().tools().to_vec();
     let names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["pick", "add_contact", "spin", "weather"]);
     for spec in &specs {
@@ -153,7 +171,7 @@ async fn specs_carry_reasoning_detail_url_output_schema_and_the_raw_schema() {
 
 #[tokio::test]
 async fn inputs_are_validated_before_the_tool_runs_naming_the_field() {
-    let mut env = Kit::new(Row { i: 0 }, Secrets::default()).await.unwrap();
+    let mut env = kit().await;
     let err = error_of(call(&mut env, "pick", json!({"n": 11})).await);
     assert_eq!(
         err,
@@ -190,7 +208,7 @@ async fn inputs_are_validated_before_the_tool_runs_naming_the_field() {
 
 #[tokio::test]
 async fn reasoning_goes_to_the_context_not_the_input() {
-    let mut env = Kit::new(Row { i: 0 }, Secrets::default()).await.unwrap();
+    let mut env = kit().await;
     let out = call(
         &mut env,
         "pick",
@@ -219,18 +237,18 @@ async fn reasoning_goes_to_the_context_not_the_input() {
         err,
         "invalid input for tool 'pick': field 'reasoning': expected a string, got a number"
     );
-    assert!(episode_tools(&env).iter().all(|t| t.input_schema.is_some()));
+    assert!(env.tools().iter().all(|t| t.input_schema.is_some()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
-    let handle = EnvHandle::<Kit>::new();
+    let handle = EnvHandle::<Kit>::default();
     let mut session = handle
-        .create(json!({"i": 0}), Secrets::default())
+        .create(json!({"i": 0}), Secrets::default(), None)
         .await
         .unwrap();
     let out = session
-        .call(ToolContext::detached(), "spin", json!({"ms": 1}).into())
+        .call(ToolContext::detached(), "spin", json!({}).into())
         .await;
     let text = out.output().unwrap().blocks[0]
         .as_text()
@@ -243,15 +261,21 @@ async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
     );
     // Dropped mid-call (what the server's timeout does): the call is answered at once, the
     // thread finishes in the background and hands the episode back to the next call.
-    let fut = session.call(ToolContext::detached(), "spin", json!({"ms": 300}).into());
+    // The spin is held until after the timeout, so it outlasts it however loaded the machine.
+    let fut = session.call(
+        ToolContext::detached(),
+        "spin",
+        json!({"hold": true}).into(),
+    );
     let timed_out = tokio::time::timeout(Duration::from_millis(50), fut).await;
-    assert!(timed_out.is_err(), "the spin should outlast the timeout");
-    let out = tokio::time::timeout(
+    assert!(timed_out.is_err(), "the held spin answered");
+    // The next call waits for the episode, which the held thread gives back once released.
+    let next = tokio::time::timeout(
         Duration::from_secs(30),
-        session.call(ToolContext::detached(), "spin", json!({"ms": 0}).into()),
-    )
-    .await
-    .expect("the episode comes back");
+        session.call(ToolContext::detached(), "spin", json!({}).into()),
+    );
+    let (out, ()) = tokio::join!(next, async { release_spins() });
+    let out = out.expect("the episode comes back");
     let text = out.output().unwrap().blocks[0]
         .as_text()
         .unwrap()
@@ -266,7 +290,7 @@ async fn a_blocking_tool_runs_on_the_blocking_pool_and_keeps_the_episode() {
 
 #[tokio::test]
 async fn splits_served_by_index() {
-    let handle = EnvHandle::<Kit>::new();
+    let handle = EnvHandle::<Kit>::default();
     assert_eq!(handle.num_tasks("big").await.unwrap(), BIG);
     assert_eq!(
         handle.task("big", (BIG - 1) as i64).await.unwrap(),

@@ -15,7 +15,7 @@ use ors_core::types::JsonObject;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemaError {
     /// The schema's root is not an object (a tool input must be a JSON object).
-    #[error("the input type `{type_name}` must serialize as a JSON object (a struct with named fields), but its schema root is {found}")]
+    #[error("the input type '{type_name}' must serialize as a JSON object (a struct with named fields), but its schema root is {found}")]
     NotObject {
         /// The Rust type.
         type_name: String,
@@ -102,10 +102,20 @@ pub enum BadSchema {
     /// A JSON Schema validator refused it (an unknown type, a bad regex, a broken `$ref`...).
     #[error("the schema is not a valid JSON Schema: {0}")]
     Invalid(String),
+    /// This build has no validator: the cargo feature `validate` is off.
+    #[error("validating tool inputs against a JSON Schema needs the cargo feature `validate` of ors-server (features = [\"validate\"])")]
+    NoValidator,
 }
 
 /// A tool's input schema compiled for validating calls: every input is checked against it
 /// before the tool runs, and a mismatch is an `ok: false` result naming the field.
+///
+/// The validator is the `jsonschema` crate, built only with the cargo feature `validate`
+/// (ors-server's `validate`; on by default in this crate): the environments that need it are
+/// those with hand-written schemas (`#[tool(schema = ...)]`, [`DynamicTool`](crate::DynamicTool),
+/// webhooks, MCP servers) or `#[tool(validate)]`, and a newcomer's first build compiles none
+/// of its regex, URL and big-number stacks. Without the feature [`InputValidator::new`] is
+/// [`BadSchema::NoValidator`], and the macros' attributes that need it do not compile.
 ///
 /// ```
 /// use ors_runtime::schema::InputValidator;
@@ -121,7 +131,11 @@ pub enum BadSchema {
 /// assert_eq!(err, "invalid input for tool 'pick': field 'n': 11 is greater than the maximum of 10");
 /// ```
 pub struct InputValidator {
+    #[cfg(feature = "validate")]
     validator: jsonschema::Validator,
+    /// Without a validator there is no value of this type.
+    #[cfg(not(feature = "validate"))]
+    none: std::convert::Infallible,
 }
 
 impl std::fmt::Debug for InputValidator {
@@ -132,6 +146,7 @@ impl std::fmt::Debug for InputValidator {
 
 /// At most this many problems are listed in one error, so a badly wrong input does not make
 /// an error longer than the input.
+#[cfg(feature = "validate")]
 const MAX_LISTED_PROBLEMS: usize = 4;
 
 impl InputValidator {
@@ -150,11 +165,16 @@ impl InputValidator {
                 ))
             }
         }
-        let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
-            .build(schema)
-            .map_err(|e| BadSchema::Invalid(e.to_string()))?;
-        Ok(Self { validator })
+        #[cfg(feature = "validate")]
+        {
+            let validator = jsonschema::options()
+                .with_draft(jsonschema::Draft::Draft202012)
+                .build(schema)
+                .map_err(|e| BadSchema::Invalid(e.to_string()))?;
+            Ok(Self { validator })
+        }
+        #[cfg(not(feature = "validate"))]
+        Err(BadSchema::NoValidator)
     }
 
     /// Parse and compile a schema given as JSON text.
@@ -174,6 +194,17 @@ impl InputValidator {
     /// Check one input; the error is the message of an `ok: false` result, naming the tool
     /// and each offending field (`a.b[0]`), or the missing one.
     pub fn check(&self, tool: &str, input: &Value) -> Result<(), String> {
+        #[cfg(not(feature = "validate"))]
+        {
+            let _ = (tool, input);
+            match self.none {}
+        }
+        #[cfg(feature = "validate")]
+        self.problems(tool, input)
+    }
+
+    #[cfg(feature = "validate")]
+    fn problems(&self, tool: &str, input: &Value) -> Result<(), String> {
         let mut problems = Vec::new();
         let mut more = 0usize;
         for err in self.validator.iter_errors(input) {
@@ -201,6 +232,7 @@ impl InputValidator {
 
 /// A JSON pointer (`/items/0/name`) as the dotted path the tools' other errors use
 /// (`items[0].name`).
+#[cfg(feature = "validate")]
 fn field_path(pointer: &str) -> String {
     let mut out = String::new();
     for seg in pointer.split('/').skip(1) {
@@ -219,7 +251,7 @@ fn field_path(pointer: &str) -> String {
     out
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "validate"))]
 mod tests {
     use super::*;
     use serde_json::json;

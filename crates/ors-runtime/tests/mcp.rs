@@ -4,7 +4,7 @@
 //! it sends are exactly the ones each test wants.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::json;
@@ -13,6 +13,8 @@ use ors_core::types::RunToolOutput;
 use ors_runtime::external::{ExternalError, ExternalTools};
 use ors_runtime::mcp::McpServer;
 use ors_runtime::ToolContext;
+
+mod support;
 
 /// Only turns a hang into a failure (the defects these tests pin down were hangs).
 const LIMIT: Duration = Duration::from_secs(30);
@@ -101,26 +103,18 @@ impl Drop for Fixture {
     }
 }
 
-/// Whether `pid` is a process still running (a zombie waits only to be reaped).
-fn running(pid: u32) -> bool {
-    match std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")) {
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z"),
-        Err(_) => false,
-    }
-}
-
 /// Wait (bounded) until none of `pids` runs; the ones still running otherwise.
 async fn all_gone(pids: &[u32]) -> Vec<u32> {
     let _ = tokio::time::timeout(LIMIT, async {
-        while pids.iter().any(|p| running(*p)) {
+        while pids.iter().any(|p| support::running(*p)) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     })
     .await;
-    pids.iter().copied().filter(|p| running(*p)).collect()
+    pids.iter()
+        .copied()
+        .filter(|p| support::running(*p))
+        .collect()
 }
 
 fn error_of(out: &RunToolOutput) -> String {
@@ -206,7 +200,7 @@ async fn no_process_of_an_mcp_server_outlives_its_episode_or_the_shutdown() {
     drop(ended);
     assert_eq!(all_gone(&pids[2..4]).await, Vec::<u32>::new());
     assert!(
-        pids[4..].iter().all(|p| running(*p)),
+        pids[4..].iter().all(|p| support::running(*p)),
         "the other episode's server runs on"
     );
     // Shutdown kills what is still open, whoever holds it.

@@ -223,7 +223,7 @@ fn non_object_types_are_refused_naming_the_type() {
         (refused::<Option<Years>>(), "Nullable_Years"),
         (refused::<Either>(), "Either"),
     ] {
-        assert!(msg.contains(&format!("`{type_name}`")), "{msg}");
+        assert!(msg.contains(&format!("'{type_name}'")), "{msg}");
         assert!(msg.contains("JSON object"), "{msg}");
     }
 }

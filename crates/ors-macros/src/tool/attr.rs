@@ -9,46 +9,17 @@ use syn::{Attribute, LitStr, Meta};
 use crate::args::{self, Errors, Key};
 
 const TOOL_KEYS: &[Key] = &[
-    Key {
-        name: "name",
-        usage: "name = \"...\"",
-    },
-    Key {
-        name: "description",
-        usage: "description = \"...\"",
-    },
-    Key {
-        name: "shared",
-        usage: "shared = false",
-    },
-    Key {
-        name: "blocking",
-        usage: "blocking",
-    },
-    Key {
-        name: "schema",
-        usage: "schema = \"file.json\" or schema = \"{...}\"",
-    },
-    Key {
-        name: "validate",
-        usage: "validate",
-    },
-    Key {
-        name: "detail_url",
-        usage: "detail_url = \"https://...\"",
-    },
-    Key {
-        name: "terminal",
-        usage: "terminal",
-    },
-    Key {
-        name: "concurrent",
-        usage: "concurrent",
-    },
-    Key {
-        name: "exclusive",
-        usage: "exclusive",
-    },
+    Key::new("name", "name = \"...\""),
+    Key::new("description", "description = \"...\""),
+    Key::new("shared", "shared = false"),
+    Key::flag("blocking"),
+    Key::new("schema", "schema = \"file.json\" or schema = \"{...}\""),
+    Key::flag("validate"),
+    Key::new("detail_url", "detail_url = \"https://...\""),
+    Key::flag("terminal"),
+    Key::flag("concurrent"),
+    Key::flag("exclusive"),
+    Key::flag("runs_commands"),
 ];
 
 /// The arguments of one `#[tool(...)]`, as written. A new key is a field here, a [`Key`]
@@ -61,7 +32,8 @@ pub(super) struct ToolArgs {
     /// `blocking`: where it was written, for errors about it.
     pub(super) blocking: Option<Span>,
     pub(super) schema: Option<LitStr>,
-    pub(super) validate: bool,
+    /// `validate`: where it was written.
+    pub(super) validate: Option<Span>,
     pub(super) detail_url: Option<LitStr>,
     /// `terminal`: where it was written; the tool a harness calls with the model's plain
     /// answer.
@@ -70,6 +42,9 @@ pub(super) struct ToolArgs {
     pub(super) concurrent: Option<Span>,
     /// `exclusive`: where it was written.
     pub(super) exclusive: Option<Span>,
+    /// `runs_commands`: the tool runs the agent's commands (PROTOCOL_NOTES row
+    /// `runs-commands`).
+    pub(super) runs_commands: bool,
 }
 
 impl ToolArgs {
@@ -92,10 +67,13 @@ impl ToolArgs {
                             "shared" => out.shared = Some(args::lit_bool(meta, "shared")?.value),
                             "blocking" => out.blocking = flag_span(meta, "blocking")?,
                             "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
-                            "validate" => out.validate = args::flag(meta, "validate")?,
+                            "validate" => out.validate = flag_span(meta, "validate")?,
                             "terminal" => out.terminal = flag_span(meta, "terminal")?,
                             "concurrent" => out.concurrent = flag_span(meta, "concurrent")?,
                             "exclusive" => out.exclusive = flag_span(meta, "exclusive")?,
+                            "runs_commands" => {
+                                out.runs_commands = args::flag(meta, "runs_commands")?
+                            }
                             _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
                         }
                         Ok(())

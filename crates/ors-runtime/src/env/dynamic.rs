@@ -1,5 +1,5 @@
-//! The object-safe layer that lets one server host many environment types without being
-//! generic over them: [`DynEnvironment`] (an environment type) and [`DynSession`] (an episode).
+//! The object-safe layer that lets one server host many environments without being generic
+//! over them: [`DynEnvironment`] (a served environment) and [`DynSession`] (an episode).
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
@@ -13,9 +13,14 @@ use super::{CallInput, EnvError, ToolContext, ToolFuture, ToolTableError};
 /// Why a task could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
-    /// The split does not exist.
-    #[error("Invalid split: unknown split '{0}'")]
-    UnknownSplit(String),
+    /// The split does not exist ([`TaskError::unknown_split`] names the ones that do).
+    #[error("Invalid split: unknown split '{split}'{}", available_splits(known))]
+    UnknownSplit {
+        /// The split asked for.
+        split: String,
+        /// The environment's splits (empty when unknown).
+        known: Vec<String>,
+    },
     /// The index is negative or past the end.
     #[error("Invalid index: {index} is out of range for split '{split}' of {len} tasks")]
     InvalidIndex {
@@ -49,6 +54,25 @@ pub enum TaskError {
     Env(#[from] EnvError),
 }
 
+impl TaskError {
+    /// `split` is none of `splits`; the error names them.
+    pub fn unknown_split(split: &str, splits: &[Split]) -> Self {
+        TaskError::UnknownSplit {
+            split: split.to_owned(),
+            known: splits.iter().map(|s| s.name.clone()).collect(),
+        }
+    }
+}
+
+/// `; available splits: train, test`, or nothing when the splits are not known.
+fn available_splits(known: &[String]) -> String {
+    if known.is_empty() {
+        String::new()
+    } else {
+        format!("; available splits: {}", known.join(", "))
+    }
+}
+
 /// `toolset` is not one of environment `env`'s selectable toolsets.
 pub(crate) fn no_toolset(env: &str, toolset: &str) -> TaskError {
     TaskError::Env(EnvError::Unsupported(format!(
@@ -56,7 +80,7 @@ pub(crate) fn no_toolset(env: &str, toolset: &str) -> TaskError {
     )))
 }
 
-/// A type-erased environment type, as a server hosts it.
+/// A type-erased served environment, as a server hosts it.
 pub trait DynEnvironment: Send + Sync {
     /// The environment name.
     fn name(&self) -> &str;
@@ -78,17 +102,13 @@ pub trait DynEnvironment: Send + Sync {
     fn toolset_names(&self) -> Vec<&str> {
         Vec::new()
     }
-    /// Construct an episode that has the named toolset's tools besides the environment's
-    /// (`name` is one of [`DynEnvironment::toolset_names`]).
-    fn create_with_toolset(
-        &self,
-        task: Value,
-        secrets: Secrets,
-        toolset: &str,
-    ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
-        let _ = (task, secrets);
-        let err = no_toolset(self.name(), toolset);
-        Box::pin(async move { Err(err) })
+    /// Whether calls of tool `tool` may run beside other calls of their session
+    /// (`#[tool(concurrent)]`; PROTOCOL_NOTES row `tool-concurrency`): for those a server calls
+    /// [`DynSession::call_concurrent`] with the episode shared. Asked before the episode is
+    /// locked. By default none.
+    fn is_concurrent(&self, tool: &str) -> bool {
+        let _ = tool;
+        false
     }
     /// Problems in the tool table; a server refuses to host an environment with any.
     fn table_errors(&self) -> &[ToolTableError];
@@ -105,11 +125,13 @@ pub trait DynEnvironment: Send + Sync {
         start: Option<i64>,
         stop: Option<i64>,
     ) -> BoxFuture<'_, Result<Vec<Value>, TaskError>>;
-    /// Construct an episode from a task given as JSON.
+    /// Construct an episode from a task given as JSON, with the tools of the toolset it
+    /// selected (one of [`DynEnvironment::toolset_names`]) besides the environment's.
     fn create(
         &self,
         task: Value,
         secrets: Secrets,
+        toolset: Option<&str>,
     ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>>;
 }
 
@@ -140,14 +162,8 @@ pub trait DynSession: Send + Sync {
     }
     /// Run a tool.
     fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a>;
-    /// Which tools may run beside other calls of the session (`#[tool(concurrent)]`; PROTOCOL_NOTES
-    /// row `tool-concurrency`): for those the server calls [`DynSession::call_concurrent`]
-    /// with the episode borrowed shared. A plain function of the name, so a server can ask it
-    /// before it locks the episode. By default none.
-    fn concurrent_tools(&self) -> fn(&str) -> bool {
-        |_| false
-    }
-    /// Run a tool that [`DynSession::concurrent_tools`] names, with the episode borrowed shared.
+    /// Run a tool that [`DynEnvironment::is_concurrent`] names, with the episode borrowed
+    /// shared.
     fn call_concurrent<'a>(
         &'a self,
         _ctx: ToolContext,

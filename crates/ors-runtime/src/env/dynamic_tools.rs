@@ -4,8 +4,9 @@
 //!
 //! Two ways in:
 //! - shared by every session: `#[environment(dynamic_tools = path::to::fn)]` names a
-//!   `fn() -> Vec<DynamicTool>` called once when the environment's tool table is built (at
-//!   server start); its tools join the `#[tool]` methods in `/tools`, with the same dispatch;
+//!   `fn(&State) -> Vec<DynamicTool>` called once when the environment's tool table is built
+//!   (when it is served, from its start-up state); its tools join the `#[tool]` methods in
+//!   `/tools`, with the same dispatch;
 //! - per session: keep a [`DynamicTools`] in the episode and serve it from
 //!   `Environment::task_tools` and `Environment::call_task_tool`.
 //!
@@ -126,6 +127,14 @@ impl DynamicTool {
         self
     }
 
+    /// Mark the tool as one that runs the agent's commands or code: the spec says
+    /// `"runs_commands": true`, and `ors check` tries to escape through it (PROTOCOL_NOTES row
+    /// `runs-commands`).
+    pub fn with_runs_commands(mut self) -> Self {
+        self.spec.runs_commands = true;
+        self
+    }
+
     /// Add an `output_schema` to the spec (what the tool returns in `metadata.structured`).
     pub fn with_output_schema(mut self, schema: JsonObject) -> Self {
         self.spec.output_schema = Some(schema);
@@ -184,6 +193,14 @@ impl DynamicTool {
             },
         )
         .validated(Arc::clone(&self.validator))
+    }
+}
+
+/// A dynamic tool as a shared entry of an environment's table (`#[environment(dynamic_tools =
+/// ...)]`).
+impl<E: 'static> From<DynamicTool> for ToolEntry<E> {
+    fn from(tool: DynamicTool) -> Self {
+        tool.entry(true)
     }
 }
 

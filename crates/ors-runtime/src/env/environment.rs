@@ -1,5 +1,5 @@
-//! The [`Environment`] trait an author implements, what `#[environment]` adds to it
-//! ([`EnvironmentMeta`]), and calling an environment's tools directly.
+//! The [`Environment`] trait an author implements, and what `#[environment]` adds to it
+//! ([`EnvironmentMeta`]).
 
 use std::fmt;
 use std::future::Future;
@@ -12,8 +12,7 @@ use ors_core::types::{
     Blocks, GroupCandidate, GroupScore, Message, RunToolOutput, Secrets, Split, ToolSpec,
 };
 
-use super::table::{add_reasoning, as_value, Prepared};
-use super::{CallInput, NamedToolset, ToolContext, ToolTable};
+use super::{ToolContext, ToolTable};
 use crate::tasks::DataError;
 
 /// An error from an environment's own code (task loading, setup, prompt).
@@ -46,8 +45,13 @@ impl EnvError {
     }
 }
 
-/// What `#[environment]` adds to an environment: its name and its tool table. Not written by
-/// hand; an `impl Environment` without `#[environment]` is reported as missing it.
+/// What `#[environment]` adds to an environment: its name, the type of its start-up state, its
+/// tool table, and the start-up functions as a server calls them, with the state. Not written
+/// by hand; an `impl Environment` without `#[environment]` is reported as missing it.
+///
+/// Each `*_with` function is the [`Environment`] function of the same name given the state:
+/// one the impl wrote with the state as its first parameter (the macro moves it here), else
+/// the trait's own, which does not need the state.
 #[diagnostic::on_unimplemented(
     message = "`impl Environment for {Self}` is missing `#[environment]`",
     label = "add `#[environment]` above this impl",
@@ -55,21 +59,102 @@ impl EnvError {
 )]
 pub trait EnvironmentMeta: Sized + 'static {
     /// The environment name in URLs: the type name lower-cased, `#[environment(name = "...")]`,
-    /// or a `const NAME` written in the impl.
+    /// or a `const NAME` written in the impl. A server may serve it under another name too
+    /// (`Server::environment_named`).
     const NAME: &'static str;
 
-    /// The tool table, built on first use and shared by every episode.
-    fn tool_table() -> &'static ToolTable<Self>;
+    /// What the environment is given at start-up and every episode shares (a data set, a
+    /// client, the tools of an MCP server, a sandbox's settings): written `type State = ...;`
+    /// in the `impl Environment`, `()` when it is not.
+    type State: Send + Sync + 'static;
 
     /// Whether the impl writes [`Environment::score_group`]: `#[environment]` sets it when it
     /// sees the method, and only then do the listings send `supports_score_group: true`
     /// (PROTOCOL_NOTES row `score-group`).
     const SUPPORTS_SCORE_GROUP: bool = false;
 
-    /// The toolsets a session may select by name (`#[environment(select_toolsets(...))]`,
-    /// PROTOCOL_NOTES row `toolset-name`), built on first use.
-    fn named_toolsets() -> &'static [NamedToolset<Self>] {
-        &[]
+    /// The tool table of one served environment: the `#[tool]` methods, the toolsets'
+    /// tools, the `dynamic_tools` made from `state`, and the toolsets a session may select
+    /// (PROTOCOL_NOTES row `toolset-name`). Built once, when the environment is served.
+    fn tool_table(state: &Self::State) -> ToolTable<Self>;
+
+    /// [`Environment::splits`], given the state.
+    fn splits_with(state: &Self::State) -> Vec<Split>
+    where
+        Self: Environment,
+    {
+        let _ = state;
+        <Self as Environment>::splits()
+    }
+
+    /// [`Environment::tasks`], given the state.
+    fn tasks_with(
+        state: &Self::State,
+        split: &str,
+    ) -> impl Future<Output = Result<Vec<<Self as Environment>::Task>, EnvError>> + Send
+    where
+        Self: Environment,
+    {
+        let _ = state;
+        <Self as Environment>::tasks(split)
+    }
+
+    /// [`Environment::num_tasks`], given the state.
+    fn num_tasks_with(
+        state: &Self::State,
+        split: &str,
+    ) -> impl Future<Output = Result<Option<usize>, EnvError>> + Send
+    where
+        Self: Environment,
+    {
+        let _ = state;
+        <Self as Environment>::num_tasks(split)
+    }
+
+    /// [`Environment::task`], given the state.
+    fn task_with(
+        state: &Self::State,
+        split: &str,
+        index: usize,
+    ) -> impl Future<Output = Result<<Self as Environment>::Task, EnvError>> + Send
+    where
+        Self: Environment,
+    {
+        let _ = state;
+        <Self as Environment>::task(split, index)
+    }
+
+    /// [`Environment::task_range`], given the state. Unless the impl writes `task_range`, the
+    /// tasks are read one by one with [`EnvironmentMeta::task_with`].
+    fn task_range_with(
+        state: &Self::State,
+        split: &str,
+        start: usize,
+        stop: usize,
+    ) -> impl Future<Output = Result<Vec<<Self as Environment>::Task>, EnvError>> + Send
+    where
+        Self: Environment,
+    {
+        async move {
+            let mut tasks = Vec::with_capacity(stop.saturating_sub(start));
+            for index in start..stop {
+                tasks.push(Self::task_with(state, split, index).await?);
+            }
+            Ok(tasks)
+        }
+    }
+
+    /// [`Environment::new`], given the state.
+    fn new_with(
+        state: &Self::State,
+        task: <Self as Environment>::Task,
+        secrets: Secrets,
+    ) -> impl Future<Output = Result<Self, EnvError>> + Send
+    where
+        Self: Environment,
+    {
+        let _ = state;
+        <Self as Environment>::new(task, secrets)
     }
 }
 
@@ -102,11 +187,27 @@ impl<T: Serialize + DeserializeOwned> WireTask for T {
     }
 }
 
-/// An ORS environment: splits and tasks (associated functions), an episode constructed from a
-/// task (`new`), its prompt, and tools (methods marked `#[tool]`).
+/// An ORS environment: the type is an episode (built from a task by [`Environment::new`],
+/// with its prompt and its `#[tool]` methods); the associated functions serve the splits and
+/// tasks.
+///
+/// # Start-up state
+///
+/// A server holds one value per served environment, its [`EnvironmentMeta::State`], built at
+/// start-up (`Server::environment_with::<E>(state)`): what the environment was configured
+/// with, a data set, a client, the tools of an MCP server. Under `#[environment]`, each
+/// start-up function (`splits`, `tasks`, `num_tasks`, `task`, `task_range`, `new`) may take it
+/// as a first parameter, `state: &Self::State`, before those shown here; one that does not need
+/// it leaves it out, so an environment without state (no `type State`: `()`) is written as if
+/// there were none. An episode keeps what it needs of the state from `new` (an `Arc` inside
+/// it, a client, a connection). One type served twice with two states under two names is two
+/// environments of one server.
+///
+/// `ors_server::Server::environment_with` shows one served twice; the README's "Write an
+/// environment" one with a data file given on the command line.
 ///
 /// Write the impl with `#[environment]` on it; the macro implements [`EnvironmentMeta`] (the
-/// name and the tool table) beside it.
+/// name, the state type, the tool table, and the start-up functions given the state) beside it.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an ORS environment",
     note = "implement it with `#[environment] impl Environment for {Self} {{ ... }}`"
@@ -117,8 +218,11 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
     type Task: WireTask + Send + Sync + 'static;
 
     /// The splits; custom names given with [`Split::named`] (or `"hard".into()`) are
-    /// validation splits.
-    fn splits() -> Vec<Split>;
+    /// validation splits. Called once, when the environment is served. Required:
+    /// `#[environment]` refuses an impl without it.
+    fn splits() -> Vec<Split> {
+        Vec::new()
+    }
 
     /// The tasks of a split, all at once: the simple way, for splits that fit in memory.
     /// Called once per split and cached for the life of the server, so serving `num_tasks`,
@@ -159,8 +263,8 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
     }
 
     /// Tasks `start..stop` of a split that [`Environment::num_tasks`] counts (`start <= stop
-    /// <= count`). The default reads them one by one with [`Environment::task`]; a source that
-    /// reads a range faster (a file read sequentially) overrides it.
+    /// <= count`). By default they are read one by one with [`Environment::task`]; a source
+    /// that reads a range faster (a file read sequentially) overrides it.
     fn task_range(
         split: &str,
         start: usize,
@@ -175,11 +279,19 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
         }
     }
 
-    /// Set up an episode for a task: this is the `create` of the protocol.
+    /// Set up an episode for a task: this is the `create` of the protocol. Required:
+    /// `#[environment]` refuses an impl without it.
     fn new(
         task: Self::Task,
         secrets: Secrets,
-    ) -> impl Future<Output = Result<Self, EnvError>> + Send;
+    ) -> impl Future<Output = Result<Self, EnvError>> + Send {
+        let _ = (task, secrets);
+        async {
+            Err(EnvError::Unsupported(
+                "the environment does not implement `new`".to_owned(),
+            ))
+        }
+    }
 
     /// The episode's initial prompt.
     fn prompt(&self) -> impl Future<Output = Result<Blocks, EnvError>> + Send;
@@ -251,60 +363,6 @@ pub const ENVIRONMENT_METHODS: &[&str] = &[
     "task_tools",
     "call_task_tool",
 ];
-
-/// Call a tool on an environment directly, without a server: the table's entries first, then
-/// the environment's computed task tools; an unknown name is `ok: false`. A blocking tool runs
-/// on the calling thread.
-pub async fn call_tool<E: Environment>(
-    env: &mut E,
-    ctx: ToolContext,
-    name: &str,
-    input: Value,
-) -> RunToolOutput {
-    match E::tool_table().prepare(name, ctx, CallInput::from(input)) {
-        Prepared::Entry(entry, ctx, input) => entry.run_inline(env, ctx, input).await,
-        Prepared::NotInTable(ctx, input) => call_task_tool(env, ctx, name, input).await,
-        Prepared::Refused(out) => out,
-    }
-}
-
-/// A tool the table does not have: one the episode computes from its task, else unknown.
-/// Computed tools take their input as a value, built here only for them.
-pub(crate) async fn call_task_tool<E: Environment>(
-    env: &mut E,
-    ctx: ToolContext,
-    name: &str,
-    input: CallInput,
-) -> RunToolOutput {
-    let input = match as_value(name, input) {
-        Ok(value) => value,
-        Err(out) => return out,
-    };
-    match env.call_task_tool(ctx, name, input).await {
-        Some(out) => out,
-        None => E::tool_table().unknown(name),
-    }
-}
-
-/// The shared tools of an environment type (what `GET /{env}/tools` lists).
-pub fn shared_tools<E: Environment>() -> Vec<ToolSpec> {
-    E::tool_table().shared_specs().to_vec()
-}
-
-/// Every tool of an episode: shared, task-specific, then those computed from its task.
-pub fn episode_tools<E: Environment>(env: &E) -> Vec<ToolSpec> {
-    let table = E::tool_table();
-    let mut specs: Vec<ToolSpec> = table.all_specs().cloned().collect();
-    let computed = env.task_tools().into_iter().map(|mut spec| {
-        if table.takes_reasoning() {
-            // A computed tool with its own `reasoning` field keeps its schema as it is.
-            let _ = add_reasoning(&mut spec);
-        }
-        spec
-    });
-    specs.extend(computed);
-    specs
-}
 
 #[cfg(test)]
 mod tests {

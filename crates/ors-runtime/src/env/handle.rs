@@ -1,6 +1,8 @@
-//! [`EnvHandle`]: hosts one environment type behind [`DynEnvironment`]: each split either
-//! loaded once and cached (`tasks`) or served by index (`num_tasks` + `task`), and each episode
-//! in a slot that a blocking tool can take to its thread and hand back.
+//! [`EnvHandle`]: one served environment (an environment type with its start-up state, the name
+//! it is served under, and its tool table, built once) behind [`DynEnvironment`], each split
+//! either loaded once and cached (`tasks`) or served by index (`num_tasks` + `task`); and
+//! [`Episode`], one episode in a slot that a blocking tool can take to its thread and hand
+//! back, with the one way a call reaches its tool.
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
@@ -16,11 +18,10 @@ use ors_core::types::{
     ToolErrorReason, ToolSpec,
 };
 
-use super::environment::call_task_tool;
-use super::table::{Prepared, ToolRun};
+use super::table::{add_reasoning, as_value, BlockingFn, Prepared, ToolRun};
 use super::{
-    episode_tools, CallInput, DynEnvironment, DynSession, EnvError, Environment, NamedToolset,
-    TaskError, ToolContext, ToolFuture, ToolTableError, WireTask,
+    CallInput, DynEnvironment, DynSession, EnvError, Environment, TaskError, ToolContext,
+    ToolFuture, ToolTable, ToolTableError, WireTask,
 };
 
 /// The most tasks one `/tasks` or `/task_range` reply carries from a split served by index
@@ -57,34 +58,73 @@ impl<T> SplitTasks<T> {
 /// Each split's tasks, set up at most once (the cell).
 type SplitCache<T> = Mutex<HashMap<String, Arc<OnceLock<SplitTasks<T>>>>>;
 
-/// Hosts an environment type `E` behind [`DynEnvironment`].
+/// One served environment: `E` with its start-up state, under a name, with its tool table;
+/// what a server hosts behind [`DynEnvironment`], and what a test drives without a server
+/// ([`EnvHandle::episode`]).
 pub struct EnvHandle<E: Environment> {
+    name: String,
+    state: Arc<E::State>,
+    /// Built once here; every episode holds it.
+    table: Arc<ToolTable<E>>,
     splits: Vec<Split>,
     cache: SplitCache<E::Task>,
     load_lock: tokio::sync::Mutex<()>,
 }
 
-impl<E: Environment> Default for EnvHandle<E> {
+impl<E: Environment> Default for EnvHandle<E>
+where
+    E::State: Default,
+{
     fn default() -> Self {
-        Self::new()
+        Self::new(E::State::default())
     }
 }
 
 impl<E: Environment> EnvHandle<E> {
-    /// A handle for `E`.
-    pub fn new() -> Self {
+    /// `E` served with `state` under its own name ([`EnvironmentMeta::NAME`]); its tool table
+    /// and splits are made here, once.
+    ///
+    /// [`EnvironmentMeta::NAME`]: super::EnvironmentMeta::NAME
+    pub fn new(state: E::State) -> Self {
         Self {
-            splits: E::splits(),
+            name: E::NAME.to_owned(),
+            table: Arc::new(E::tool_table(&state)),
+            splits: E::splits_with(&state),
+            state: Arc::new(state),
             cache: Mutex::new(HashMap::new()),
             load_lock: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// This environment served under `name` instead of its own (one type served twice needs
+    /// two names).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// The start-up state.
+    pub fn state(&self) -> &E::State {
+        &self.state
+    }
+
+    /// The tool table.
+    pub fn table(&self) -> &ToolTable<E> {
+        &self.table
+    }
+
+    /// A new episode of `task`, without a server (tests, embedding): `new` runs here, and its
+    /// calls take the path a server's do.
+    pub async fn episode(&self, task: E::Task, secrets: Secrets) -> Result<Episode<E>, EnvError> {
+        let env = E::new_with(&self.state, task, secrets).await?;
+        Ok(Episode::new(env, Arc::clone(&self.table), None))
     }
 
     fn check_split(&self, split: &str) -> Result<(), TaskError> {
         if self.splits.iter().any(|s| s.name == split) {
             Ok(())
         } else {
-            Err(TaskError::UnknownSplit(split.to_owned()))
+            Err(TaskError::unknown_split(split, &self.splits))
         }
     }
 
@@ -103,9 +143,9 @@ impl<E: Environment> EnvHandle<E> {
         if let Some(tasks) = cell.get() {
             return Ok(tasks.clone());
         }
-        let tasks = match E::num_tasks(split).await? {
+        let tasks = match E::num_tasks_with(&self.state, split).await? {
             Some(n) => SplitTasks::Indexed(n),
-            None => SplitTasks::Loaded(E::tasks(split).await?.into()),
+            None => SplitTasks::Loaded(E::tasks_with(&self.state, split).await?.into()),
         };
         Ok(cell.get_or_init(|| tasks).clone())
     }
@@ -131,7 +171,7 @@ impl<E: Environment> EnvHandle<E> {
                         limit: MAX_TASKS_PER_REQUEST,
                     });
                 }
-                let read = E::task_range(split, start, stop).await?;
+                let read = E::task_range_with(&self.state, split, start, stop).await?;
                 if read.len() != stop - start {
                     return Err(TaskError::Env(EnvError::msg(format!(
                         "task_range of split '{split}' returned {} tasks for {start}..{stop}",
@@ -155,151 +195,60 @@ enum Slot<E> {
     Lost,
 }
 
-struct Episode<E: Environment> {
-    slot: Slot<E>,
-    /// A call returned `finished: true` (PROTOCOL_NOTES row `finished-latch`). Atomic because
-    /// concurrent calls share the episode.
-    finished: AtomicBool,
-    /// The toolset this session selected at `/create` (PROTOCOL_NOTES row `toolset-name`).
-    toolset: Option<&'static NamedToolset<E>>,
-}
-
 const AWAY: &str = "a blocking tool of this session that timed out is still running; the \
                     session is usable again when it returns";
 const LOST: &str = "this session's episode was lost when a blocking tool's thread ended \
                     without returning it; delete the session";
 
-impl<E: Environment> Episode<E> {
+impl<E: Environment> Slot<E> {
     /// The episode, waiting for a blocking tool's thread to hand it back first.
     async fn env(&mut self) -> Option<&mut E> {
-        if let Slot::Away(rx) = &mut self.slot {
-            self.slot = match rx.await {
+        if let Slot::Away(rx) = self {
+            *self = match rx.await {
                 Ok(env) => Slot::Here(env),
                 Err(_) => Slot::Lost,
             };
         }
-        match &mut self.slot {
+        match self {
             Slot::Here(env) => Some(env),
             _ => None,
         }
     }
 
     fn here(&self) -> Option<&E> {
-        match &self.slot {
+        match self {
             Slot::Here(env) => Some(env),
             _ => None,
         }
     }
 
-    /// Run a call, unless the episode has finished: then it is refused with reason
-    /// `episode_finished` unless the environment lets calls go on.
-    async fn call(&mut self, ctx: ToolContext, name: &str, input: CallInput) -> RunToolOutput {
-        if let Some(refused) = self.latched(name) {
-            return refused;
-        }
-        let out = self.run(ctx, name, input).await;
-        self.latch(&out);
-        out
-    }
-
-    /// A concurrent tool's call, with the episode shared with other concurrent calls; refused
-    /// like any call once the episode has finished.
-    async fn call_concurrent(
-        &self,
-        ctx: ToolContext,
-        name: &str,
-        input: CallInput,
-    ) -> RunToolOutput {
-        if let Some(refused) = self.latched(name) {
-            return refused;
-        }
-        // A timed-out blocking tool still holds the episode; only an exclusive call may wait
-        // for it (waiting needs the slot to itself).
-        let Some(env) = self.here() else {
-            return RunToolOutput::error(AWAY);
-        };
-        let out = match E::tool_table().prepare(name, ctx, input) {
-            Prepared::Entry(entry, ctx, input) => match &entry.run {
-                ToolRun::Concurrent(f) => f(env, ctx, input).await,
-                // The server asks `concurrent_tools` first, so only a confused caller gets here.
-                _ => RunToolOutput::error(format!("tool '{name}' is not concurrent")),
-            },
-            Prepared::NotInTable(..) => E::tool_table().unknown(name),
-            Prepared::Refused(out) => return out,
-        };
-        self.latch(&out);
-        out
-    }
-
-    /// The refusal of a call after the episode finished, unless the environment lets calls
-    /// go on.
-    fn latched(&self, name: &str) -> Option<RunToolOutput> {
-        let latched = !E::tool_table().calls_after_finished();
-        (latched && self.finished.load(Ordering::Acquire)).then(|| {
-            RunToolOutput::refused(
-                ToolErrorReason::EpisodeFinished,
-                format!(
-                    "'{name}' was not run: the episode has finished (a tool returned \
-                     finished: true), so no further tool calls are accepted"
-                ),
-            )
-        })
-    }
-
-    /// Remember that `out` finished the episode.
-    fn latch(&self, out: &RunToolOutput) {
-        if out.output().is_some_and(|o| o.finished) {
-            self.finished.store(true, Ordering::Release);
-        }
-    }
-
-    async fn run(&mut self, ctx: ToolContext, name: &str, input: CallInput) -> RunToolOutput {
-        if self.env().await.is_none() {
+    /// Run a tool with the episode to itself: in place, or, for a blocking tool, on a thread
+    /// of tokio's blocking pool that the episode moves to for the call. If this future is
+    /// dropped (the call timed out, the session was deleted), the thread still finishes and
+    /// sends the episode back, and the next use of the slot waits for it.
+    async fn run(&mut self, run: &ToolRun<E>, ctx: ToolContext, input: CallInput) -> RunToolOutput {
+        let Some(env) = self.env().await else {
             return RunToolOutput::error(LOST);
-        }
-        // The selected toolset's tools first: `#[environment]` refuses a name it shares with
-        // the environment's own tools, so nothing is shadowed.
-        let table = match self.toolset {
-            Some(ts) if ts.table().get(name).is_some() => ts.table(),
-            _ => E::tool_table(),
-        };
-        let (run, ctx, input) = match table.prepare(name, ctx, input) {
-            Prepared::Entry(entry, ctx, input) => (entry.run.clone(), ctx, input),
-            Prepared::NotInTable(ctx, input) => {
-                return match self.env().await {
-                    Some(env) => call_task_tool(env, ctx, name, input).await,
-                    None => RunToolOutput::error(LOST),
-                }
-            }
-            Prepared::Refused(out) => return out,
         };
         match run {
-            ToolRun::Async(f) => match self.env().await {
-                Some(env) => f(env, ctx, input).await,
-                None => RunToolOutput::error(LOST),
-            },
-            ToolRun::Concurrent(f) => match self.env().await {
-                Some(env) => f(env, ctx, input).await,
-                None => RunToolOutput::error(LOST),
-            },
-            ToolRun::Blocking(f) => self.call_blocking(f, ctx, input).await,
+            ToolRun::Async(f) => f(env, ctx, input).await,
+            ToolRun::Concurrent(f) => f(env, ctx, input).await,
+            ToolRun::Blocking(f) => self.run_blocking(Arc::clone(f), ctx, input).await,
         }
     }
 
-    /// Move the episode to a blocking-pool thread for the call. If this future is dropped (the
-    /// call timed out, the session was deleted), the thread still finishes and sends the
-    /// episode back, and the next use of the slot waits for it.
-    async fn call_blocking(
+    async fn run_blocking(
         &mut self,
-        f: super::table::BlockingFn<E>,
+        f: BlockingFn<E>,
         ctx: ToolContext,
         input: CallInput,
     ) -> RunToolOutput {
         let (tx, rx) = oneshot::channel();
-        let Slot::Here(mut env) = std::mem::replace(&mut self.slot, Slot::Away(rx)) else {
+        let Slot::Here(mut env) = std::mem::replace(self, Slot::Away(rx)) else {
             return RunToolOutput::error(LOST);
         };
         let thread = tokio::task::spawn_blocking(move || {
+            // Caught only to send the episode back; the panic goes on in the caller.
             let out = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut env, ctx, input)));
             let _ = tx.send(env);
             out
@@ -309,42 +258,196 @@ impl<E: Environment> Episode<E> {
         let _ = self.env().await;
         match out {
             Ok(Ok(out)) => out,
-            // The server catches this and answers with an SSE `error` event, as for any tool.
             Ok(Err(panic)) => std::panic::resume_unwind(panic),
             Err(e) => RunToolOutput::error(format!("the blocking tool's thread failed: {e}")),
         }
     }
 }
 
+/// One episode: the environment value, the tools it has (the served environment's table, and
+/// the toolset it selected at `/create`), and whether a call has finished it.
+pub struct Episode<E: Environment> {
+    slot: Slot<E>,
+    /// A call returned `finished: true` (PROTOCOL_NOTES row `finished-latch`). Atomic because
+    /// concurrent calls share the episode.
+    finished: AtomicBool,
+    table: Arc<ToolTable<E>>,
+    /// The number of the toolset this session selected (PROTOCOL_NOTES row `toolset-name`).
+    toolset: Option<usize>,
+}
+
+/// How a call holds its episode.
+enum At<'a, E> {
+    /// To itself: it may wait for a blocking tool's thread, or move the episode to one.
+    Exclusive(&'a mut Slot<E>),
+    /// Shared with the session's other concurrent calls.
+    Shared(&'a Slot<E>),
+}
+
+impl<E: Environment> Episode<E> {
+    fn new(env: E, table: Arc<ToolTable<E>>, toolset: Option<usize>) -> Self {
+        Self {
+            slot: Slot::Here(Box::new(env)),
+            finished: AtomicBool::new(false),
+            table,
+            toolset,
+        }
+    }
+
+    /// The environment value, unless a blocking tool that timed out still has it.
+    pub fn get(&self) -> Option<&E> {
+        self.slot.here()
+    }
+
+    /// The environment value to change, unless a blocking tool that timed out still has it.
+    pub fn get_mut(&mut self) -> Option<&mut E> {
+        match &mut self.slot {
+            Slot::Here(env) => Some(env),
+            _ => None,
+        }
+    }
+
+    /// Every tool of the episode: the table's (shared and task-specific), those it computes
+    /// from its task, then its selected toolset's.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self.table.all_specs().cloned().collect();
+        // Away on a blocking tool's thread: without the computed ones.
+        if let Some(env) = self.slot.here() {
+            specs.extend(env.task_tools().into_iter().map(|mut spec| {
+                if self.table.takes_reasoning() {
+                    // A computed tool with its own `reasoning` field keeps its schema as it is.
+                    let _ = add_reasoning(&mut spec);
+                }
+                spec
+            }));
+        }
+        if let Some(ts) = self.selected() {
+            specs.extend(ts.all_specs().cloned());
+        }
+        specs
+    }
+
+    fn selected(&self) -> Option<&ToolTable<E>> {
+        self.toolset.and_then(|i| self.table.selected(i))
+    }
+
+    /// Run a call with the episode to itself (what every tool but a concurrent one gets).
+    pub async fn call(
+        &mut self,
+        ctx: ToolContext,
+        name: &str,
+        input: impl Into<CallInput>,
+    ) -> RunToolOutput {
+        let selected = self.toolset.and_then(|i| self.table.selected(i));
+        let at = At::Exclusive(&mut self.slot);
+        dispatch(
+            &self.table,
+            selected,
+            &self.finished,
+            at,
+            ctx,
+            name,
+            input.into(),
+        )
+        .await
+    }
+
+    /// Run a call of a concurrent tool with the episode shared with the session's other
+    /// concurrent calls.
+    pub async fn call_concurrent(
+        &self,
+        ctx: ToolContext,
+        name: &str,
+        input: impl Into<CallInput>,
+    ) -> RunToolOutput {
+        let at = At::Shared(&self.slot);
+        dispatch(
+            &self.table,
+            self.selected(),
+            &self.finished,
+            at,
+            ctx,
+            name,
+            input.into(),
+        )
+        .await
+    }
+}
+
+/// The one way from a call to its tool: refused once the episode has finished (unless the
+/// environment lets calls go on), prepared by the table that has the tool (the selected
+/// toolset's first: `#[environment]` refuses a name it shares with the environment's own
+/// tools, so nothing is shadowed), run as the tool runs, and remembered when it finishes the
+/// episode. A name no table has is a tool the episode computes from its task, or unknown.
+async fn dispatch<E: Environment>(
+    tools: &ToolTable<E>,
+    selected: Option<&ToolTable<E>>,
+    finished: &AtomicBool,
+    at: At<'_, E>,
+    ctx: ToolContext,
+    name: &str,
+    input: CallInput,
+) -> RunToolOutput {
+    if !tools.calls_after_finished() && finished.load(Ordering::Acquire) {
+        return RunToolOutput::refused(
+            ToolErrorReason::EpisodeFinished,
+            format!(
+                "'{name}' was not run: the episode has finished (a tool returned finished: \
+                 true), so no further tool calls are accepted"
+            ),
+        );
+    }
+    let table = selected.filter(|t| t.get(name).is_some()).unwrap_or(tools);
+    let out = match (table.prepare(name, ctx, input), at) {
+        (Prepared::Refused(out), _) => return out,
+        (Prepared::Entry(entry, ctx, input), At::Exclusive(slot)) => {
+            slot.run(&entry.run, ctx, input).await
+        }
+        (Prepared::Entry(entry, ctx, input), At::Shared(slot)) => match (&entry.run, slot.here()) {
+            (ToolRun::Concurrent(f), Some(env)) => f(env, ctx, input).await,
+            // A timed-out blocking tool still holds the episode; only an exclusive call may
+            // wait for it.
+            (ToolRun::Concurrent(_), None) => RunToolOutput::error(AWAY),
+            // A server asks `is_concurrent` first, so only a confused caller gets here.
+            _ => RunToolOutput::error(format!("tool '{name}' is not concurrent")),
+        },
+        (Prepared::NotInTable(ctx, input), At::Exclusive(slot)) => match slot.env().await {
+            // Computed tools take their input as a value, built here only for them.
+            Some(env) => match as_value(name, input) {
+                Ok(input) => match env.call_task_tool(ctx, name, input).await {
+                    Some(out) => out,
+                    None => tools.unknown(name),
+                },
+                Err(out) => out,
+            },
+            None => RunToolOutput::error(LOST),
+        },
+        (Prepared::NotInTable(..), At::Shared(_)) => tools.unknown(name),
+    };
+    if out.output().is_some_and(|o| o.finished) {
+        finished.store(true, Ordering::Release);
+    }
+    out
+}
+
 impl<E: Environment> DynSession for Episode<E> {
     fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>> {
-        match self.here() {
+        match self.slot.here() {
             Some(env) => Box::pin(env.prompt()),
             None => Box::pin(async { Err(EnvError::msg(AWAY)) }),
         }
     }
     fn messages(&self) -> BoxFuture<'_, Result<Vec<Message>, EnvError>> {
-        match self.here() {
+        match self.slot.here() {
             Some(env) => Box::pin(env.messages()),
             None => Box::pin(async { Err(EnvError::msg(AWAY)) }),
         }
     }
     fn tools(&self) -> Vec<ToolSpec> {
-        let mut tools = match self.here() {
-            Some(env) => episode_tools(env),
-            // Away on a blocking tool's thread: the table's tools, without computed ones.
-            None => E::tool_table().all_specs().cloned().collect(),
-        };
-        if let Some(ts) = self.toolset {
-            tools.extend(ts.table().all_specs().cloned());
-        }
-        tools
+        Episode::tools(self)
     }
     fn call<'a>(&'a mut self, ctx: ToolContext, name: &'a str, input: CallInput) -> ToolFuture<'a> {
         Box::pin(Episode::call(self, ctx, name, input))
-    }
-    fn concurrent_tools(&self) -> fn(&str) -> bool {
-        is_concurrent::<E>
     }
     fn call_concurrent<'a>(
         &'a self,
@@ -360,21 +463,19 @@ impl<E: Environment> DynSession for Episode<E> {
     ) -> BoxFuture<'_, Result<Vec<GroupScore>, EnvError>> {
         Box::pin(async move {
             let asked = candidates.len();
-            let env = self.env().await.ok_or_else(|| EnvError::msg(LOST))?;
+            let env = self.slot.env().await.ok_or_else(|| EnvError::msg(LOST))?;
             let scores = env.score_group(candidates).await?;
             if scores.len() != asked {
                 return Err(EnvError::msg(format!(
-                    "score_group of environment '{}' returned {} scores for {asked} candidates \
-                     (one score per candidate is required)",
-                    E::NAME,
+                    "score_group returned {} scores for {asked} candidates (one score per \
+                     candidate is required)",
                     scores.len()
                 )));
             }
             if let Some(i) = scores.iter().position(|s| !s.reward.is_finite()) {
                 return Err(EnvError::msg(format!(
-                    "score_group of environment '{}' gave candidate {i} the reward {} (JSON \
-                     carries only finite numbers)",
-                    E::NAME,
+                    "score_group gave candidate {i} the reward {} (JSON carries only finite \
+                     numbers)",
                     scores[i].reward
                 )));
             }
@@ -383,35 +484,11 @@ impl<E: Environment> DynSession for Episode<E> {
     }
     fn teardown(&mut self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if let Some(env) = self.env().await {
+            if let Some(env) = self.slot.env().await {
                 env.teardown().await;
             }
         })
     }
-}
-
-/// Whether `E`'s tool `name` is concurrent (what [`DynSession::concurrent_tools`] returns).
-fn is_concurrent<E: Environment>(name: &str) -> bool {
-    E::tool_table().is_concurrent(name)
-}
-
-async fn construct<E: Environment>(
-    task: Value,
-    secrets: Secrets,
-    toolset: Option<&'static NamedToolset<E>>,
-) -> Result<Box<dyn DynSession>, TaskError> {
-    let task = E::Task::from_wire(task).map_err(|e| {
-        TaskError::Env(EnvError::InvalidTask(format!(
-            "task_spec does not match environment '{}': {e}",
-            E::NAME
-        )))
-    })?;
-    let env = E::new(task, secrets).await?;
-    Ok(Box::new(Episode {
-        slot: Slot::Here(Box::new(env)),
-        finished: AtomicBool::new(false),
-        toolset,
-    }))
 }
 
 fn invalid_index(split: &str, index: i64, len: usize) -> TaskError {
@@ -424,22 +501,28 @@ fn invalid_index(split: &str, index: i64, len: usize) -> TaskError {
 
 impl<E: Environment> DynEnvironment for EnvHandle<E> {
     fn name(&self) -> &str {
-        E::NAME
+        &self.name
     }
     fn splits(&self) -> &[Split] {
         &self.splits
     }
     fn tools(&self) -> &[ToolSpec] {
-        E::tool_table().shared_specs()
+        self.table.shared_specs()
     }
     fn terminal_tool(&self) -> Option<&TerminalToolSpec> {
-        E::tool_table().terminal_tool()
+        self.table.terminal_tool()
     }
     fn supports_score_group(&self) -> bool {
         E::SUPPORTS_SCORE_GROUP
     }
     fn table_errors(&self) -> &[ToolTableError] {
-        E::tool_table().errors()
+        self.table.errors()
+    }
+    fn is_concurrent(&self, tool: &str) -> bool {
+        self.table.is_concurrent(tool)
+    }
+    fn toolset_names(&self) -> Vec<&str> {
+        self.table.selectable_names().collect()
     }
     fn tasks(&self, split: &str) -> BoxFuture<'_, Result<Vec<Value>, TaskError>> {
         let split = split.to_owned();
@@ -464,7 +547,9 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
                 .ok_or_else(|| invalid_index(&split, index, len))?;
             match tasks {
                 SplitTasks::Loaded(all) => Ok(all[i].to_wire()?),
-                SplitTasks::Indexed(_) => Ok(E::task(&split, i).await?.to_wire()?),
+                SplitTasks::Indexed(_) => {
+                    Ok(E::task_with(&self.state, &split, i).await?.to_wire()?)
+                }
             }
         })
     }
@@ -486,24 +571,30 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         &self,
         task: Value,
         secrets: Secrets,
+        toolset: Option<&str>,
     ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
-        Box::pin(construct::<E>(task, secrets, None))
-    }
-    fn toolset_names(&self) -> Vec<&str> {
-        E::named_toolsets().iter().map(NamedToolset::name).collect()
-    }
-    fn create_with_toolset(
-        &self,
-        task: Value,
-        secrets: Secrets,
-        toolset: &str,
-    ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
-        match E::named_toolsets().iter().find(|t| t.name() == toolset) {
-            Some(ts) => Box::pin(construct::<E>(task, secrets, Some(ts))),
-            None => {
-                let err = super::dynamic::no_toolset(E::NAME, toolset);
-                Box::pin(async move { Err(err) })
+        let toolset = match toolset.map(|name| (name, self.table.selectable_index(name))) {
+            None => None,
+            Some((_, Some(i))) => Some(i),
+            Some((name, None)) => {
+                let err = super::dynamic::no_toolset(&self.name, name);
+                return Box::pin(async move { Err(err) });
             }
-        }
+        };
+        let task = match E::Task::from_wire(task) {
+            Ok(task) => task,
+            Err(e) => {
+                let err = TaskError::Env(EnvError::InvalidTask(format!(
+                    "task_spec does not match environment '{}': {e}",
+                    self.name
+                )));
+                return Box::pin(async move { Err(err) });
+            }
+        };
+        let (state, table) = (Arc::clone(&self.state), Arc::clone(&self.table));
+        Box::pin(async move {
+            let env = E::new_with(&state, task, secrets).await?;
+            Ok(Box::new(Episode::new(env, table, toolset)) as Box<dyn DynSession>)
+        })
     }
 }

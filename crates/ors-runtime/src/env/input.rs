@@ -201,7 +201,7 @@ mod tests {
             assert!(input.is_empty());
             assert!(input.deserialize::<Nothing>().is_ok());
             let missing = input.deserialize::<Point>().unwrap_err();
-            assert_eq!(missing.to_string(), "missing field `x`");
+            assert_eq!(missing.to_string(), "missing field 'x'");
         }
         assert_eq!(CallInput::empty().to_value().unwrap(), json!({}));
     }

@@ -1,10 +1,11 @@
-//! The tool table: every tool of one environment or toolset type, built once by the macros and
-//! shared by every session, with O(1) dispatch by name. Before a tool runs, the table takes the
+//! The tool table: every tool of one served environment (or toolset), built once when it is
+//! served and shared by every session, with O(1) lookup by name. Before a tool runs, the table takes the
 //! optional `reasoning` out of its input and validates the input against the tool's schema
 //! when the tool asks for it ([`ToolTable::prepare`]).
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -177,24 +178,6 @@ impl<E: 'static> ToolEntry<E> {
             terminal: self.terminal,
         }
     }
-
-    /// Run this entry on `env` in place: a blocking tool runs on the calling thread (what a
-    /// direct [`crate::env::call_tool`] without a server does).
-    pub fn run_inline<'a>(
-        &self,
-        env: &'a mut E,
-        ctx: ToolContext,
-        input: CallInput,
-    ) -> ToolFuture<'a> {
-        match &self.run {
-            ToolRun::Async(f) => f(env, ctx, input),
-            ToolRun::Concurrent(f) => f(env, ctx, input),
-            ToolRun::Blocking(f) => {
-                let out = f(env, ctx, input);
-                Box::pin(async move { out })
-            }
-        }
-    }
 }
 
 /// Why a tool table could not be built (reported at server start, not at call time).
@@ -231,16 +214,47 @@ pub enum Prepared<'t, E> {
     Refused(RunToolOutput),
 }
 
-/// The tools of one environment (or toolset) type, built once and shared by every session:
-/// specs in declaration order and O(1) dispatch by name.
+/// Hashes a tool name for the table's lookups with FNV-1a: a few instructions per byte of a
+/// short name, where std's SipHash costs about 150 per lookup (a call looks its tool up
+/// twice: whether it is concurrent, then to run it). SipHash's keyed resistance to chosen
+/// collisions is not needed here: the table is filled once, from the environment's own tool
+/// names, and a client only looks names up, which costs at most a probe through a table of a
+/// few dozen entries whatever name it sends.
+struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for NameHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The tools of one served environment (or of a toolset), built once when it is served and
+/// shared by every session: specs in declaration order, O(1) lookup by name, and the toolsets
+/// a session may select by name at `/create` (PROTOCOL_NOTES row `toolset-name`).
 pub struct ToolTable<E> {
     entries: Vec<ToolEntry<E>>,
-    by_name: HashMap<String, usize>,
+    by_name: HashMap<String, usize, BuildHasherDefault<NameHasher>>,
     shared_specs: Vec<ToolSpec>,
     errors: Vec<ToolTableError>,
     reasoning: bool,
     terminal: Option<TerminalToolSpec>,
     calls_after_finished: bool,
+    /// The selectable toolsets: their tools belong only to the sessions that chose them, so
+    /// `/task_tools` lists them after the environment's and calls reach them, while the
+    /// shared `/tools` listing does not show them.
+    selectable: Vec<(String, ToolTable<E>)>,
 }
 
 impl<E: 'static> ToolTable<E> {
@@ -259,12 +273,13 @@ impl<E: 'static> ToolTable<E> {
     fn build(entries: Vec<ToolEntry<E>>, reasoning: bool) -> Self {
         let mut table = Self {
             entries: Vec::with_capacity(entries.len()),
-            by_name: HashMap::with_capacity(entries.len()),
+            by_name: HashMap::with_capacity_and_hasher(entries.len(), Default::default()),
             shared_specs: Vec::new(),
             errors: Vec::new(),
             reasoning,
             terminal: None,
             calls_after_finished: false,
+            selectable: Vec::new(),
         };
         for mut e in entries {
             if reasoning {
@@ -348,6 +363,31 @@ impl<E: 'static> ToolTable<E> {
     pub fn with_calls_after_finished(mut self) -> Self {
         self.calls_after_finished = true;
         self
+    }
+
+    /// Add a toolset a session may select by `name` (`#[environment(select_toolsets(...))]`),
+    /// made of `entries` reached through the environment; its tools take `reasoning` when the
+    /// environment's do, and its problems are this table's.
+    pub fn with_selectable(mut self, name: impl Into<String>, entries: Vec<ToolEntry<E>>) -> Self {
+        let table = Self::build(entries, self.reasoning);
+        self.errors.extend(table.errors.iter().cloned());
+        self.selectable.push((name.into(), table));
+        self
+    }
+
+    /// The names of the toolsets a session may select.
+    pub fn selectable_names(&self) -> impl Iterator<Item = &str> {
+        self.selectable.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// The number of the selectable toolset called `name`.
+    pub fn selectable_index(&self, name: &str) -> Option<usize> {
+        self.selectable.iter().position(|(n, _)| n == name)
+    }
+
+    /// The tools of selectable toolset number `index` ([`ToolTable::selectable_index`]).
+    pub fn selected(&self, index: usize) -> Option<&ToolTable<E>> {
+        self.selectable.get(index).map(|(_, table)| table)
     }
 
     /// Whether calls go on after one returned `finished: true`.
@@ -443,35 +483,21 @@ impl<E: 'static> ToolTable<E> {
         Prepared::Entry(entry, ctx, input)
     }
 
-    /// The `ok: false` answer for a tool no one has.
+    /// The `ok: false` answer for a tool no one has: it names every tool the call could have
+    /// meant, the terminal one too (callable, though listed apart), marked as such.
     pub fn unknown(&self, name: &str) -> RunToolOutput {
-        let known: Vec<&str> = self.all_specs().map(|s| s.name.as_str()).collect();
+        let mut known: Vec<String> = self.all_specs().map(|s| s.name.clone()).collect();
+        if let Some(t) = &self.terminal {
+            known.push(format!("{} (terminal)", t.name));
+        }
         RunToolOutput::refused(
             ToolErrorReason::NotFound,
             format!(
-                "unknown tool '{name}'; available tools: {}",
+                "unknown tool '{}'; available tools: {}",
+                ors_core::text::Echo(name),
                 known.join(", ")
             ),
         )
-    }
-
-    /// Call a tool by name in place (a blocking tool runs on this thread); an unknown name is
-    /// an `ok: false` result naming it.
-    pub fn dispatch<'a>(
-        &self,
-        env: &'a mut E,
-        name: &str,
-        ctx: ToolContext,
-        input: impl Into<CallInput>,
-    ) -> ToolFuture<'a> {
-        match self.prepare(name, ctx, input.into()) {
-            Prepared::Entry(entry, ctx, input) => entry.run_inline(env, ctx, input),
-            Prepared::NotInTable(..) => {
-                let out = self.unknown(name);
-                Box::pin(async move { out })
-            }
-            Prepared::Refused(out) => Box::pin(async move { out }),
-        }
     }
 }
 
@@ -552,8 +578,9 @@ pub(crate) fn take_reasoning(
 pub trait Toolset: Send + Sync + 'static {
     /// The tool names, for compile-time collision checks.
     const TOOL_NAMES: &'static [&'static str];
-    /// The tool table, built once.
-    fn tool_table() -> &'static ToolTable<Self>
+    /// The tool table, built for each environment that includes the toolset, when it is
+    /// served.
+    fn tool_table() -> ToolTable<Self>
     where
         Self: Sized;
 }
@@ -594,6 +621,14 @@ mod tests {
         assert_eq!(listed, ["a"]);
         assert_eq!(table.shared_specs().len(), 1);
         assert!(table.get("end").is_some(), "still callable");
+        // A wrong name is told the terminal tool too: it is one of the tools a call can name.
+        assert_eq!(
+            table.unknown("ned"),
+            RunToolOutput::refused(
+                ToolErrorReason::NotFound,
+                "unknown tool 'ned'; available tools: a, end (terminal)"
+            )
+        );
         // `reasoning` added to every tool is not the answer's field.
         let t = ToolTable::with_reasoning(vec![entry("end", &["message"]).terminal()]);
         assert_eq!(
@@ -650,7 +685,10 @@ mod tests {
         let outer: ToolEntry<(u32,)> = table.entries()[0].project(|o: &mut (u32,)| &mut o.0);
         assert!(!outer.is_concurrent());
         let mut env = (7,);
-        let out = futures_util::FutureExt::now_or_never(outer.run_inline(
+        let ToolRun::Async(f) = &outer.run else {
+            panic!("a projected concurrent tool is an exclusive async one");
+        };
+        let out = futures_util::FutureExt::now_or_never(f(
             &mut env,
             ToolContext::detached(),
             CallInput::empty(),

@@ -42,10 +42,10 @@ use serde_json::Value;
 
 use ors_core::types::{Block, JsonObject, RunToolOutput, ToolOutput, ToolSpec, STRUCTURED_KEY};
 
+use super::error::ExternalError;
 use super::http::check_url;
 use super::mcp_http::McpHttpClient;
 use super::mcp_stdio::{self, Broken, Process};
-use super::ExternalError;
 use crate::env::{valid_tool_name, ToolContext};
 use crate::schema::InputValidator;
 

@@ -4,17 +4,17 @@
 //! schemas), and the episode's own MCP connections their calls run on. An episode costs its
 //! connections, whatever the number of tools.
 //!
-//! Two ways to serve them:
-//! - an environment whose tools all come from elsewhere lists them in `/tools` with a tool
-//!   table written by hand ([`ExternalTools::table`]; the `mcp_env` example does this);
+//! The [`ExternalTools`] are part of the environment's start-up state (`type State`), built
+//! before serving; each episode opens its session in `new`. Two ways to serve them:
+//! - an environment whose tools all come from elsewhere lists them in `/tools`:
+//!   `#[environment(dynamic_tools = ...)]` names a function of the state returning
+//!   [`ExternalTools::entries`] (the `mcp_env` example does this);
 //! - an environment with `#[tool]` methods too serves the episode's external tools from
-//!   `task_tools` and `call_task_tool` (listed per episode); [`ExternalToolsBuilder::beside`]
-//!   reserves its own tool names, so a collision is an error at start-up (give the MCP
-//!   server a prefix), never a tool silently hidden:
+//!   `task_tools` and `call_task_tool` (listed per episode); [`ExternalToolsBuilder::reserve`]
+//!   takes its own tool names, so a collision is an error at start-up (give the MCP server a
+//!   prefix), never a tool silently hidden:
 //!
 //! ```no_run
-//! use std::sync::OnceLock;
-//!
 //! use ors_runtime::external::{ExternalSession, ExternalTools};
 //! use ors_runtime::mcp::McpServer;
 //! use ors_runtime::webhook::WebhookTool;
@@ -22,16 +22,14 @@
 //! # use ors_core::types::{Blocks, JsonObject, RunToolOutput, Secrets, Split, ToolSpec};
 //! # use serde_json::Value;
 //!
-//! static TOOLS: OnceLock<ExternalTools> = OnceLock::new();
-//!
 //! struct Agent {
 //!     tools: ExternalSession,
 //! }
 //!
-//! // In `#[environment] impl Environment for Agent`:
+//! // In `#[environment] impl Environment for Agent`, with `type State = ExternalTools;`:
 //! impl Agent {
-//!     async fn new(_task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
-//!         let tools = TOOLS.get().ok_or_else(|| EnvError::msg("tools not set up"))?;
+//!     async fn new(tools: &ExternalTools, _task: JsonObject, _secrets: Secrets)
+//!         -> Result<Self, EnvError> {
 //!         Ok(Self { tools: tools.session().await.map_err(EnvError::msg)? })
 //!     }
 //!     fn task_tools(&self) -> Vec<ToolSpec> {
@@ -44,15 +42,17 @@
 //! }
 //!
 //! # async fn start() -> Result<(), Box<dyn std::error::Error>> {
+//! // The state, given to the server with `Server::environment_with::<Agent>(tools)`.
 //! let tools = ExternalTools::builder()
 //!     .mcp(McpServer::parse_command("python3 server.py")?.prefix("py_"))
 //!     .webhooks(WebhookTool::load("webhooks.json")?)
+//!     .reserve(["submit"])
 //!     .build()
 //!     .await?;
-//! let _ = TOOLS.set(tools);
 //! # Ok(()) }
 //! ```
 
+mod error;
 mod http;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -70,30 +70,12 @@ use serde_json::Value;
 
 use ors_core::types::{JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
 
-use crate::env::{DynamicTool, Environment, ToolContext, ToolEntry, ToolTable, ToolTableError};
+use crate::env::{DynamicTool, ToolContext, ToolEntry, ToolTableError};
+pub use error::ExternalError;
 use webhook::WebhookTool;
 
 #[cfg(feature = "mcp")]
 use mcp::{Conn, McpServer, McpToolset};
-
-/// Why tools from elsewhere could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum ExternalError {
-    /// A configuration (file, command line, URL) is unusable.
-    #[error("{0}")]
-    Config(String),
-    /// An MCP server could not be started, reached or listed.
-    #[error("MCP server '{server}': {reason}")]
-    Mcp {
-        /// The server (its program or URL).
-        server: String,
-        /// What went wrong.
-        reason: String,
-    },
-    /// A tool's name or schema is unusable, or two tools share a name.
-    #[error(transparent)]
-    Tool(#[from] ToolTableError),
-}
 
 /// Collects the sources of an environment's external tools; [`ExternalToolsBuilder::build`]
 /// connects and lists them.
@@ -130,13 +112,6 @@ impl ExternalToolsBuilder {
     /// Add a tool defined in code.
     pub fn tool(mut self, tool: DynamicTool) -> Self {
         self.tools.push(tool);
-        self
-    }
-
-    /// Reserve the names of `E`'s own tools: an external tool of the same name is an error.
-    pub fn beside<E: Environment>(mut self) -> Self {
-        self.reserved
-            .extend(E::tool_table().all_specs().map(|s| s.name.clone()));
         self
     }
 
@@ -272,8 +247,18 @@ impl ExternalTools {
 
     /// The tools as entries of `E`'s tool table: listed by `/tools` like `#[tool]` methods,
     /// each call run by the episode's own [`ExternalSession`], which `session_of` finds in
-    /// the episode. For an environment whose tools all come from elsewhere, that writes its
-    /// `EnvironmentMeta::tool_table` by hand (see [`ExternalTools::table`]).
+    /// the episode. What `#[environment(dynamic_tools = ...)]` takes, for an environment whose
+    /// tools come from elsewhere:
+    ///
+    /// ```text
+    /// #[environment(dynamic_tools = Setup::tool_entries)]  // with `type State = Setup;`
+    ///
+    /// impl Setup {
+    ///     fn tool_entries(&self) -> Vec<ToolEntry<Agent>> {
+    ///         self.tools.entries(|agent: &Agent| &agent.tools)
+    ///     }
+    /// }
+    /// ```
     pub fn entries<E: 'static>(&self, session_of: fn(&E) -> &ExternalSession) -> Vec<ToolEntry<E>> {
         self.specs()
             .into_iter()
@@ -297,34 +282,6 @@ impl ExternalTools {
                 })
             })
             .collect()
-    }
-
-    /// A tool table of these tools only (see [`ExternalTools::entries`]):
-    ///
-    /// ```no_run
-    /// # use std::sync::OnceLock;
-    /// # use ors_runtime::external::{ExternalSession, ExternalTools};
-    /// # use ors_runtime::{EnvironmentMeta, ToolTable};
-    /// # static TOOLS: OnceLock<ExternalTools> = OnceLock::new();
-    /// struct Agent {
-    ///     tools: ExternalSession,
-    /// }
-    ///
-    /// // With `impl Environment for Agent` written without `#[environment]`.
-    /// impl EnvironmentMeta for Agent {
-    ///     const NAME: &'static str = "agent";
-    ///     fn tool_table() -> &'static ToolTable<Self> {
-    ///         static TABLE: OnceLock<ToolTable<Agent>> = OnceLock::new();
-    ///         // Built on first use: set TOOLS up before serving.
-    ///         TABLE.get_or_init(|| match TOOLS.get() {
-    ///             Some(tools) => tools.table(|a: &Agent| &a.tools),
-    ///             None => ToolTable::new(Vec::new()),
-    ///         })
-    ///     }
-    /// }
-    /// ```
-    pub fn table<E: 'static>(&self, session_of: fn(&E) -> &ExternalSession) -> ToolTable<E> {
-        ToolTable::new(self.entries(session_of))
     }
 
     /// End the MCP connections still open (at shutdown): their programs are killed at once.

@@ -24,8 +24,8 @@ use serde_json::{json, Value};
 
 use ors_core::types::{JsonObject, RunToolOutput, ToolOutput, STRUCTURED_KEY};
 
+use super::error::ExternalError;
 use super::http::{check_url, read_body, HttpClient, SendError};
-use super::ExternalError;
 use crate::env::{DynamicTool, ToolContext};
 
 /// The header carrying a webhook's secret.

@@ -28,6 +28,7 @@ pub struct ToolDecl<'d> {
     validate: bool,
     output: Option<SchemaFn>,
     terminal: bool,
+    runs_commands: bool,
 }
 
 impl<'d> ToolDecl<'d> {
@@ -42,7 +43,15 @@ impl<'d> ToolDecl<'d> {
             validate: false,
             output: None,
             terminal: false,
+            runs_commands: false,
         }
+    }
+
+    /// `runs_commands`: the spec says `"runs_commands": true` (PROTOCOL_NOTES row
+    /// `runs-commands`).
+    pub fn runs_commands(mut self) -> Self {
+        self.runs_commands = true;
+        self
     }
 
     /// `terminal`: the environment's terminal tool (PROTOCOL_NOTES row `terminal-tool`).
@@ -77,6 +86,12 @@ impl<'d> ToolDecl<'d> {
     /// `validate`: check inputs against the typed input's schema too.
     pub fn validate(mut self) -> Self {
         self.validate = true;
+        self
+    }
+
+    /// Next to `schema` and `validate`: compiles only when this build has a validator, so
+    /// their use without the cargo feature `validate` is one error on the attribute.
+    pub fn needs_validator<V: HasValidator>(self, _validation: V) -> Self {
         self
     }
 
@@ -120,6 +135,7 @@ impl<'d> ToolDecl<'d> {
         };
         let mut spec = ToolSpec::new(self.name, self.description, input_schema);
         spec.detail_url = self.detail_url.map(str::to_owned);
+        spec.runs_commands = self.runs_commands;
         spec.output_schema = match self.output {
             Some(f) => Some(f().map_err(|e| bad(e.to_string()))?),
             None => None,
@@ -127,6 +143,21 @@ impl<'d> ToolDecl<'d> {
         Ok((spec, validator))
     }
 }
+
+/// What `#[tool(schema = ...)]` and `#[tool(validate)]` need: a JSON Schema validator, which
+/// [`Validation`] has when the cargo feature `validate` is on.
+#[diagnostic::on_unimplemented(
+    message = "this tool's inputs are validated against a JSON Schema, which needs the cargo feature `validate` of ors-server",
+    label = "needs ors-server's feature `validate`",
+    note = "in Cargo.toml: ors-server = {{ ..., features = [\"validate\"] }}"
+)]
+pub trait HasValidator {}
+
+/// The witness of [`HasValidator`] the generated code passes.
+pub struct Validation;
+
+#[cfg(feature = "validate")]
+impl HasValidator for Validation {}
 
 /// Finds the output schema of a tool's return type by autoref specialisation: for
 /// `Json<T>` (or `Result<Json<T>, E>`), [`JsonOutputSchema`] applies to the probe itself and

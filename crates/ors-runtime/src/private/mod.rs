@@ -5,7 +5,7 @@ mod decl;
 mod params;
 
 pub use crate::env::{
-    CallInput, DynamicTool, EnvironmentMeta, NamedToolset, ToolContext, ToolEntry, ToolFuture,
+    CallInput, EnvError, Environment, EnvironmentMeta, ToolContext, ToolEntry, ToolFuture,
     ToolTable, ToolTableError, Toolset,
 };
 pub use crate::schema::input_schema;
@@ -13,7 +13,7 @@ pub use checks::{
     implements_environment, is_environment_method, toolset_collision, CollisionMessage,
     ImplementsEnvironment,
 };
-pub use decl::{JsonOutputSchema, NoOutputSchema, OutputProbe, ToolDecl};
+pub use decl::{HasValidator, JsonOutputSchema, NoOutputSchema, OutputProbe, ToolDecl, Validation};
 pub use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
 pub use params::{
     arg_ops, no_input, raw_arg_ops, second_input, ArgKind, ArgOps, ContextRef, RawToolArg,
@@ -26,18 +26,18 @@ pub use std::boxed::Box;
 pub use std::option::Option;
 pub use std::result::Result;
 pub use std::string::String;
-pub use std::sync::OnceLock;
 pub use std::vec::Vec;
 
 pub use schemars;
 
-/// Collects a table's tools in declaration order, then the tools of its toolset fields and
-/// its dynamic tools.
+/// Collects a table's tools in declaration order, then the tools of its toolset fields, its
+/// dynamic tools and its selectable toolsets.
 pub struct TableBuilder<E> {
     entries: Vec<ToolEntry<E>>,
     errors: Vec<ToolTableError>,
     reasoning: bool,
     calls_after_finished: bool,
+    selectable: Vec<(&'static str, Vec<ToolEntry<E>>)>,
 }
 
 impl<E: 'static> Default for TableBuilder<E> {
@@ -54,6 +54,7 @@ impl<E: 'static> TableBuilder<E> {
             errors: Vec::new(),
             reasoning: false,
             calls_after_finished: false,
+            selectable: Vec::new(),
         }
     }
 
@@ -103,16 +104,29 @@ impl<E: 'static> TableBuilder<E> {
 
     /// Add the tools of a toolset field.
     pub fn toolset<T: 'static>(mut self, field: ToolsetField<E, T>) -> Self {
-        let table = (field.table)();
-        self.errors.extend(table.errors().iter().cloned());
-        self.entries
-            .extend(table.entries().iter().map(|e| e.project(field.project)));
+        let entries = field.entries(&mut self.errors);
+        self.entries.extend(entries);
         self
     }
 
-    /// Add tools defined at run time (`#[environment(dynamic_tools = ...)]`), shared.
-    pub fn dynamic_tools(mut self, tools: Vec<DynamicTool>) -> Self {
-        self.entries.extend(tools.iter().map(|t| t.entry(true)));
+    /// The toolset field a session selects by `name` (`#[environment(select_toolsets(...))]`).
+    pub fn select_toolset<T: 'static>(
+        mut self,
+        name: &'static str,
+        field: ToolsetField<E, T>,
+    ) -> Self {
+        let entries = field.entries(&mut self.errors);
+        self.selectable.push((name, entries));
+        self
+    }
+
+    /// Add tools known at start-up (`#[environment(dynamic_tools = ...)]`): `DynamicTool`s, or
+    /// entries that reach into the episode.
+    pub fn dynamic_tools<T: Into<ToolEntry<E>>>(
+        mut self,
+        tools: impl IntoIterator<Item = T>,
+    ) -> Self {
+        self.entries.extend(tools.into_iter().map(Into::into));
         self
     }
 
@@ -140,24 +154,12 @@ impl<E: 'static> TableBuilder<E> {
         } else {
             table
         };
+        let table = self
+            .selectable
+            .into_iter()
+            .fold(table, |t, (name, entries)| t.with_selectable(name, entries));
         self.errors.into_iter().fold(table, ToolTable::with_error)
     }
-}
-
-/// The selectable toolset `name` made of a toolset field's tools
-/// (`#[environment(select_toolsets(field = "name"))]`).
-pub fn named_toolset<E: 'static, T: 'static>(
-    name: &'static str,
-    field: ToolsetField<E, T>,
-    reasoning: bool,
-) -> NamedToolset<E> {
-    let table = (field.table)();
-    let entries = table
-        .entries()
-        .iter()
-        .map(|e| e.project(field.project))
-        .collect();
-    NamedToolset::new(name, entries, reasoning)
 }
 
 /// A tool description from the lines of its doc comment: common indentation removed,
@@ -188,8 +190,21 @@ pub fn doc_description(lines: &[&str]) -> String {
 pub struct ToolsetField<E, T: 'static> {
     /// The toolset's tool names.
     pub names: &'static [&'static str],
-    table: fn() -> &'static ToolTable<T>,
+    table: fn() -> ToolTable<T>,
     project: fn(&mut E) -> &mut T,
+}
+
+impl<E: 'static, T: 'static> ToolsetField<E, T> {
+    /// The toolset's tools as tools of `E`; the toolset's own problems go to `errors`.
+    fn entries(&self, errors: &mut Vec<ToolTableError>) -> Vec<ToolEntry<E>> {
+        let table = (self.table)();
+        errors.extend(table.errors().iter().cloned());
+        table
+            .entries()
+            .iter()
+            .map(|e| e.project(self.project))
+            .collect()
+    }
 }
 
 /// The [`ToolsetField`] that `project` reaches; the closure lets the macro name the field

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use super::{DataError, TaskSource};
+use super::source::{check_range, DataError, TaskSource};
 
 /// Offsets per chunk of the index: 512 KiB chunks, allocated once each.
 const CHUNK: usize = 1 << 16;
@@ -136,7 +136,7 @@ impl<T> JsonlTasks<T> {
 impl<T: DeserializeOwned + 'static> JsonlTasks<T> {
     /// Rows `start..stop`, read in one positioned read and parsed.
     pub fn read_rows(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        super::check_range(&self.path, start, stop, self.len())?;
+        check_range(&self.path, start, stop, self.len())?;
         if start == stop {
             return Ok(Vec::new());
         }

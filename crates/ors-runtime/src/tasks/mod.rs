@@ -24,22 +24,24 @@
 //! # Ok(()) }
 //! ```
 //!
-//! In an environment (`TASKS` set up in `main`, before serving):
+//! In an environment, the file is its start-up state (`type State = TaskFile<Problem>;`,
+//! opened in `main` and given to `Server::environment_with`):
 //!
 //! ```text
-//! async fn num_tasks(split: &str) -> Result<Option<usize>, EnvError> {
-//!     Ok(Some(TASKS.get().ok_or(EnvError::msg("no data"))?.len()))
+//! async fn num_tasks(file: &TaskFile<Problem>, split: &str) -> Result<Option<usize>, EnvError> {
+//!     Ok(Some(file.len()))
 //! }
-//! async fn task(split: &str, index: usize) -> Result<Problem, EnvError> {
-//!     Ok(TASKS.get().ok_or(EnvError::msg("no data"))?.get(index).await?)
+//! async fn task(file: &TaskFile<Problem>, split: &str, index: usize) -> Result<Problem, EnvError> {
+//!     Ok(file.get(index).await?)
 //! }
 //! ```
 
 mod jsonl;
 #[cfg(feature = "parquet")]
 mod parquet;
+mod source;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -47,90 +49,8 @@ use serde::de::DeserializeOwned;
 pub use jsonl::JsonlTasks;
 #[cfg(feature = "parquet")]
 pub use parquet::{write_parquet, ParquetTasks};
-
-/// Why a task file could not be opened or a row read.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// The file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A row is not a task.
-    #[error("{}: row {row}: {reason}", path.display())]
-    Row {
-        /// The file.
-        path: PathBuf,
-        /// The row's index (0-based, counting rows, not blank lines).
-        row: usize,
-        /// What is wrong with it.
-        reason: String,
-    },
-    /// The file is not in the format its name says.
-    #[error("{}: {reason}", path.display())]
-    Format {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A row past the end was asked for.
-    #[error("{}: rows {start}..{stop} asked for, but the file has {len}", path.display())]
-    OutOfRange {
-        /// The file.
-        path: PathBuf,
-        /// First row asked for.
-        start: usize,
-        /// One past the last row asked for.
-        stop: usize,
-        /// Rows in the file.
-        len: usize,
-    },
-    /// The reading thread failed (the runtime is shutting down).
-    #[error("reading {}: {reason}", path.display())]
-    Thread {
-        /// The file.
-        path: PathBuf,
-        /// What happened.
-        reason: String,
-    },
-}
-
-/// `Ok` when `start..stop` is a range of a source of `len` rows.
-pub(crate) fn check_range(
-    path: &Path,
-    start: usize,
-    stop: usize,
-    len: usize,
-) -> Result<(), DataError> {
-    if start <= stop && stop <= len {
-        Ok(())
-    } else {
-        Err(DataError::OutOfRange {
-            path: path.to_owned(),
-            start,
-            stop,
-            len,
-        })
-    }
-}
-
-/// A source of tasks by index; reads block (they run on tokio's blocking pool through
-/// [`TaskFile`]).
-pub trait TaskSource<T>: Send + Sync + 'static {
-    /// Rows in the source.
-    fn len(&self) -> usize;
-    /// Whether it has no rows.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// Rows `start..stop` (`start <= stop <= len`), parsed.
-    fn read(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError>;
-}
+use source::check_range;
+pub use source::{DataError, TaskSource};
 
 /// Tasks held in memory (a small embedded set), served through the same interface as files.
 pub struct MemoryTasks<T>(Vec<T>);

@@ -16,7 +16,7 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::Type;
 use serde::de::DeserializeOwned;
 
-use super::{DataError, TaskSource};
+use super::source::{check_range, DataError, TaskSource};
 
 /// A Parquet file of tasks.
 pub struct ParquetTasks<T> {
@@ -82,7 +82,7 @@ impl<T> ParquetTasks<T> {
 impl<T: DeserializeOwned + 'static> ParquetTasks<T> {
     /// Rows `start..stop`, decoded from the row groups that hold them.
     pub fn read_rows(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        super::check_range(&self.path, start, stop, self.len())?;
+        check_range(&self.path, start, stop, self.len())?;
         let mut rows = Vec::with_capacity(stop - start);
         let mut row = start;
         while row < stop {

@@ -75,7 +75,7 @@ impl Calculator {
 
 fn main() {
     assert_eq!(Gsm8k::NAME, "gsm8k");
-    let table = Gsm8k::tool_table();
+    let table = Gsm8k::tool_table(&());
     assert!(table.errors().is_empty());
     let shared: Vec<_> = table
         .shared_specs()

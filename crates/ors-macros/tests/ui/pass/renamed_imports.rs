@@ -1,7 +1,7 @@
 // The context and the trait are recognised by type, not by name: renamed imports and aliases
 // work, and the context may come before or after the input.
 use ors_server::prelude::{environment, tool, wire, Blocks, EnvError, JsonObject, Secrets, Split};
-use ors_server::runtime::env::{call_tool, shared_tools};
+use ors_server::runtime::env::EnvHandle;
 use ors_server::{Environment as Env, RunToolOutput, ToolContext as Ctx};
 
 #[macro_use]
@@ -48,7 +48,8 @@ fn text(out: RunToolOutput) -> String {
 }
 
 fn main() {
-    let specs = shared_tools::<Renamed>();
+    let served = EnvHandle::<Renamed>::default();
+    let specs = served.table().shared_specs();
     let schema_keys: Vec<(&str, bool)> = specs
         .iter()
         .map(|s| (s.name.as_str(), s.input_schema.is_some()))
@@ -62,14 +63,14 @@ fn main() {
         .build()
         .expect("a runtime");
     rt.block_on(async {
-        let mut env = Renamed;
+        let mut env = served.episode(Default::default(), Default::default()).await.expect("an episode");
         let ctx = Ctx::detached();
         let input = ors_server::__private::serde_json::json!({ "x": 7 });
-        let before = call_tool(&mut env, ctx.clone(), "before", input.clone()).await;
+        let before = env.call(ctx.clone(), "before", input.clone()).await;
         assert_eq!(text(before), "detached 7");
-        let after = call_tool(&mut env, ctx.clone(), "after", input).await;
+        let after = env.call(ctx.clone(), "after", input).await;
         assert_eq!(text(after), "7 detached");
-        let aliased = call_tool(&mut env, ctx, "aliased", Default::default()).await;
+        let aliased = env.call(ctx, "aliased", ors_server::__private::Value::Null).await;
         assert_eq!(text(aliased), "detached");
     });
 }

@@ -38,6 +38,7 @@ impl Environment for Env {
 }
 
 fn main() {
-    let names: Vec<&str> = Env::named_toolsets().iter().map(|t| t.name()).collect();
+    let table = Env::tool_table(&());
+    let names: Vec<&str> = table.selectable_names().collect();
     assert_eq!(names, ["bash", "z-shell"]);
 }

@@ -106,7 +106,8 @@ impl Gone {
 fn main() {
     assert_eq!(Forms::NAME, "custom-name");
     assert_eq!(Named::NAME, "renamed_env");
-    let names: Vec<_> = Forms::tool_table()
+    let table = Forms::tool_table(&());
+    let names: Vec<_> = table
         .all_specs()
         .map(|s| s.name.as_str())
         .collect();
@@ -124,5 +125,5 @@ fn main() {
             "with_lifetime"
         ]
     );
-    assert!(Named::tool_table().all_specs().next().is_none());
+    assert!(Named::tool_table(&()).all_specs().next().is_none());
 }

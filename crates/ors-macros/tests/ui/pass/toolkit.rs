@@ -20,7 +20,7 @@ struct Report {
     passed: u32,
 }
 
-fn extra_tools() -> Vec<DynamicTool> {
+fn extra_tools(_: &()) -> Vec<DynamicTool> {
     vec![DynamicTool::new(
         "ping",
         "Answer pong.",
@@ -73,9 +73,10 @@ impl Environment for Env {
 }
 
 fn main() {
-    let names: Vec<String> = ors_server::runtime::env::shared_tools::<Env>()
-        .into_iter()
-        .map(|t| t.name)
+    let names: Vec<String> = Env::tool_table(&())
+        .shared_specs()
+        .iter()
+        .map(|t| t.name.clone())
         .collect();
     assert_eq!(names, ["count", "add_contact", "raw", "ping"]);
 }

@@ -1,0 +1,126 @@
+//! The author's item, for every macro: reading it as the `impl` a macro expects (naming its
+//! head when it is something else), and the code emitted beside it, spanned and `cfg`-ed as
+//! the author's own.
+
+use quote::ToTokens;
+
+use crate::args::Errors;
+
+/// Parse the item under `#[environment]` / `#[toolset]` as an `impl` block. Anything else is
+/// emitted unchanged beside the collected errors (plus `wrong_item` on its head), so one
+/// mistake gives one message.
+pub(crate) fn parse_impl(
+    item: proc_macro2::TokenStream,
+    wrong_item: &str,
+    errors: &mut Errors,
+) -> Result<syn::ItemImpl, proc_macro2::TokenStream> {
+    let emitted = |item: proc_macro2::TokenStream, errors: &mut Errors| {
+        item.into_iter()
+            .chain(std::mem::take(errors).into_compile_errors())
+            .collect()
+    };
+    match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Impl(imp)) => Ok(imp),
+        Ok(other) => {
+            errors.spanned(item_head(&other), wrong_item);
+            Err(emitted(other.into_token_stream(), errors))
+        }
+        Err(e) => {
+            errors.push(e);
+            Err(emitted(item, errors))
+        }
+    }
+}
+
+/// The head of an item (`struct Foo`, `fn foo`), so an error about the item as a whole
+/// underlines one line rather than the whole body.
+pub(crate) fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {
+    use syn::Item;
+    let mut out = proc_macro2::TokenStream::new();
+    match item {
+        Item::Struct(s) => {
+            s.struct_token.to_tokens(&mut out);
+            s.ident.to_tokens(&mut out);
+        }
+        Item::Enum(e) => {
+            e.enum_token.to_tokens(&mut out);
+            e.ident.to_tokens(&mut out);
+        }
+        Item::Fn(f) => {
+            f.sig.fn_token.to_tokens(&mut out);
+            f.sig.ident.to_tokens(&mut out);
+        }
+        Item::Trait(t) => {
+            t.trait_token.to_tokens(&mut out);
+            t.ident.to_tokens(&mut out);
+        }
+        Item::Mod(m) => {
+            m.mod_token.to_tokens(&mut out);
+            m.ident.to_tokens(&mut out);
+        }
+        Item::Impl(i) => {
+            i.impl_token.to_tokens(&mut out);
+            i.self_ty.to_tokens(&mut out);
+        }
+        other => other.to_tokens(&mut out),
+    }
+    out
+}
+
+/// `tokens` with every span set to `span`: generated code that names the SDK carries the span
+/// of the author's token it is about, so an error in it is reported there.
+pub(crate) fn respan(
+    tokens: proc_macro2::TokenStream,
+    span: proc_macro2::Span,
+) -> proc_macro2::TokenStream {
+    use proc_macro2::{Group, TokenTree};
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let TokenTree::Group(g) = &tt {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
+}
+
+/// The `cfg` attributes of the author's impl, for the items the macros add beside it: what is
+/// compiled out with the impl is compiled out with them.
+pub(crate) fn cfgs(imp: &syn::ItemImpl) -> proc_macro2::TokenStream {
+    imp.attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg"))
+        .map(quote::ToTokens::to_token_stream)
+        .collect()
+}
+
+/// An impl the macros add beside the author's `imp`, for the same type with the same generics
+/// and `cfg` / lint attributes: `impl #trait_ for Type` (or inherent, without a trait), with
+/// `bounds` added to its where-clause.
+pub(crate) fn impl_beside(
+    imp: &syn::ItemImpl,
+    trait_: Option<proc_macro2::TokenStream>,
+    bounds: proc_macro2::TokenStream,
+    body: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    let attrs = imp.attrs.iter().filter(|attr| {
+        ["cfg", "allow", "expect", "warn", "deny"]
+            .iter()
+            .any(|name| attr.path().is_ident(name))
+    });
+    let (impl_generics, _, where_clause) = imp.generics.split_for_impl();
+    let predicates = where_clause.map(|w| &w.predicates);
+    let self_ty = &imp.self_ty;
+    let trait_ = trait_.map(|t| quote::quote!(#t for));
+    quote::quote! {
+        #(#attrs)*
+        impl #impl_generics #trait_ #self_ty where #bounds #predicates {
+            #body
+        }
+    }
+}
