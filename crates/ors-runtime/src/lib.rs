@@ -1,6 +1,6 @@
 //! The environment runtime of ors-rs: the [`Environment`] trait an author implements (through
-//! `#[environment]`), the tool tables the macros build once per type, the [`ToolContext`] a
-//! tool may ask for, tool input schemas from `schemars`, and the type-erased
+//! `#[environment]`), the tool tables the macros build once per served environment, the
+//! [`ToolContext`] a tool may ask for, tool input schemas from `schemars`, and the type-erased
 //! [`DynEnvironment`] layer a server hosts.
 //!
 //! Where things live: the wire protocol (types, SSE codec, provider formats, constants) is
@@ -13,9 +13,11 @@
 //! Inside, one concern a module: [`env`](mod@env) holds the trait and what the macro adds to it
 //! ([`EnvironmentMeta`], [`WireTask`]), the [`ToolContext`], the [`ToolTable`] and
 //! [`Toolset`], tools defined at run time ([`DynamicTool`]), the [`DynEnvironment`] /
-//! [`DynSession`] layer and the [`EnvHandle`] that puts one environment type behind it;
+//! [`DynSession`] layer, the [`EnvHandle`] that puts one served environment (a type with its
+//! start-up state) behind it, and the [`Episode`] that runs a call's tool;
 //! [`schema`] makes tool input schemas and validates inputs against them; [`tasks`] reads task
-//! sets of any size from JSONL and Parquet files; [`process`] runs programs for tools;
+//! sets of any size from JSONL and Parquet files; [`process`] runs programs for tools, and
+//! [`sandbox`] gives each episode a sandbox of its own to run the agent's code in;
 //! `external` (features `webhooks` and `mcp`) takes tools from webhooks and MCP servers.
 //! `__private` (hidden) is what the generated code calls: the traits that give a tool's
 //! parameters their role by type, and the checks it runs at compile time.
@@ -40,6 +42,8 @@ pub mod env;
 pub mod external;
 #[cfg(unix)]
 pub mod process;
+#[cfg(unix)]
+pub mod sandbox;
 pub mod schema;
 pub mod tasks;
 
@@ -54,7 +58,7 @@ pub use external::webhook;
 
 pub use env::{
     DynEnvironment, DynSession, DynamicTool, DynamicTools, EnvError, EnvHandle, Environment,
-    EnvironmentMeta, TaskError, ToolContext, ToolTable, ToolTableError, Toolset, WireTask,
+    EnvironmentMeta, Episode, TaskError, ToolContext, ToolTable, ToolTableError, Toolset, WireTask,
 };
 pub use ors_core::{IntoToolResult, Json};
 pub use schema::{input_schema, InputValidator, SchemaError};

@@ -13,7 +13,11 @@
 //! - **Optional resource limits** ([`Limits`]: CPU seconds, memory, processes), applied by a
 //!   `/bin/sh` wrapper with `ulimit` before it `exec`s the program: no `unsafe` code runs
 //!   between `fork` and `exec` in this process (`CommandExt::pre_exec` would need it), and
-//!   `/bin/sh` exists wherever the rest of this module works (it uses `kill` as well).
+//!   `/bin/sh` exists wherever the rest of this module works (it uses `kill` as well). A limit
+//!   the program ran into is named in [`Finished::limit`] ([`LimitExceeded`]).
+//! - **A sandbox, when it runs the agent's code** ([`Program::run_in`]): the episode's own
+//!   filesystem, no network, its own processes and limits ([`crate::sandbox`]). Without one, a
+//!   program runs as the server's user and sees what the server sees.
 //! - **Live output.** With a [`ToolContext`], each line is sent as a `progress` event
 //!   `{"stream": "stdout", "line": "..."}` while the program runs.
 //!
@@ -48,6 +52,9 @@
 //! # #[cfg(not(unix))] fn main() {}
 //! ```
 
+pub(crate) mod capture;
+mod exit;
+pub(crate) mod limits;
 mod workdir;
 
 use std::ffi::{OsStr, OsString};
@@ -55,17 +62,17 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 
 use crate::env::ToolContext;
+use capture::Capture;
 
+pub use exit::Exit;
+pub use limits::{LimitExceeded, Limits};
 pub use workdir::{PathError, WorkDir};
 
 /// Default cap on captured stdout, and separately on stderr.
 pub const DEFAULT_MAX_OUTPUT: usize = 64 * 1024;
-/// Longest line sent in one `progress` event; longer lines are cut there.
-const MAX_PROGRESS_LINE: usize = 1000;
 /// How long to keep reading output after the program's group was killed: a process that
 /// escaped the group (a daemon that called `setsid`) may hold the pipes open.
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
@@ -95,57 +102,6 @@ pub enum ProcessError {
     },
 }
 
-/// Resource limits of a program, applied with `ulimit` by a `/bin/sh` wrapper; each is
-/// inherited by the processes it starts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Limits {
-    /// CPU time in seconds (`ulimit -t`); the kernel kills a process that uses more.
-    pub cpu_secs: Option<u64>,
-    /// Address space in bytes (`ulimit -v`); allocations beyond it fail.
-    pub memory_bytes: Option<u64>,
-    /// Processes (`ulimit -u`, `-p` in dash). The kernel counts every process of the user,
-    /// not only this program's, so set it above what the user already runs.
-    pub processes: Option<u64>,
-}
-
-impl Limits {
-    fn is_empty(&self) -> bool {
-        *self == Limits::default()
-    }
-
-    /// The `ulimit` commands, failing the wrapper if one cannot be applied.
-    fn script(&self) -> String {
-        let mut s = String::new();
-        if let Some(t) = self.cpu_secs {
-            s.push_str(&format!("ulimit -t {} || exit 126; ", t.max(1)));
-        }
-        if let Some(m) = self.memory_bytes {
-            s.push_str(&format!("ulimit -v {} || exit 126; ", (m / 1024).max(1)));
-        }
-        if let Some(p) = self.processes {
-            let p = p.max(1);
-            s.push_str(&format!(
-                "{{ ulimit -u {p} 2>/dev/null || ulimit -p {p}; }} || exit 126; "
-            ));
-        }
-        s.push_str("exec \"$@\"");
-        s
-    }
-}
-
-/// How a program ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// It exited with this code.
-    Code(i32),
-    /// A signal ended it (for example 9 after exceeding a CPU limit, 24 for `SIGXCPU`).
-    Signal(i32),
-    /// It ran past its timeout and its process group was killed.
-    TimedOut,
-    /// The call was cancelled (session deleted, server shutdown) and its group was killed.
-    Cancelled,
-}
-
 /// A program that ran: how it ended and what it printed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finished {
@@ -161,12 +117,26 @@ pub struct Finished {
     pub stderr_truncated: bool,
     /// How long it ran.
     pub duration: Duration,
+    /// The limit it ran into, if any: a tool reports it as an error naming the limit.
+    pub limit: Option<LimitExceeded>,
 }
 
 impl Finished {
     /// Whether it exited with code 0.
     pub fn success(&self) -> bool {
         self.exit == Exit::Code(0)
+    }
+
+    /// The error a tool gives when the program ran into a limit: which limit, then the
+    /// [`report`](Finished::report) (what it printed is not lost).
+    pub fn limit_error(&self) -> Option<String> {
+        self.limit.map(|limit| {
+            format!(
+                "the command exceeded {limit}, and it and every process it started were \
+                 stopped\n{}",
+                self.report()
+            )
+        })
     }
 
     /// A summary for the model: how it ended, then stdout and stderr.
@@ -181,6 +151,9 @@ impl Finished {
             Exit::Cancelled => "cancelled; the command and its processes were killed".to_owned(),
         };
         let mut out = format!("[{how}]\n");
+        if let Some(limit) = self.limit {
+            out.push_str(&format!("[it ran into {limit}]\n"));
+        }
         if !self.stdout.is_empty() {
             out.push_str("--- stdout ---\n");
             out.push_str(&self.stdout);
@@ -299,7 +272,7 @@ impl Program {
         } else {
             let mut c = tokio::process::Command::new("/bin/sh");
             c.arg("-c")
-                .arg(self.limits.script())
+                .arg(format!("{}exec \"$@\"", self.limits.prelude(0)))
                 .arg("sh")
                 .arg(&self.program)
                 .args(&self.args);
@@ -348,79 +321,136 @@ impl Program {
                 let _ = stdin.write_all(&bytes).await;
             });
         }
-        let stdout = child
-            .stdout
-            .take()
-            .map(|s| capture(s, "stdout", self.max_output, ctx));
-        let stderr = child
-            .stderr
-            .take()
-            .map(|s| capture(s, "stderr", self.max_output, ctx));
-        let outputs = async {
-            let (out, err) = tokio::join!(
-                async {
-                    match stdout {
-                        Some(f) => f.await,
-                        None => Captured::default(),
-                    }
-                },
-                async {
-                    match stderr {
-                        Some(f) => f.await,
-                        None => Captured::default(),
-                    }
-                }
-            );
-            (out, err)
-        };
-        tokio::pin!(outputs);
-        let deadline = async {
-            match self.timeout {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::pin!(deadline);
-        // The program's end, its timeout or the call's cancellation, while reading output.
-        let mut finished_output = None;
+        let mut out = Capture::new("stdout", self.max_output, ctx);
+        let mut err = Capture::new("stderr", self.max_output, ctx);
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        // The outputs are read while waiting; the block ends their borrow of the captures.
         let exit = {
-            let wait = child.wait();
-            tokio::pin!(wait);
-            loop {
-                tokio::select! {
-                    status = &mut wait => {
-                        break match status {
-                            Ok(s) => exit_of(s),
-                            Err(source) => return Err(ProcessError::Wait { program: name, source }),
-                        };
+            let outputs = async {
+                tokio::join!(
+                    async {
+                        if let Some(s) = stdout {
+                            capture::read_to_end(s, &mut out).await;
+                        }
+                    },
+                    async {
+                        if let Some(s) = stderr {
+                            capture::read_to_end(s, &mut err).await;
+                        }
                     }
-                    out = &mut outputs, if finished_output.is_none() => finished_output = Some(out),
-                    _ = &mut deadline => break Exit::TimedOut,
-                    _ = ctx.cancelled() => break Exit::Cancelled,
+                );
+            };
+            tokio::pin!(outputs);
+            let deadline = async {
+                match self.timeout {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
                 }
+            };
+            tokio::pin!(deadline);
+            // The program's end, its timeout or the call's cancellation, while reading output.
+            let mut outputs_done = false;
+            let exit = {
+                let wait = child.wait();
+                tokio::pin!(wait);
+                loop {
+                    tokio::select! {
+                        status = &mut wait => {
+                            break match status {
+                                Ok(s) => exit_of(s),
+                                Err(source) => {
+                                    return Err(ProcessError::Wait { program: name, source })
+                                }
+                            };
+                        }
+                        () = &mut outputs, if !outputs_done => outputs_done = true,
+                        _ = &mut deadline => break Exit::TimedOut,
+                        _ = ctx.cancelled() => break Exit::Cancelled,
+                    }
+                }
+            };
+            // Whatever ended it, nothing of its group may live on.
+            group.kill();
+            if !matches!(exit, Exit::Code(_) | Exit::Signal(_)) {
+                let _ = child.wait().await;
             }
-        };
-        // Whatever ended it, nothing of its group may live on.
-        group.kill();
-        if !matches!(exit, Exit::Code(_) | Exit::Signal(_)) {
-            let _ = child.wait().await;
-        }
-        let (out, err) = match finished_output {
-            Some(pair) => pair,
-            None => tokio::time::timeout(DRAIN_AFTER_KILL, &mut outputs)
-                .await
-                .unwrap_or_default(),
+            if !outputs_done {
+                let _ = tokio::time::timeout(DRAIN_AFTER_KILL, &mut outputs).await;
+            }
+            exit
         };
         let duration = started.elapsed();
         tracing::debug!(program = %name, ?exit, ms = duration.as_millis() as u64, "program ended");
-        Ok(Finished {
+        let applied = limits::Applied {
+            timeout: self.timeout,
+            limits: self.limits,
+            disk: None,
+            max_output: self.max_output,
+        };
+        Ok(Finished::new(exit, &out, &err, duration, &applied))
+    }
+
+    /// The program and its arguments, as given.
+    pub(crate) fn argv(&self) -> impl Iterator<Item = &OsStr> {
+        std::iter::once(self.program.as_os_str()).chain(self.args.iter().map(OsString::as_os_str))
+    }
+
+    /// The working directory given, if any.
+    pub(crate) fn cwd(&self) -> Option<&std::path::Path> {
+        self.cwd.as_deref()
+    }
+
+    /// The variables added.
+    pub(crate) fn added_env(&self) -> &[(OsString, OsString)] {
+        &self.env
+    }
+
+    /// Whether it asked for the server's environment.
+    pub(crate) fn inherits_env(&self) -> bool {
+        self.inherit_env
+    }
+
+    /// Its timeout, if set.
+    pub(crate) fn timeout_value(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// Its output cap.
+    pub(crate) fn max_output(&self) -> usize {
+        self.max_output
+    }
+
+    /// Its own limits.
+    pub(crate) fn own_limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Its standard input, if given.
+    pub(crate) fn stdin_bytes(&self) -> Option<&[u8]> {
+        self.stdin.as_deref()
+    }
+}
+
+impl Finished {
+    /// What a program that ended this way printed, with the limit it ran into.
+    pub(crate) fn new(
+        exit: Exit,
+        out: &Capture<'_>,
+        err: &Capture<'_>,
+        duration: Duration,
+        applied: &limits::Applied,
+    ) -> Self {
+        let stderr = err.text();
+        let limit = limits::detect(exit, &stderr, out.truncated() || err.truncated(), applied);
+        Finished {
             exit,
             stdout: out.text(),
-            stderr: err.text(),
-            stdout_truncated: out.dropped > 0,
-            stderr_truncated: err.dropped > 0,
+            stderr,
+            stdout_truncated: out.truncated(),
+            stderr_truncated: err.truncated(),
             duration,
-        })
+            limit,
+        }
     }
 }
 
@@ -475,59 +505,4 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill_now();
     }
-}
-
-/// One stream's captured bytes, and how many were dropped past the cap.
-#[derive(Default)]
-struct Captured {
-    bytes: Vec<u8>,
-    dropped: u64,
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        let mut text = String::from_utf8_lossy(&self.bytes).into_owned();
-        if self.dropped > 0 {
-            if !text.ends_with('\n') && !text.is_empty() {
-                text.push('\n');
-            }
-            text.push_str(&format!(
-                "[... output truncated: {} more bytes]\n",
-                self.dropped
-            ));
-        }
-        text
-    }
-}
-
-/// Read a stream line by line to its end: keep up to `cap` bytes, count the rest, and send
-/// each kept line as progress.
-async fn capture(
-    stream: impl AsyncRead + Unpin,
-    name: &'static str,
-    cap: usize,
-    ctx: &ToolContext,
-) -> Captured {
-    let mut reader = BufReader::new(stream);
-    let mut captured = Captured::default();
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                let room = cap.saturating_sub(captured.bytes.len());
-                if room == 0 {
-                    captured.dropped += n as u64;
-                    continue;
-                }
-                let kept = n.min(room);
-                captured.bytes.extend_from_slice(&line[..kept]);
-                captured.dropped += (n - kept) as u64;
-                let text = String::from_utf8_lossy(&line[..kept.min(MAX_PROGRESS_LINE)]);
-                ctx.progress(json!({"stream": name, "line": text.trim_end_matches(['\n', '\r'])}));
-            }
-        }
-    }
-    captured
 }
