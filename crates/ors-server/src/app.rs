@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::field::Empty;
 use tracing::Instrument as _;
 
-use crate::body::{self, Resp};
+use crate::body::Resp;
 use crate::call::CallShared;
 use crate::config::ServerConfig;
-use crate::error::{ApiError, ServerError};
+use crate::error::{self, ApiError, ServerError};
 use crate::metrics::Metrics;
 use crate::request;
 use crate::request_body::{BodyBudget, BodyLimits};
@@ -48,6 +48,9 @@ pub(crate) struct HostedEnv {
 impl HostedEnv {
     fn new(env: Arc<dyn DynEnvironment>) -> Result<Self, ServerError> {
         let name = env.name().to_owned();
+        if !ors_runtime::env::valid_tool_name(&name) {
+            return Err(ServerError::InvalidEnvironmentName(name));
+        }
         if let Some(first) = env.table_errors().first() {
             let problems: Vec<String> = env.table_errors().iter().map(|e| e.to_string()).collect();
             tracing::debug!(env = %name, error = %first, "invalid tool table");
@@ -88,11 +91,13 @@ impl HostedEnv {
     /// environment handle for the life of the server anyway).
     pub(crate) async fn tasks_json(&self, split: &str) -> Result<Bytes, ApiError> {
         let Some(cell) = self.tasks_json.get(split) else {
-            return Err(ors_runtime::env::TaskError::UnknownSplit(split.to_owned()).into());
+            return Err(
+                ors_runtime::env::TaskError::unknown_split(split, self.env.splits()).into(),
+            );
         };
         cell.get_or_try_init(|| async {
             let tasks = self.env.tasks(split).await?;
-            body::to_json(&tasks)
+            error::to_json(&tasks)
         })
         .await
         .cloned()
@@ -167,12 +172,10 @@ impl App {
             config.max_lingering_bytes_per_session,
         ));
         let calls = Arc::new(CallShared {
-            grace: config.shutdown_grace,
             keepalive: config.keepalive,
             results,
             abort: CancellationToken::new(),
             active: AtomicUsize::new(0),
-            max_result_bytes: config.max_result_bytes,
             metrics: metrics.clone(),
         });
         let body_limits = BodyLimits {
@@ -213,7 +216,15 @@ impl App {
             .iter()
             .enumerate()
             .find(|(_, e)| e.name.eq_ignore_ascii_case(name))
-            .ok_or_else(|| ApiError::UnknownEnvironment(name.to_owned()))
+            .ok_or_else(|| ApiError::UnknownEnvironment {
+                name: name.to_owned(),
+                known: self
+                    .envs
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
     }
 
     /// A snapshot of the gauges.
@@ -249,7 +260,7 @@ impl App {
             Ok(resp) => resp,
             Err(err) => {
                 if err.status().is_server_error() {
-                    tracing::warn!(parent: &span, error = %err, "request failed");
+                    tracing::warn!(parent: &span, error = %err.detail(), "request failed");
                 }
                 if let Some(m) = &self.metrics {
                     m.rejected(&err);

@@ -5,20 +5,16 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
-use http::{HeaderMap, Response, StatusCode};
+use http::{Response, StatusCode};
 use hyper::body::{Body, Frame, SizeHint};
-use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::time::{Instant, Sleep};
-
-use crate::error::ApiError;
-use crate::session::Listening;
 
 /// The body of every response this server sends.
 pub(crate) enum RespBody {
@@ -34,6 +30,29 @@ pub(crate) enum RespBody {
 impl RespBody {
     pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
         RespBody::Full(Some(bytes.into()))
+    }
+}
+
+/// What counts a live stream as listening to it (a session, while a client waits for its
+/// call): told when the stream closes. A trait, so a body need not know what a session is.
+pub(crate) trait Listener: Send + Sync {
+    /// A stream this listener counted (see [`Listening`]) closed.
+    fn stream_closed(&self);
+}
+
+/// One open call stream, counted by its [`Listener`] until this guard drops.
+pub(crate) struct Listening(Arc<dyn Listener>);
+
+impl Listening {
+    /// The guard of a stream that `listener` has counted already.
+    pub(crate) fn new(listener: Arc<dyn Listener>) -> Self {
+        Self(listener)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.stream_closed();
     }
 }
 
@@ -133,6 +152,7 @@ pub(crate) type Resp = Response<RespBody>;
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const EVENT_STREAM: HeaderValue = HeaderValue::from_static(ors_core::protocol::EVENT_STREAM);
 const NO_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
+const X_ACCEL_BUFFERING: HeaderName = HeaderName::from_static("x-accel-buffering");
 
 /// A 200 response with a JSON body already rendered.
 pub(crate) fn json_bytes(bytes: Bytes) -> Resp {
@@ -147,32 +167,23 @@ pub(crate) fn json_status(status: StatusCode, bytes: Bytes) -> Resp {
     resp
 }
 
-/// A 200 response with a value rendered as JSON.
-pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<Resp, ApiError> {
-    Ok(json_bytes(to_json(value)?))
+/// A response with a status, a rendered body and its content type.
+pub(crate) fn typed(status: StatusCode, bytes: Bytes, content_type: HeaderValue) -> Resp {
+    let mut resp = json_status(status, bytes);
+    resp.headers_mut().insert(CONTENT_TYPE, content_type);
+    resp
 }
 
-/// A value rendered as JSON bytes.
-pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, ApiError> {
-    serde_json::to_vec(value)
-        .map(Bytes::from)
-        .map_err(|e| ApiError::Internal(format!("could not encode the response: {e}")))
-}
-
+/// The headers of an SSE answer, in a map sized as hyper sizes a map for six headers (as a
+/// JSON answer's first insert does): cloning a map holding exactly these left it no room for
+/// the header the request's entry point adds, nor for the connection's next request, which
+/// hyper parses into it.
 fn sse_headers(resp: &mut Resp) {
-    // Built once: cloning the finished map is cheaper than hashing three names per response.
-    static HEADERS: OnceLock<HeaderMap> = OnceLock::new();
-    let headers = HEADERS.get_or_init(|| {
-        let mut h = HeaderMap::with_capacity(3);
-        h.insert(CONTENT_TYPE, EVENT_STREAM);
-        h.insert(CACHE_CONTROL, NO_CACHE);
-        h.insert(
-            HeaderName::from_static("x-accel-buffering"),
-            HeaderValue::from_static("no"),
-        );
-        h
-    });
-    *resp.headers_mut() = headers.clone();
+    let h = resp.headers_mut();
+    h.reserve(6);
+    h.insert(CONTENT_TYPE, EVENT_STREAM);
+    h.insert(CACHE_CONTROL, NO_CACHE);
+    h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
 }
 
 /// A complete SSE response (events already encoded).

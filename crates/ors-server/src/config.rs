@@ -51,8 +51,9 @@ ors_core::settings! {
         body_timeout: Duration = Duration::from_secs(30), POSITIVE_SECS,
             env "ORS_BODY_TIMEOUT_SECS";
         /// Request-body bytes the whole server holds at once (bodies being read, call inputs
-        /// not yet handed to their tool), at least `max_body_bytes`; a request that would go
-        /// beyond is answered 503 `overloaded`.
+        /// not yet handed to their tool, group scorings waiting their turn with their parsed
+        /// candidates), at least `max_body_bytes`; a request that would go beyond is answered
+        /// 503 `overloaded`.
         max_body_bytes_in_flight: usize = 256 * MIB, BYTES, env "ORS_MAX_BODY_BYTES_IN_FLIGHT";
         /// Largest accepted request head, start line and headers; larger is 431.
         max_header_bytes: usize = 64 * KIB, HEADER_BYTES;

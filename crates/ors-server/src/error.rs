@@ -1,5 +1,6 @@
 //! Errors: [`ApiError`] (what a request gets back, mapped to a status and a code in one
-//! place) and [`ServerError`] (why a server could not start).
+//! place) and [`ServerError`] (why a server could not start); and the JSON answers, whose
+//! rendering can fail with an [`ApiError`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -7,11 +8,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, ALLOW, CONNECTION, RETRY_AFTER, WWW_AUTHENTICATE};
 use http::StatusCode;
+use ors_core::text::Echo;
 use ors_core::types::ErrorBody;
 use ors_core::{protocol, ErrorCode};
 use ors_runtime::env::{EnvError, TaskError};
+use serde::Serialize;
 
-use crate::body::{json_status, Resp};
+use crate::body::{json_bytes, json_status, Resp};
 use crate::config::ConfigError;
 
 /// Why a session's background setup failed; later requests on the session get it back.
@@ -34,8 +37,9 @@ pub(crate) enum ApiError {
         path: String,
         allow: &'static str,
     },
-    #[error("unknown environment '{0}'")]
-    UnknownEnvironment(String),
+    /// An environment name the server does not host, and the names it does.
+    #[error("unknown environment '{}'; available environments: {known}", Echo(.name))]
+    UnknownEnvironment { name: String, known: String },
     #[error("X-Session-ID header is required")]
     MissingSessionId,
     #[error("invalid X-Session-ID header: {0}")]
@@ -61,6 +65,11 @@ pub(crate) enum ApiError {
     BadRequest(String),
     #[error("request body is larger than the limit of {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    #[error(
+        "the candidates take about {parsed} bytes once parsed, over the limit of {limit} bytes \
+         for a request (ORS_MAX_BODY_BYTES); send fewer or larger blocks"
+    )]
+    GroupTooLarge { parsed: usize, limit: usize },
     #[error("the request body did not arrive within {} s", Secs(*.after))]
     BodyTimeout { after: Duration },
     #[error("{0}")]
@@ -83,6 +92,9 @@ pub(crate) enum ApiError {
     #[error("{0}")]
     Internal(String),
 }
+
+/// The longest `detail` an error answer has.
+pub(crate) const MAX_DETAIL_CHARS: usize = 1000;
 
 /// A duration in seconds as people write it: `900`, `0.5`.
 struct Secs(Duration);
@@ -114,7 +126,7 @@ impl ApiError {
             // The environment has no such route: what clients read as "unsupported".
             ApiError::NoRoute { .. } | ApiError::ScoreGroupUnsupported(_) => ErrorCode::NoRoute,
             ApiError::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
-            ApiError::UnknownEnvironment(_) => ErrorCode::UnknownEnvironment,
+            ApiError::UnknownEnvironment { .. } => ErrorCode::UnknownEnvironment,
             ApiError::MissingSessionId
             | ApiError::InvalidSessionId(_)
             | ApiError::BadRequest(_) => ErrorCode::InvalidRequest,
@@ -125,7 +137,9 @@ impl ApiError {
             ApiError::UnknownSessionId(_) => ErrorCode::UnknownSessionId,
             ApiError::NoEpisodeYet(_) => ErrorCode::NoEpisodeYet,
             ApiError::SetupFailed(_) => ErrorCode::SetupFailed,
-            ApiError::PayloadTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            ApiError::PayloadTooLarge { .. } | ApiError::GroupTooLarge { .. } => {
+                ErrorCode::PayloadTooLarge
+            }
             ApiError::BodyTimeout { .. } => ErrorCode::RequestTimeout,
             ApiError::Overloaded(_) => ErrorCode::Overloaded,
             ApiError::TooManySessions { .. } => ErrorCode::TooManySessions,
@@ -137,10 +151,24 @@ impl ApiError {
         }
     }
 
+    /// The message, for the answer and the log: at most [`MAX_DETAIL_CHARS`] characters,
+    /// whatever a client's value (or a parser quoting it) made of it.
+    pub(crate) fn detail(&self) -> String {
+        let detail = self.to_string();
+        if detail.chars().nth(MAX_DETAIL_CHARS).is_none() {
+            return detail;
+        }
+        format!(
+            "{} ({} bytes in all)",
+            ors_core::text::preview(&detail, MAX_DETAIL_CHARS),
+            detail.len()
+        )
+    }
+
     /// The response: status, `{"detail": ..., "code": ...}`, and the headers some statuses
     /// require.
     pub(crate) fn to_response(&self) -> Resp {
-        let body = ErrorBody::new(self.code(), self.to_string());
+        let body = ErrorBody::new(self.code(), self.detail());
         let bytes = serde_json::to_vec(&body)
             .map(Bytes::from)
             .unwrap_or_else(|_| {
@@ -181,7 +209,7 @@ impl ApiError {
     /// authentication and draining; `None` for errors that are the client's mistake or ours.
     pub(crate) fn rejection(&self) -> Option<&'static str> {
         Some(match self {
-            ApiError::PayloadTooLarge { .. } => "body_too_large",
+            ApiError::PayloadTooLarge { .. } | ApiError::GroupTooLarge { .. } => "body_too_large",
             ApiError::BodyTimeout { .. } => "body_timeout",
             ApiError::Overloaded(_) => "overloaded",
             ApiError::TooManySessions { .. } => "too_many_sessions",
@@ -207,7 +235,7 @@ impl ApiError {
 impl From<TaskError> for ApiError {
     fn from(e: TaskError) -> Self {
         match e {
-            TaskError::UnknownSplit(_)
+            TaskError::UnknownSplit { .. }
             | TaskError::InvalidIndex { .. }
             | TaskError::TooMany { .. } => ApiError::BadRequest(e.to_string()),
             TaskError::Env(EnvError::Unsupported(_)) | TaskError::Env(EnvError::InvalidTask(_)) => {
@@ -223,7 +251,7 @@ impl From<&TaskError> for SetupFailure {
         SetupFailure {
             bad_task: matches!(
                 e,
-                TaskError::UnknownSplit(_)
+                TaskError::UnknownSplit { .. }
                     | TaskError::InvalidIndex { .. }
                     | TaskError::Env(EnvError::InvalidTask(_))
             ),
@@ -244,8 +272,17 @@ pub enum ServerError {
     #[error("no environment registered: call Server::environment::<E>() at least once")]
     NoEnvironments,
     /// Two environments have the same name (compared without case).
-    #[error("two environments are named '{0}'; environment names must be unique")]
+    #[error(
+        "two environments are named '{0}'; environment names must be unique (serve a type twice \
+         with Server::environment_named)"
+    )]
     DuplicateEnvironment(String),
+    /// An environment name cannot be a URL path segment.
+    #[error(
+        "invalid environment name '{0}': it is a URL path segment, 1 to 64 characters from \
+         `A-Z a-z 0-9 _ -`"
+    )]
+    InvalidEnvironmentName(String),
     /// An environment's tool table has problems (duplicate tool names, bad schemas).
     #[error("environment '{env}' has invalid tools: {problems}")]
     ToolTable {
@@ -291,10 +328,50 @@ fn bind_hint(addr: &str, source: &std::io::Error) -> String {
     }
 }
 
+/// A 200 response with a value rendered as JSON.
+pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<Resp, ApiError> {
+    Ok(json_bytes(to_json(value)?))
+}
+
+/// A value rendered as JSON bytes.
+pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, ApiError> {
+    serde_json::to_vec(value)
+        .map(Bytes::from)
+        .map_err(|e| ApiError::Internal(format!("could not encode the response: {e}")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use http_body_util::BodyExt as _;
+
+    #[test]
+    fn an_error_echoes_at_most_a_prefix_of_what_the_client_sent() {
+        let name = "e".repeat(2 << 20);
+        let unknown = ApiError::UnknownEnvironment {
+            name: name.clone(),
+            known: "lab".into(),
+        }
+        .detail();
+        assert!(unknown.len() < 200, "{}", unknown.len());
+        assert!(
+            unknown.contains(&format!("({} bytes)", name.len())),
+            "{unknown}"
+        );
+        // A parser's message quoting a value whole, capped where the answer is made.
+        let quoted = ApiError::BadRequest(format!("invalid type: string \"{name}\"")).detail();
+        assert!(
+            quoted.chars().count() < MAX_DETAIL_CHARS + 40,
+            "{}",
+            quoted.len()
+        );
+        assert!(
+            quoted.ends_with(&format!("... ({} bytes in all)", name.len() + 23)),
+            "{quoted}"
+        );
+        let short = ApiError::BadRequest("short".into()).detail();
+        assert_eq!(short, "short");
+    }
 
     /// Every error with its status and code, as the table in the report lists them.
     fn every_error() -> Vec<(ApiError, u16, ErrorCode)> {
@@ -360,7 +437,10 @@ mod tests {
                 ErrorCode::SessionTimedOut,
             ),
             (
-                ApiError::UnknownEnvironment("x".into()),
+                ApiError::UnknownEnvironment {
+                    name: "x".into(),
+                    known: "lab".into(),
+                },
                 404,
                 ErrorCode::UnknownEnvironment,
             ),
@@ -388,6 +468,14 @@ mod tests {
             ),
             (
                 ApiError::PayloadTooLarge { limit: 1 },
+                413,
+                ErrorCode::PayloadTooLarge,
+            ),
+            (
+                ApiError::GroupTooLarge {
+                    parsed: 2,
+                    limit: 1,
+                },
                 413,
                 ErrorCode::PayloadTooLarge,
             ),
@@ -447,7 +535,11 @@ mod tests {
 
     #[test]
     fn task_errors_map_to_400_or_500() {
-        let e: ApiError = TaskError::UnknownSplit("x".into()).into();
+        let e: ApiError = TaskError::UnknownSplit {
+            split: "x".into(),
+            known: Vec::new(),
+        }
+        .into();
         assert_eq!(e.status(), StatusCode::BAD_REQUEST);
         assert_eq!(e.code(), ErrorCode::InvalidRequest);
         assert!(e.to_string().starts_with("Invalid split"));

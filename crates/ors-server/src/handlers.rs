@@ -1,28 +1,27 @@
 //! The endpoint handlers of the HTTP API page, one function each.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use bytes::{BufMut as _, Bytes, BytesMut};
-use futures_util::FutureExt as _;
 use http::header::CONTENT_LENGTH;
 use http::request::Parts;
 use hyper::body::Incoming;
 use ors_core::sse;
 use ors_core::types::{
-    CreateSession, GetTask, GetTaskRange, ListTasks, Message, NumTasks, NumTasksResponse,
-    ScoreGroup, SessionId, TaskRangeResponse, TaskResponse, TaskSource, VersionInfo,
+    CreateSession, GetTask, GetTaskRange, GroupCandidate, ListTasks, Message, MessageBlock,
+    NumTasks, NumTasksResponse, Role, ScoreGroup, SessionId, TaskRangeResponse, TaskResponse,
+    TaskSource, VersionInfo,
 };
 
 use crate::app::{listing, App, HostedEnv};
-use crate::body::{self, json, json_bytes, sse_full, Resp};
+use crate::body::{json_bytes, sse_full, Resp};
 use crate::call;
-use crate::error::ApiError;
+use crate::error::{json, to_json, ApiError};
 use crate::request::{self, parse_body};
 use crate::request_body;
 use crate::router::Endpoint;
 use crate::session::{Ending, Session};
-use crate::util::panic_message;
+use crate::util::caught;
 
 const HEALTH: &[u8] = b"{\"status\":\"ok\"}";
 
@@ -120,10 +119,9 @@ impl App {
         let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
         let slot = session.episode.lock().await;
         let episode = slot.as_ref().ok_or_else(|| session.gone())?;
-        let tools =
-            std::panic::catch_unwind(AssertUnwindSafe(|| episode.tools())).map_err(|p| {
-                ApiError::Internal(format!("task_tools panicked: {}", panic_message(&*p)))
-            })?;
+        let tools = caught(async { episode.tools() })
+            .await
+            .map_err(|p| ApiError::Internal(format!("task_tools panicked: {p}")))?;
         json(&listing(&*hosted.env, tools))
     }
 
@@ -131,10 +129,9 @@ impl App {
         let session = self.ready_session(req.parts).await?;
         let slot = session.episode.lock().await;
         let episode = slot.as_ref().ok_or_else(|| session.gone())?;
-        let blocks = AssertUnwindSafe(episode.prompt())
-            .catch_unwind()
+        let blocks = caught(episode.prompt())
             .await
-            .map_err(|p| ApiError::Internal(format!("prompt panicked: {}", panic_message(&*p))))?
+            .map_err(|p| ApiError::Internal(format!("prompt panicked: {p}")))?
             .map_err(|e| ApiError::Internal(format!("prompt failed: {e}")))?;
         json(&blocks)
     }
@@ -151,10 +148,9 @@ impl App {
         let session = self.ready_session(req.parts).await?;
         let slot = session.episode.lock().await;
         let episode = slot.as_ref().ok_or_else(|| session.gone())?;
-        let messages = AssertUnwindSafe(episode.messages())
-            .catch_unwind()
+        let messages = caught(episode.messages())
             .await
-            .map_err(|p| ApiError::Internal(format!("messages panicked: {}", panic_message(&*p))))?
+            .map_err(|p| ApiError::Internal(format!("messages panicked: {p}")))?
             .map_err(|e| ApiError::Internal(format!("messages failed: {e}")))?;
         if let Some(block) = messages.iter().find_map(Message::misplaced_block) {
             return Err(ApiError::Internal(format!(
@@ -260,10 +256,10 @@ impl App {
             }
             return Err(ApiError::ShuttingDown);
         }
-        session.spawn_setup(match &create.toolset_name {
-            Some(toolset) => env.env.create_with_toolset(task, secrets, toolset),
-            None => env.env.create(task, secrets),
-        });
+        session.spawn_setup(
+            env.env
+                .create(task, secrets, create.toolset_name.as_deref()),
+        );
         if let Some(m) = &self.metrics {
             m.session_created();
         }
@@ -319,15 +315,13 @@ impl App {
         tracing::Span::current().record("tool", name.as_str());
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
+        let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
         let request = call::CallRequest {
-            timeout: self.config.timeout_for(&name),
-            max_queued: self.config.max_queued_calls,
-            setup_wait: self.config.setup_wait,
+            work: call::Work::tool(input, hosted.env.is_concurrent(&name)),
             name,
-            work: call::Work::Tool(input),
             task_id,
         };
-        call::serve(session, request, &self.calls).await
+        call::serve(session, request, &self.config, &self.calls).await
     }
 
     /// Score a group of candidate answers (or reconnect to a scoring by `task_id`), streamed
@@ -347,17 +341,22 @@ impl App {
             candidates,
             task_id,
         } = parse_body(&body)?;
-        drop(body);
+        misplaced_in_group(&candidates)?;
+        // The candidates wait behind the session's gate: they, and the body they came from,
+        // stay counted in the in-flight budget until the scoring runs.
+        let parsed = parsed_bytes(&candidates, body.len());
+        let limit = self.body_limits.max;
+        if parsed > limit.saturating_mul(PARSED_PER_BODY_BYTE) {
+            return Err(ApiError::GroupTooLarge { parsed, limit });
+        }
+        let reserved = request_body::Reserved::new(&self.body_limits.budget, body, parsed)?;
         tracing::Span::current().record("tool", call::SCORE_GROUP);
         let request = call::CallRequest {
-            timeout: self.config.timeout_for(call::SCORE_GROUP),
-            max_queued: self.config.max_queued_calls,
-            setup_wait: self.config.setup_wait,
             name: call::SCORE_GROUP.to_owned(),
-            work: call::Work::ScoreGroup(candidates),
+            work: call::Work::Exclusive(call::Exclusive::ScoreGroup(candidates, reserved)),
             task_id,
         };
-        call::serve(session, request, &self.calls).await
+        call::serve(session, request, &self.config, &self.calls).await
     }
 }
 
@@ -402,6 +401,70 @@ const fn last_row(notes: &str) -> u32 {
     last
 }
 
+/// How many bytes of parsed candidates a body byte may become at most: text in few large
+/// blocks parses to about its size; tens of thousands of one-letter blocks to a few times it.
+const PARSED_PER_BODY_BYTE: usize = 4;
+
+/// About what `candidates`, parsed from `body_len` bytes, take in memory: the strings (at most
+/// the body's bytes) and, per parsed node (candidate, message, block, JSON value), its struct
+/// and an allocation's overhead.
+fn parsed_bytes(candidates: &[GroupCandidate], body_len: usize) -> usize {
+    const NODE: usize = std::mem::size_of::<MessageBlock>() + 32;
+    fn json_nodes(v: &serde_json::Value) -> usize {
+        1 + match v {
+            serde_json::Value::Array(a) => a.iter().map(json_nodes).sum(),
+            serde_json::Value::Object(o) => o.values().map(json_nodes).sum(),
+            _ => 0,
+        }
+    }
+    fn object_nodes(o: Option<&ors_core::types::JsonObject>) -> usize {
+        o.map_or(0, |o| o.values().map(json_nodes).sum())
+    }
+    let mut nodes = 0usize;
+    for c in candidates {
+        nodes += 1 + object_nodes(c.metadata.as_ref());
+        for m in &c.messages {
+            nodes += 1 + object_nodes(m.detail.as_ref());
+            for b in &m.blocks {
+                nodes += 1 + match b {
+                    MessageBlock::Text(t) => object_nodes(t.detail.as_ref()),
+                    MessageBlock::Image(_) => 1,
+                    MessageBlock::Reasoning(r) => object_nodes(r.detail.as_ref()),
+                    MessageBlock::ToolCall(t) => {
+                        object_nodes(Some(&t.input)) + object_nodes(t.detail.as_ref())
+                    }
+                    MessageBlock::ToolResult(r) => r.blocks.len() + object_nodes(r.detail.as_ref()),
+                };
+            }
+        }
+    }
+    body_len.saturating_add(nodes.saturating_mul(NODE))
+}
+
+/// The roles rule `/messages` holds an environment to, held to a trainer's candidates: a
+/// judge reading a transcript can trust a tool call to be the assistant's. The first block out
+/// of place is a 400 naming where it is.
+fn misplaced_in_group(candidates: &[GroupCandidate]) -> Result<(), ApiError> {
+    for (c, candidate) in candidates.iter().enumerate() {
+        for (m, message) in candidate.messages.iter().enumerate() {
+            if let Some(block) = message.misplaced_block() {
+                let role = match message.role {
+                    Role::System => "system",
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                };
+                return Err(ApiError::BadRequest(format!(
+                    "invalid field 'candidates[{c}].messages[{m}]': a '{}' block in a '{role}' \
+                     turn (reasoning and tool_call belong in assistant turns, tool_result in \
+                     user turns)",
+                    block.kind()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `/create` named a toolset the environment does not define (PROTOCOL_NOTES row
 /// `toolset-name`): refused, naming the ones it has, rather than ignoring a name the client
 /// relies on.
@@ -412,14 +475,15 @@ fn unknown_toolset(env: &str, name: &str, known: &[&str]) -> ApiError {
         known.join(", ")
     };
     ApiError::BadRequest(format!(
-        "unknown toolset '{name}': environment '{env}' defines the toolsets: {known}"
+        "unknown toolset '{}': environment '{env}' defines the toolsets: {known}",
+        ors_core::text::Echo(name)
     ))
 }
 
 /// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.
 async fn tasks_reply(env: &HostedEnv, split: &str) -> Result<Resp, ApiError> {
     let tasks = env.tasks_json(split).await?;
-    let name = body::to_json(&env.name)?;
+    let name = to_json(&env.name)?;
     let mut out = BytesMut::with_capacity(tasks.len() + name.len() + 24);
     out.put_slice(b"{\"tasks\":");
     out.put_slice(&tasks);

@@ -1,7 +1,8 @@
 //! ors-server: host Open Reward Standard (ORS) environments over HTTP + SSE, on hyper.
 //!
 //! Write an environment with `#[environment]` and `#[tool]` (everything needed is in
-//! [`prelude`]), register it on a [`Server`], and serve. The server implements the whole ORS
+//! [`prelude`]), register it on a [`Server`] (with its start-up state, if it has one:
+//! [`Server::environment_with`]), and serve. The server implements the whole ORS
 //! HTTP API: discovery (`/health`, `/list_environments`, `/{env}/tools`, `/{env}/splits`,
 //! `/{env}/tasks`, `/{env}/num_tasks`, `/{env}/task` and `/{env}/task_range`, also under their
 //! `get_` names), sessions (`/create_session`, `/create`, `/ping`, `/delete`,
@@ -129,7 +130,8 @@
 //!   row `additions`); streaming millions of tasks in one reply helps no client.
 //! - **Routing.** The first environment registered is the default: `/tools`, `/call`, ...
 //!   without an environment segment reach it. Episode routes are served by the session's
-//!   environment whatever the path segment names.
+//!   environment whatever the path segment names. One environment type may be served several
+//!   times, each with its own state, under names of its own ([`Server::environment_named`]).
 //! - **Errors.** `{"detail": "...", "code": "..."}`: `detail` for people, a stable `code`
 //!   ([`core::ErrorCode`]) for programs. A deleted session answers 410 `session_deleted` for
 //!   an hour, a reaped one 404 `session_timed_out`, an unknown id 404 `session_not_found`,
@@ -164,6 +166,8 @@ pub use ors_runtime as runtime;
 pub use ors_runtime::mcp;
 #[cfg(unix)]
 pub use ors_runtime::process;
+#[cfg(unix)]
+pub use ors_runtime::sandbox;
 pub use ors_runtime::tasks;
 #[cfg(feature = "webhooks")]
 pub use ors_runtime::{external, webhook};
@@ -185,6 +189,7 @@ mod limits;
 mod logging;
 mod metrics;
 mod ops;
+mod record;
 mod request;
 mod request_body;
 mod results;

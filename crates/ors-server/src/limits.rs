@@ -20,6 +20,11 @@ pub(crate) fn check_result(tool: &str, out: RunToolOutput, max_bytes: usize) -> 
             }
         }
     }
+    // Counting the JSON text is a whole serialization (as much as encoding the result); a
+    // bound found by adding up lengths settles every result far below the limit for nothing.
+    if json_size_at_most(&out) <= max_bytes {
+        return out;
+    }
     let size = json_size(&out);
     if size > max_bytes {
         tracing::warn!(
@@ -34,6 +39,59 @@ pub(crate) fn check_result(tool: &str, out: RunToolOutput, max_bytes: usize) -> 
         ));
     }
     out
+}
+
+/// Bytes of JSON text a string can take: each byte at most six (`\u001f`), and its quotes.
+fn string_at_most(s: &str) -> usize {
+    s.len().saturating_mul(6).saturating_add(2)
+}
+
+/// Bytes of JSON text a value can take (a number at most 32).
+fn value_at_most(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 32,
+        Value::String(s) => string_at_most(s),
+        Value::Array(items) => items.iter().fold(2, |n, v| {
+            n.saturating_add(value_at_most(v)).saturating_add(1)
+        }),
+        Value::Object(map) => object_at_most(map),
+    }
+}
+
+fn object_at_most(map: &serde_json::Map<String, serde_json::Value>) -> usize {
+    map.iter().fold(2, |n, (k, v)| {
+        n.saturating_add(string_at_most(k))
+            .saturating_add(value_at_most(v))
+            .saturating_add(2)
+    })
+}
+
+/// More than the keys, punctuation and fixed values of a result and of one block take.
+const RESULT_FRAME: usize = 160;
+const BLOCK_FRAME: usize = 64;
+
+/// An upper bound of a result's JSON length, from the lengths of what it holds, without
+/// encoding anything.
+fn json_size_at_most(out: &RunToolOutput) -> usize {
+    use ors_core::types::Block;
+    let detail = |d: &Option<ors_core::types::JsonObject>| d.as_ref().map_or(4, object_at_most);
+    match out {
+        RunToolOutput::Success(o) => o.blocks.iter().fold(
+            RESULT_FRAME.saturating_add(detail(&o.metadata)),
+            |n, block| {
+                let inner = match block {
+                    Block::Text(t) => string_at_most(&t.text).saturating_add(detail(&t.detail)),
+                    Block::Image(i) => string_at_most(&i.data)
+                        .saturating_add(string_at_most(&i.mime_type))
+                        .saturating_add(detail(&i.detail)),
+                };
+                n.saturating_add(BLOCK_FRAME).saturating_add(inner)
+            },
+        ),
+        RunToolOutput::Error(e) => RESULT_FRAME.saturating_add(string_at_most(&e.error)),
+    }
 }
 
 /// The length of a result's JSON text, counted without building it.
@@ -77,6 +135,47 @@ mod tests {
                 size - 1
             )
         );
+    }
+
+    #[test]
+    fn the_bound_is_never_below_the_json_length() {
+        use ors_core::types::{Block, ImageBlock, JsonObject, ToolErrorReason};
+        use serde_json::json;
+        let object = |v: serde_json::Value| -> JsonObject { serde_json::from_value(v).unwrap() };
+        // Escapes at their longest (control characters), quotes, non-ASCII, nesting, numbers
+        // at their longest, an image, every optional field set.
+        let nasty = "\u{1}\u{1f}\"\\\n\té😀".repeat(50);
+        let meta = object(json!({
+            nasty.clone(): [nasty.clone(), -1.2345678901234567e-300, u64::MAX, i64::MIN, null, true],
+            "nested": {"deeper": {"x": [[], {}, ""]}},
+        }));
+        let mut text = ToolOutput::text(nasty.clone())
+            .with_reward(-1.2345678901234567e-300)
+            .with_metadata(meta.clone())
+            .finish();
+        text.blocks.push(Block::Image(ImageBlock {
+            data: nasty.clone(),
+            mime_type: nasty.clone(),
+            detail: Some(meta.clone()),
+        }));
+        if let Block::Text(t) = &mut text.blocks[0] {
+            t.detail = Some(meta);
+        }
+        for out in [
+            RunToolOutput::Success(text),
+            RunToolOutput::Success(ToolOutput::text("")),
+            RunToolOutput::error(nasty.clone()),
+            RunToolOutput::refused(ToolErrorReason::InputValidation, ""),
+        ] {
+            let exact = json_size(&out);
+            assert_eq!(exact, out.to_json().len());
+            assert!(json_size_at_most(&out) >= exact, "{out:?}");
+            // Right at the limit the exact size decides: the result passes, one byte less fails.
+            assert_eq!(check_result("t", out.clone(), exact), out);
+            if out.is_ok() {
+                assert!(!check_result("t", out, exact - 1).is_ok());
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::app::App;
 use crate::body::{self, Resp};
-use crate::error::ApiError;
+use crate::error::{to_json, ApiError};
 use crate::handlers::Req;
 
 /// The body of `/ready`.
@@ -32,7 +32,7 @@ impl App {
             sessions,
             max_sessions: self.config.max_sessions,
         };
-        let bytes: Bytes = body::to_json(&reply)?;
+        let bytes: Bytes = to_json(&reply)?;
         let status = if ready {
             StatusCode::OK
         } else {

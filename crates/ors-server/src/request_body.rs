@@ -93,6 +93,30 @@ impl Drop for Held {
     }
 }
 
+/// What a request's work holds of the budget until it runs: the body it was parsed from and
+/// the parsed form's share. A group scoring waiting behind a session's gate parses its body
+/// first, and its candidates (about three times the body when made of many small blocks) must
+/// count as much as a call's input waiting there.
+pub(crate) struct Reserved {
+    _body: Bytes,
+    _parsed: Held,
+}
+
+impl Reserved {
+    /// Keep `body` and `parsed` more bytes counted until dropped; 503 `overloaded` when the
+    /// budget has no room for them.
+    pub(crate) fn new(
+        budget: &Arc<BodyBudget>,
+        body: Bytes,
+        parsed: usize,
+    ) -> Result<Self, ApiError> {
+        Ok(Self {
+            _body: body,
+            _parsed: Held::take(budget, parsed)?,
+        })
+    }
+}
+
 /// A finished body: the buffer and its share of the budget, released together when the
 /// last [`Bytes`] made from it (a call's input, say) is dropped.
 struct BodyBuf {

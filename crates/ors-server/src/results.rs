@@ -9,9 +9,8 @@
 //! results, at the time its oldest one expires. A session table and the store's queue are
 //! never locked at the same time.
 
-use std::collections::hash_map::RandomState;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
-use std::hash::BuildHasher as _;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -20,8 +19,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::CallRecord;
-use crate::session::Session;
+use crate::record::{CallId, CallRecord, Key};
 use crate::util::lock;
 
 /// Most results one session keeps at once, whatever their size.
@@ -40,11 +38,18 @@ pub(crate) struct ResultStore {
     wake: Notify,
 }
 
+/// What holds a [`CallTable`]: a session. The store's queue names it without keeping it
+/// alive, and through this trait, so the table need not know what a session is.
+pub(crate) trait HasCalls: Send + Sync {
+    /// Its calls.
+    fn calls(&self) -> &Mutex<CallTable>;
+}
+
 /// A session with lingering results, due when its oldest expires (or earlier, when that one
 /// went before its time: the timer then finds nothing due and queues the session again).
 struct Due {
     at: Instant,
-    session: Weak<Session>,
+    session: Weak<dyn HasCalls>,
 }
 
 impl PartialEq for Due {
@@ -89,10 +94,15 @@ impl ResultStore {
 
     /// Keep the result of `record`, now finished with `size` bytes of events, for reconnects;
     /// then make room server-wide if that went over the bound.
-    pub(crate) fn keep(&self, session: &Arc<Session>, record: &Arc<CallRecord>, size: usize) {
-        let queue_at = lock(&session.calls).keep(record, size);
+    pub(crate) fn keep<S: HasCalls + 'static>(
+        &self,
+        session: &Arc<S>,
+        record: &Arc<CallRecord>,
+        size: usize,
+    ) {
+        let queue_at = lock(session.calls()).keep(record, size);
         if let Some(at) = queue_at {
-            self.enqueue(at, session);
+            self.enqueue(at, Arc::downgrade(session) as Weak<dyn HasCalls>);
         }
         while self.bytes() > self.max_bytes {
             let Some(due) = lock(&self.queue).pop() else {
@@ -101,20 +111,17 @@ impl ResultStore {
             let Some(session) = due.session.upgrade() else {
                 continue;
             };
-            let next = lock(&session.calls).evict_oldest();
+            let next = lock(session.calls()).evict_oldest();
             if let Some(at) = next {
-                self.enqueue(at, &session);
+                self.enqueue(at, Arc::downgrade(&session));
             }
         }
     }
 
-    fn enqueue(&self, at: Instant, session: &Arc<Session>) {
+    fn enqueue(&self, at: Instant, session: Weak<dyn HasCalls>) {
         let mut queue = lock(&self.queue);
         let first = queue.peek().is_none_or(|top| at < top.at);
-        queue.push(Due {
-            at,
-            session: Arc::downgrade(session),
-        });
+        queue.push(Due { at, session });
         drop(queue);
         if first {
             self.wake.notify_one();
@@ -151,9 +158,9 @@ impl ResultStore {
             let Some(session) = due.session.upgrade() else {
                 continue;
             };
-            let next = lock(&session.calls).expire_due(now);
+            let next = lock(session.calls()).expire_due(now);
             if let Some(at) = next {
-                self.enqueue(at, &session);
+                self.enqueue(at, Arc::downgrade(&session));
             }
         }
     }
@@ -166,9 +173,32 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+/// Hashes a [`Key`] as itself: keys are keyed hashes already, uniform and unknown to clients.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed (below); anything else is folded in, FNV-1a style.
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type ByKey<V> = HashMap<Key, V, BuildHasherDefault<KeyHasher>>;
+
 /// A result kept for reconnects.
 struct Kept {
-    id: Arc<str>,
+    key: Key,
     finished: Instant,
     size: usize,
 }
@@ -184,141 +214,158 @@ pub(crate) enum Found {
 }
 
 /// The calls of one session: running ones and lingering results by id, the lingering ones
-/// in the order they finished, and the ids of results that went.
+/// in the order they finished, and the ids of results that went. A session that never made
+/// a call (an idle one) holds no tables, only this handle.
 pub(crate) struct CallTable {
-    records: HashMap<Arc<str>, Arc<CallRecord>>,
+    tables: Option<Box<Tables>>,
+    store: Arc<ResultStore>,
+}
+
+#[derive(Default)]
+struct Tables {
+    records: ByKey<Arc<CallRecord>>,
     kept: VecDeque<Kept>,
     bytes: usize,
     forgotten: ForgottenIds,
     /// Whether the store's queue has an entry for this session.
     queued: bool,
-    store: Arc<ResultStore>,
 }
 
 impl CallTable {
     pub(crate) fn new(store: Arc<ResultStore>) -> Self {
         Self {
-            records: HashMap::new(),
-            kept: VecDeque::new(),
-            bytes: 0,
-            forgotten: ForgottenIds::default(),
-            queued: false,
+            tables: None,
             store,
         }
     }
 
+    /// The tables (made on first use) and the store, borrowed apart.
+    fn parts(&mut self) -> (&mut Tables, &ResultStore) {
+        (self.tables.get_or_insert_with(Box::default), &self.store)
+    }
+
     /// What this session knows of `id`. A result past its linger time that the timer has not
     /// reached yet is expired here.
-    pub(crate) fn find(&mut self, id: &str) -> Found {
-        self.drop_due(Instant::now());
-        match self.records.get(id) {
-            Some(record) => Found::Call(Arc::clone(record)),
-            None if self.forgotten.contains(id) => Found::Expired,
+    pub(crate) fn find(&mut self, id: &CallId) -> Found {
+        let Some(t) = self.tables.as_deref_mut() else {
+            return Found::Unknown;
+        };
+        t.drop_due(&self.store, Instant::now());
+        match t.records.get(&id.key()) {
+            Some(record) if record.id() == id.text() => Found::Call(Arc::clone(record)),
+            Some(_) => Found::Unknown,
+            None if t.forgotten.contains(id.key()) => Found::Expired,
             None => Found::Unknown,
         }
     }
 
-    /// Register a call that is starting under `id` (unknown to this table).
+    /// Register a call that is starting under its id (unknown to this table).
     pub(crate) fn insert(&mut self, record: Arc<CallRecord>) {
-        self.records.insert(Arc::clone(record.id()), record);
+        let key = record.call_id().key();
+        self.parts().0.records.insert(key, record);
     }
 
     /// Keep a finished call's result; returns when the store must look at this session, if
     /// it has no entry in the store's queue yet.
     fn keep(&mut self, record: &Arc<CallRecord>, size: usize) -> Option<Instant> {
-        let id = Arc::clone(record.id());
-        if self.store.linger.is_zero() {
-            self.forget(&id);
+        let key = record.call_id().key();
+        let (t, store) = self.parts();
+        if store.linger.is_zero() {
+            t.forget(key);
             return None;
         }
         let finished = Instant::now();
-        self.kept.push_back(Kept { id, finished, size });
-        self.bytes += size;
-        self.store.bytes.fetch_add(size, Ordering::AcqRel);
-        while self.bytes > self.store.max_session_bytes || self.kept.len() > MAX_LINGERING {
-            self.drop_oldest();
+        t.kept.push_back(Kept {
+            key,
+            finished,
+            size,
+        });
+        t.bytes += size;
+        store.bytes.fetch_add(size, Ordering::AcqRel);
+        while t.bytes > store.max_session_bytes || t.kept.len() > MAX_LINGERING {
+            t.drop_oldest(store);
         }
-        self.schedule()
+        t.schedule(store)
     }
 
     /// Forget the oldest result; returns when this session is next due, if it still has results.
     fn evict_oldest(&mut self) -> Option<Instant> {
-        self.queued = false;
-        self.drop_oldest();
-        self.schedule()
+        let t = self.tables.as_deref_mut()?;
+        t.queued = false;
+        t.drop_oldest(&self.store);
+        t.schedule(&self.store)
     }
 
     /// The timer's visit: forget the results due by `now`; returns when this session is
     /// next due.
     fn expire_due(&mut self, now: Instant) -> Option<Instant> {
-        self.queued = false;
-        self.drop_due(now);
-        self.schedule()
-    }
-
-    fn drop_due(&mut self, now: Instant) {
-        while self
-            .kept
-            .front()
-            .is_some_and(|k| now.duration_since(k.finished) >= self.store.linger)
-        {
-            self.drop_oldest();
-        }
-    }
-
-    /// When the store should look at this session next, if it must be queued for it.
-    fn schedule(&mut self) -> Option<Instant> {
-        if self.queued {
-            return None;
-        }
-        let oldest = self.kept.front()?;
-        self.queued = true;
-        Some(oldest.finished + self.store.linger)
-    }
-
-    fn drop_oldest(&mut self) {
-        if let Some(kept) = self.kept.pop_front() {
-            self.bytes -= kept.size;
-            self.store.bytes.fetch_sub(kept.size, Ordering::AcqRel);
-            self.forget(&kept.id);
-        }
-    }
-
-    fn forget(&mut self, id: &Arc<str>) {
-        self.records.remove(id);
-        self.forgotten.insert(id);
+        let t = self.tables.as_deref_mut()?;
+        t.queued = false;
+        t.drop_due(&self.store, now);
+        t.schedule(&self.store)
     }
 
     /// Bytes of this session's lingering results.
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        self.bytes
+        self.tables.as_ref().map_or(0, |t| t.bytes)
+    }
+}
+
+impl Tables {
+    fn drop_due(&mut self, store: &ResultStore, now: Instant) {
+        while self
+            .kept
+            .front()
+            .is_some_and(|k| now.duration_since(k.finished) >= store.linger)
+        {
+            self.drop_oldest(store);
+        }
+    }
+
+    /// When the store should look at this session next, if it must be queued for it.
+    fn schedule(&mut self, store: &ResultStore) -> Option<Instant> {
+        if self.queued {
+            return None;
+        }
+        let oldest = self.kept.front()?;
+        self.queued = true;
+        Some(oldest.finished + store.linger)
+    }
+
+    fn drop_oldest(&mut self, store: &ResultStore) {
+        if let Some(kept) = self.kept.pop_front() {
+            self.bytes -= kept.size;
+            store.bytes.fetch_sub(kept.size, Ordering::AcqRel);
+            self.forget(kept.key);
+        }
+    }
+
+    fn forget(&mut self, key: Key) {
+        self.records.remove(&key);
+        self.forgotten.insert(key);
     }
 }
 
 impl Drop for CallTable {
     // The session is gone: its results no longer count against the server's bound.
     fn drop(&mut self) {
-        self.store.bytes.fetch_sub(self.bytes, Ordering::AcqRel);
+        if let Some(t) = &self.tables {
+            self.store.bytes.fetch_sub(t.bytes, Ordering::AcqRel);
+        }
     }
 }
 
-/// Ids of results that went, as keyed 64-bit hashes (a collision would answer one new call
-/// "expired": odds of one in 2^55 per call), the oldest forgotten first.
+/// Ids of results that went, by key (a collision would answer one new call "expired": odds
+/// of one in 2^55 per call), the oldest forgotten first.
 #[derive(Default)]
 struct ForgottenIds {
-    set: HashSet<u64>,
-    order: VecDeque<u64>,
+    set: HashSet<Key, BuildHasherDefault<KeyHasher>>,
+    order: VecDeque<Key>,
 }
 
 impl ForgottenIds {
-    fn key(id: &str) -> u64 {
-        static KEYS: std::sync::OnceLock<RandomState> = std::sync::OnceLock::new();
-        KEYS.get_or_init(RandomState::new).hash_one(id)
-    }
-
-    fn insert(&mut self, id: &str) {
-        let key = Self::key(id);
+    fn insert(&mut self, key: Key) {
         if self.set.insert(key) {
             self.order.push_back(key);
             if self.order.len() > MAX_FORGOTTEN {
@@ -329,14 +376,16 @@ impl ForgottenIds {
         }
     }
 
-    fn contains(&self, id: &str) -> bool {
-        self.set.contains(&Self::key(id))
+    fn contains(&self, key: Key) -> bool {
+        self.set.contains(&key)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::key;
+    use crate::session::Session;
     use bytes::Bytes;
 
     const LINGER: Duration = Duration::from_secs(60);
@@ -351,14 +400,14 @@ mod tests {
 
     /// A finished call of `size` result bytes, kept.
     fn finish(store: &ResultStore, session: &Arc<Session>, id: &str, size: usize) {
-        let record = Arc::new(CallRecord::new(id.into()));
+        let record = Arc::new(CallRecord::new(CallId::new(id.into())));
         lock(&session.calls).insert(Arc::clone(&record));
         record.finish(Bytes::from(vec![b'x'; size]));
         store.keep(session, &record, size);
     }
 
     fn found(session: &Session, id: &str) -> &'static str {
-        match lock(&session.calls).find(id) {
+        match lock(&session.calls).find(&CallId::new(id.into())) {
             Found::Call(_) => "call",
             Found::Expired => "expired",
             Found::Unknown => "unknown",
@@ -426,10 +475,21 @@ mod tests {
     fn forgotten_ids_are_bounded_and_keep_the_newest() {
         let mut f = ForgottenIds::default();
         for i in 0..(MAX_FORGOTTEN + 10) {
-            f.insert(&i.to_string());
+            f.insert(key(&i.to_string()));
         }
         assert_eq!(f.set.len(), MAX_FORGOTTEN);
-        assert!(!f.contains("0"));
-        assert!(f.contains(&(MAX_FORGOTTEN + 9).to_string()));
+        assert!(!f.contains(key("0")));
+        assert!(f.contains(key(&(MAX_FORGOTTEN + 9).to_string())));
+    }
+
+    #[test]
+    fn a_session_without_calls_holds_no_tables() {
+        let store = store(usize::MAX, usize::MAX);
+        let s = session("s", &store);
+        assert_eq!(found(&s, "x"), "unknown");
+        assert!(lock(&s.calls).tables.is_none());
+        finish(&store, &s, "a", 1);
+        assert!(lock(&s.calls).tables.is_some());
+        assert_eq!(found(&s, "a"), "call");
     }
 }

@@ -54,12 +54,75 @@ impl Server {
         }
     }
 
-    /// Host the environment type `E` (the first one registered is the default).
-    pub fn environment<E: Environment>(self) -> Self {
-        self.environment_handle(Arc::new(EnvHandle::<E>::new()))
+    /// Serve the environment `E`, which has no start-up state (or whose state is its
+    /// `Default`), under its name. The first environment served is the default.
+    pub fn environment<E: Environment>(self) -> Self
+    where
+        E::State: Default,
+    {
+        self.environment_handle(Arc::new(EnvHandle::<E>::default()))
     }
 
-    /// Host an already type-erased environment.
+    /// Serve the environment `E` with its start-up state, under its name: what its splits,
+    /// tasks and episodes see (a data set opened from the command line, a client, the tools of
+    /// an MCP server).
+    ///
+    /// ```
+    /// use ors_server::prelude::*;
+    ///
+    /// #[wire]
+    /// struct Task { question: String }
+    ///
+    /// /// What the environment is started with: the word it answers.
+    /// struct Word(String);
+    ///
+    /// struct Greeter { task: Task, word: String }
+    ///
+    /// #[environment]
+    /// impl Environment for Greeter {
+    ///     type Task = Task;
+    ///     type State = Word;
+    ///
+    ///     fn splits() -> Vec<Split> { vec![Split::train("train")] }
+    ///     async fn tasks(_split: &str) -> Result<Vec<Task>, EnvError> {
+    ///         Ok(vec![Task { question: "Who are you?".into() }])
+    ///     }
+    ///     async fn new(word: &Word, task: Task, _secrets: Secrets) -> Result<Self, EnvError> {
+    ///         Ok(Self { task, word: word.0.clone() })
+    ///     }
+    ///     async fn prompt(&self) -> Result<Blocks, EnvError> {
+    ///         Ok(vec![Block::text(&self.task.question)])
+    ///     }
+    ///
+    ///     /// Greet.
+    ///     #[tool]
+    ///     fn greet(&self) -> String {
+    ///         self.word.clone()
+    ///     }
+    /// }
+    ///
+    /// // One type, two environments of one server: `/hello/...` and `/bonjour/...`.
+    /// let server = ors_server::Server::new()
+    ///     .environment_named::<Greeter>("hello", Word("hello".into()))
+    ///     .environment_named::<Greeter>("bonjour", Word("bonjour".into()));
+    /// # let _ = server;
+    /// ```
+    pub fn environment_with<E: Environment>(self, state: E::State) -> Self {
+        self.environment_handle(Arc::new(EnvHandle::<E>::new(state)))
+    }
+
+    /// Serve the environment `E` with its start-up state under `name` instead of its own (a
+    /// URL path segment: 1 to 64 characters from `A-Z a-z 0-9 _ -`), so one type can be served
+    /// twice, configured two ways.
+    pub fn environment_named<E: Environment>(
+        self,
+        name: impl Into<String>,
+        state: E::State,
+    ) -> Self {
+        self.environment_handle(Arc::new(EnvHandle::<E>::new(state).named(name)))
+    }
+
+    /// Serve an already type-erased environment.
     pub fn environment_handle(mut self, env: Arc<dyn DynEnvironment>) -> Self {
         self.envs.push(env);
         self

@@ -9,22 +9,21 @@
 //! holds it shared, beside other concurrent calls (row `tool-concurrency`).
 
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
-use futures_util::FutureExt as _;
 use ors_runtime::env::{DynSession, TaskError};
 use tokio::sync::{Notify, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use tokio_util::sync::CancellationToken;
 
+use crate::body::{Listener, Listening};
 use crate::error::{ApiError, SetupFailure};
-use crate::results::{CallTable, ResultStore};
+use crate::results::{CallTable, HasCalls, ResultStore};
 use crate::sid::{Origin, SessionIds};
 use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
-use crate::util::{clock_ms, panic_message};
+use crate::util::{caught, clock_ms};
 
 const PENDING: u8 = 0;
 const READY: u8 = 1;
@@ -90,27 +89,33 @@ pub(crate) struct Session {
     ending: OnceLock<Ending>,
     /// The episode once set up; `None` before, after a failed setup, and after teardown.
     pub(crate) episode: EpisodeGate,
-    /// Which tools run beside other calls (set with the episode; none before).
-    concurrent_tools: OnceLock<fn(&str) -> bool>,
-    /// Fires on delete, reaping and shutdown; every call's token is a child of it.
-    pub(crate) cancel: CancellationToken,
+    /// Fires on delete, reaping and shutdown; every call's token is a child of it. Made by
+    /// the first call (or the close): an idle session holds no token, which is an allocation
+    /// of 112 bytes (see [`Session::cancel`]).
+    cancel: OnceLock<CancellationToken>,
     /// Calls of this session, kept for reconnects while their results linger.
     pub(crate) calls: Mutex<CallTable>,
     /// Calls started and not finished.
     pub(crate) active_calls: AtomicUsize,
     /// Open call streams of this session: while a client listens, the reaper leaves the
-    /// session alone, however long its call runs.
-    listeners: AtomicUsize,
+    /// session alone, however long its call runs. 32 bits keep a `Session` in jemalloc's
+    /// 256-byte class with its `Arc` counts (a call stream is a connection: far fewer than
+    /// 2^32).
+    listeners: AtomicU32,
 }
 
-/// One open call stream of a session (see [`Session::listen`]); when the last one closes, the
-/// session's idle time starts counting.
-pub(crate) struct Listening(Arc<Session>);
+/// Counts a session's open call streams (see [`Session::listen`]); when the last one closes,
+/// the session's idle time starts counting.
+impl Listener for Session {
+    fn stream_closed(&self) {
+        self.touch();
+        self.listeners.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
-impl Drop for Listening {
-    fn drop(&mut self) {
-        self.0.touch();
-        self.0.listeners.fetch_sub(1, Ordering::AcqRel);
+impl HasCalls for Session {
+    fn calls(&self) -> &Mutex<CallTable> {
+        &self.calls
     }
 }
 
@@ -135,18 +140,55 @@ impl Session {
             failure: OnceLock::new(),
             ending: OnceLock::new(),
             episode: EpisodeGate::new(),
-            concurrent_tools: OnceLock::new(),
-            cancel: CancellationToken::new(),
+            cancel: OnceLock::new(),
             calls: Mutex::new(CallTable::new(results)),
             active_calls: AtomicUsize::new(0),
-            listeners: AtomicUsize::new(0),
+            listeners: AtomicU32::new(0),
         }
     }
 
     /// Count a call stream that is open to a client, until the returned guard drops.
     pub(crate) fn listen(session: &Arc<Self>) -> Listening {
         session.listeners.fetch_add(1, Ordering::AcqRel);
-        Listening(Arc::clone(session))
+        Listening::new(Arc::clone(session) as Arc<dyn Listener>)
+    }
+
+    /// The session's cancellation: fires on delete, reaping and shutdown. Made by the first
+    /// call that needs it; a session closed without one never makes it (deleting 100,000 idle
+    /// sessions allocates nothing more). A call making it as the session closes still sees it
+    /// fire: each side writes (the token here, the ending in [`Session::close`]), fences, then
+    /// reads the other's, so at least one of them sees both and cancels.
+    pub(crate) fn cancel(&self) -> &CancellationToken {
+        if let Some(token) = self.cancel.get() {
+            return token;
+        }
+        let token = self.cancel.get_or_init(CancellationToken::new);
+        fence(Ordering::SeqCst);
+        if self.is_closed() {
+            token.cancel();
+        }
+        token
+    }
+
+    /// Whether the session has been closed (deleted, reaped or shut down).
+    fn is_closed(&self) -> bool {
+        self.ending.get().is_some()
+    }
+
+    /// Resolves once the session is closed: [`Session::close`] sets the ending, then wakes
+    /// `setup_done`'s waiters. Setup waits on this rather than on the token, so that an idle
+    /// session never makes one.
+    async fn closed(&self) {
+        loop {
+            let notified = self.setup_done.notified();
+            tokio::pin!(notified);
+            // Registered before the ending is read, so a close in between is not missed.
+            notified.as_mut().enable();
+            if self.is_closed() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Mark the session active now (any request naming it, and the end of a call).
@@ -206,20 +248,19 @@ impl Session {
             let started = Instant::now();
             let result = tokio::select! {
                 biased;
-                _ = session.cancel.cancelled() => None,
-                r = AssertUnwindSafe(setup).catch_unwind() => Some(r),
+                _ = session.closed() => None,
+                r = caught(setup) => Some(r),
             };
             match result {
                 None => session.settle(GONE),
                 Some(Ok(Ok(episode))) => {
                     let mut slot = session.episode.lock().await;
-                    if session.cancel.is_cancelled() {
+                    if session.is_closed() {
                         // Deleted while the constructor ran: nobody else will tear this down.
                         drop(slot);
                         teardown(&session.id, episode, Duration::from_secs(10)).await;
                         session.settle(GONE);
                     } else {
-                        let _ = session.concurrent_tools.set(episode.concurrent_tools());
                         *slot = Some(episode);
                         drop(slot);
                         session.settle(READY);
@@ -232,7 +273,7 @@ impl Session {
                     session.settle(FAILED);
                 }
                 Some(Err(panic)) => {
-                    let message = format!("setup panicked: {}", panic_message(&*panic));
+                    let message = format!("setup panicked: {panic}");
                     tracing::warn!(session = %session.id, error = %message, "session setup failed");
                     let _ = session.failure.set(SetupFailure {
                         bad_task: false,
@@ -248,15 +289,8 @@ impl Session {
     /// drive calls without an environment type).
     #[cfg(test)]
     pub(crate) async fn set_ready(&self, episode: Box<dyn DynSession>) {
-        let _ = self.concurrent_tools.set(episode.concurrent_tools());
         *self.episode.lock().await = Some(episode);
         self.settle(READY);
-    }
-
-    /// Whether calls of tool `name` may share the episode with other concurrent calls
-    /// (`#[tool(concurrent)]`); none may before the episode is set up.
-    pub(crate) fn is_concurrent(&self, name: &str) -> bool {
-        self.concurrent_tools.get().is_some_and(|f| f(name))
     }
 
     /// The answer to a request naming this session after it ended.
@@ -275,7 +309,10 @@ impl Session {
     /// `grace` after the token fires), then tear the episode down (at most `grace` too).
     pub(crate) async fn close(&self, why: Ending, grace: Duration) {
         let _ = self.ending.set(why);
-        self.cancel.cancel();
+        fence(Ordering::SeqCst);
+        if let Some(token) = self.cancel.get() {
+            token.cancel();
+        }
         self.state.store(GONE, Ordering::Release);
         self.setup_done.notify_waiters();
         let episode = self.episode.lock().await.take();
@@ -286,12 +323,9 @@ impl Session {
 }
 
 async fn teardown(sid: &str, mut episode: Box<dyn DynSession>, grace: Duration) {
-    let fut = AssertUnwindSafe(episode.teardown()).catch_unwind();
-    match tokio::time::timeout(grace, fut).await {
+    match tokio::time::timeout(grace, caught(episode.teardown())).await {
         Ok(Ok(())) => tracing::debug!(session = %sid, "session torn down"),
-        Ok(Err(panic)) => {
-            tracing::warn!(session = %sid, error = %panic_message(&*panic), "teardown panicked")
-        }
+        Ok(Err(panic)) => tracing::warn!(session = %sid, error = %panic, "teardown panicked"),
         Err(_) => tracing::warn!(session = %sid, ?grace, "teardown did not finish in time"),
     }
 }
@@ -493,6 +527,7 @@ impl SessionStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::FutureExt as _;
     use ors_core::ErrorCode;
 
     const IDLE: Duration = Duration::from_secs(900);
@@ -557,8 +592,8 @@ mod tests {
         store.insert(session("c")).unwrap();
     }
 
-    #[test]
-    fn stale_sessions_are_taken_unless_a_client_listens_and_answer_timed_out() {
+    #[tokio::test(start_paused = true)]
+    async fn stale_sessions_are_taken_unless_a_client_listens_and_answer_timed_out() {
         let store = SessionStore::new(10, Duration::from_millis(1), any_id());
         let busy = session("busy");
         let listening = Session::listen(&busy);
@@ -568,7 +603,7 @@ mod tests {
         hung.active_calls.store(1, Ordering::Release);
         store.insert(hung).unwrap();
         store.insert(session("idle")).unwrap();
-        std::thread::sleep(Duration::from_millis(5));
+        tokio::time::advance(Duration::from_millis(5)).await;
         let mut taken: Vec<&str> = Vec::new();
         let stale = store.take_stale();
         taken.extend(stale.iter().map(|s| &*s.id));
@@ -584,7 +619,7 @@ mod tests {
         // The idle time of a session counts from when its last listener left.
         drop(listening);
         assert!(store.take_stale().is_empty());
-        std::thread::sleep(Duration::from_millis(5));
+        tokio::time::advance(Duration::from_millis(5)).await;
         assert_eq!(store.take_stale().len(), 1);
     }
 
@@ -605,6 +640,28 @@ mod tests {
         assert!((&mut late).now_or_never().is_none());
         drop(held);
         assert!(late.now_or_never().is_some());
+    }
+
+    #[tokio::test]
+    async fn an_idle_session_makes_no_token_and_a_late_one_has_fired() {
+        let s = session("a");
+        s.close(Ending::Deleted, Duration::from_secs(1)).await;
+        assert!(
+            s.cancel.get().is_none(),
+            "closed without a call: no token made"
+        );
+        // A call that reaches for the token only now still sees the session cancelled.
+        assert!(s.cancel().is_cancelled());
+        assert!(s.cancel().child_token().is_cancelled());
+
+        let s = session("b");
+        let token = s.cancel().clone();
+        assert!(!token.is_cancelled());
+        s.close(Ending::Deleted, Duration::from_secs(1)).await;
+        assert!(
+            token.is_cancelled(),
+            "a token made by a call fires on close"
+        );
     }
 
     #[tokio::test]

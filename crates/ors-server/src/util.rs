@@ -1,13 +1,28 @@
 //! Small helpers shared by the session store and the call machinery: the monotonic clock of
-//! `last_seen` and tombstones, poison-free locking, and panic payload text.
+//! `last_seen` and tombstones, poison-free locking, and the server's one panic boundary.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::time::Instant;
+use std::time::Duration;
 
-/// Milliseconds on a process-wide monotonic clock.
+use futures_util::FutureExt as _;
+
+/// Milliseconds on tokio's monotonic clock, as the server's timers read it: tests pause and
+/// advance it (`start_paused`, `tokio::time::advance`) to age sessions without waiting.
+///
+/// Counted from a day before the first reading, since a paused runtime's clock starts where
+/// std's was when that runtime was built, which may be before another runtime's first reading.
 pub(crate) fn clock_ms() -> u64 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+    static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
+    let epoch = EPOCH.get_or_init(|| {
+        let now = std::time::Instant::now();
+        now.checked_sub(Duration::from_secs(86_400)).unwrap_or(now)
+    });
+    tokio::time::Instant::now()
+        .into_std()
+        .saturating_duration_since(*epoch)
+        .as_millis() as u64
 }
 
 /// Lock a std mutex, ignoring poisoning: every critical section here leaves its data valid.
@@ -15,8 +30,19 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The server's one panic boundary: what `fut` gives, or the text of the panic that ended it.
+/// Every piece of environment code the server runs (setup, a tool call or group scoring, a
+/// listing, the prompt, teardown) runs inside it, so a panicking environment fails one
+/// request, never a server thread.
+pub(crate) async fn caught<F: Future>(fut: F) -> Result<F::Output, String> {
+    AssertUnwindSafe(fut)
+        .catch_unwind()
+        .await
+        .map_err(|panic| panic_message(&*panic))
+}
+
 /// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -85,7 +85,18 @@ async fn tool_errors_are_ok_false_results() {
     assert!(r.detail().contains("'input'"), "{}", r.detail());
     let r = post_s(addr, &sid, "/lab/call", r#"{"input": {}}"#).await;
     r.assert_error(400, "invalid_request");
-    assert!(r.detail().contains("`name`"), "{}", r.detail());
+    assert!(
+        r.detail().contains("missing field 'name'"),
+        "{}",
+        r.detail()
+    );
+    // An empty body is said to be one.
+    let r = post_s(addr, &sid, "/lab/call", "").await;
+    r.assert_error(400, "invalid_request");
+    assert_eq!(
+        r.detail(),
+        "the request body is empty; expected a JSON object with 'name'"
+    );
     // A misspelt `name` is a missing one; an extra field beside a good call is ignored.
     let r = post_s(addr, &sid, "/lab/call", r#"{"nmae": "echo", "input": {}}"#).await;
     r.assert_error(400, "invalid_request");

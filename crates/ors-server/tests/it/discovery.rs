@@ -74,7 +74,10 @@ async fn unknown_environment_is_404_naming_it() {
         post(addr, "/nope/call", r#"{"name":"echo"}"#).await,
     ] {
         r.assert_error(404, "unknown_environment");
-        assert_eq!(r.detail(), "unknown environment 'nope'");
+        assert_eq!(
+            r.detail(),
+            "unknown environment 'nope'; available environments: lab, other"
+        );
     }
     let r = post(addr, "/create", r#"{"env_name": "nope", "task_spec": {}}"#).await;
     r.assert_error(400, "invalid_request"); // missing X-Session-ID is checked first
@@ -87,7 +90,10 @@ async fn unknown_environment_is_404_naming_it() {
     )
     .await;
     r.assert_error(404, "unknown_environment");
-    assert_eq!(r.detail(), "unknown environment 'nope'");
+    assert_eq!(
+        r.detail(),
+        "unknown environment 'nope'; available environments: lab, other"
+    );
     server.shutdown().await;
 }
 
@@ -178,6 +184,13 @@ async fn task_errors_are_400_with_the_reason() {
     r.assert_error(400, "invalid_request");
     assert!(r.detail().starts_with("Invalid split"), "{}", r.detail());
     assert!(r.detail().contains("'nope'"));
+    // The error names the splits there are.
+    assert!(
+        r.detail()
+            .ends_with("; available splits: train, test, hard"),
+        "{}",
+        r.detail()
+    );
     let r = post(addr, "/lab/num_tasks", r#"{"split": "nope"}"#).await;
     r.assert_error(400, "invalid_request");
     let r = post(addr, "/lab/task", r#"{"split": "train", "index": 5}"#).await;
@@ -198,12 +211,12 @@ async fn body_validation_is_400_naming_the_field() {
     let server = start().await;
     let addr = server.local_addr();
     let cases = [
-        ("/lab/tasks", r#"{}"#, "missing field `split`"),
+        ("/lab/tasks", r#"{}"#, "missing field 'split'"),
         ("/lab/tasks", r#"{"split": 3}"#, "invalid field 'split'"),
         (
             "/lab/task",
             r#"{"split": "train"}"#,
-            "missing field `index`",
+            "missing field 'index'",
         ),
         (
             "/lab/task",
@@ -253,7 +266,7 @@ async fn unknown_body_fields_are_ignored_but_a_misspelt_required_one_is_missing(
     let r = post(addr, "/lab/task", r#"{"split": "train", "indx": 3}"#).await;
     r.assert_error(400, "invalid_request");
     assert!(
-        r.detail().contains("missing field `index`"),
+        r.detail().contains("missing field 'index'"),
         "{}",
         r.detail()
     );

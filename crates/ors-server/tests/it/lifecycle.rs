@@ -188,15 +188,15 @@ impl DynEnvironment for Broken {
         &self.errors
     }
     fn tasks(&self, split: &str) -> BoxFuture<'_, Result<Vec<Value>, TaskError>> {
-        let err = TaskError::UnknownSplit(split.to_owned());
+        let err = TaskError::unknown_split(split, &[]);
         Box::pin(async move { Err(err) })
     }
     fn num_tasks(&self, split: &str) -> BoxFuture<'_, Result<usize, TaskError>> {
-        let err = TaskError::UnknownSplit(split.to_owned());
+        let err = TaskError::unknown_split(split, &[]);
         Box::pin(async move { Err(err) })
     }
     fn task(&self, split: &str, _index: i64) -> BoxFuture<'_, Result<Value, TaskError>> {
-        let err = TaskError::UnknownSplit(split.to_owned());
+        let err = TaskError::unknown_split(split, &[]);
         Box::pin(async move { Err(err) })
     }
     fn task_range(
@@ -205,15 +205,16 @@ impl DynEnvironment for Broken {
         _start: Option<i64>,
         _stop: Option<i64>,
     ) -> BoxFuture<'_, Result<Vec<Value>, TaskError>> {
-        let err = TaskError::UnknownSplit(split.to_owned());
+        let err = TaskError::unknown_split(split, &[]);
         Box::pin(async move { Err(err) })
     }
     fn create(
         &self,
         _task: Value,
         _secrets: Secrets,
+        _toolset: Option<&str>,
     ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
-        Box::pin(async { Err(TaskError::UnknownSplit("none".into())) })
+        Box::pin(async { Err(TaskError::unknown_split("none", &[])) })
     }
 }
 

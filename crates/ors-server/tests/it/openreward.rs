@@ -301,3 +301,40 @@ async fn an_unknown_toolset_name_is_a_400_naming_it() {
     assert!(r.detail().contains("claude-code"), "{}", r.detail());
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_toolset_name_is_echoed_as_a_short_prefix() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let sid = new_sid(addr).await;
+    let name = "t".repeat(9 << 20);
+    let body = json!({"task_spec": task(1), "toolset_name": name});
+    let r = create_with(addr, &sid, &[], &body).await;
+    r.assert_error(400, "invalid_request");
+    let detail = r.detail();
+    assert!(detail.len() < 1000, "{} bytes of detail", detail.len());
+    assert!(detail.contains(&format!("{} bytes", 9 << 20)), "{detail}");
+    assert!(detail.contains("defines the toolsets:"), "{detail}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_x_secrets_header_is_a_400() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let sid = new_sid(addr).await;
+    let secrets = |v: &str| {
+        base64::engine::general_purpose::STANDARD.encode(json!({"K": {"value": v}}).to_string())
+    };
+    let (a, b) = (secrets("first"), secrets("second"));
+    let body = json!({"task_spec": task(1)});
+    let r = create_with(addr, &sid, &[("X-Secrets", &a), ("X-Secrets", &b)], &body).await;
+    r.assert_error(400, "invalid_request");
+    assert!(r.detail().contains("x-secrets"), "{}", r.detail());
+    assert_eq!(
+        server.stats().sessions,
+        0,
+        "no session for the refused create"
+    );
+    server.shutdown().await;
+}

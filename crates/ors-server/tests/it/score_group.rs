@@ -1,12 +1,16 @@
 //! Group scoring (PROTOCOL_NOTES row `score-group`): `POST /{env}/score_group` streamed like a
 //! call, `supports_score_group` in the listings only for an environment that implements it,
-//! 404 before any stream for one that does not, and the count of scores checked.
+//! 404 before any stream for one that does not, the count of scores checked, the roles of
+//! the candidates' blocks checked as `/messages` checks them, and scoring after `finished`.
 
 use ors_server::prelude::*;
 use ors_server::{RunningServer, Server, ServerConfig};
 use serde_json::{json, Value};
 
 use crate::support::*;
+
+/// What lets `hold` go: one permit per call to release.
+static HOLD: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(0);
 
 /// Scores each candidate by the length of its last message's text; a candidate whose metadata
 /// says `"drop": true` gets no score (a miscounting judge), one with `"tag"` is recorded.
@@ -70,6 +74,21 @@ impl Environment for Grader {
     #[tool]
     fn noop(&self) -> String {
         "ok".into()
+    }
+
+    /// Holds the episode (exclusively, as a `&mut self` tool) until the test lets it go.
+    #[tool]
+    async fn hold(&mut self) -> String {
+        if let Ok(permit) = HOLD.acquire().await {
+            permit.forget();
+        }
+        "released".into()
+    }
+
+    /// Ends the episode.
+    #[tool]
+    fn submit(&self) -> ToolOutput {
+        ToolOutput::text("done").with_reward(1.0).finish()
     }
 }
 
@@ -228,5 +247,144 @@ async fn a_malformed_group_is_a_400_naming_the_field() {
     let reply = score(addr, &sid, "grader", &json!({"candidates": "abc"})).await;
     reply.assert_error(400, "invalid_request");
     assert!(reply.detail().contains("candidates"), "{}", reply.detail());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_block_in_the_wrong_role_is_a_400_naming_where_it_is() {
+    let server = start_grader().await;
+    let addr = server.local_addr();
+    let sid = grader_episode(addr).await;
+    let tag = "score-group-roles";
+    let mut bad = candidate("a", json!({"tag": tag}));
+    bad["messages"][1] = json!({"role": "user", "blocks": [
+        {"type": "text", "text": "fine"},
+        {"type": "tool_call", "id": "c1", "name": "noop", "input": {}},
+    ]});
+    let body = json!({"candidates": [candidate("b", json!({"tag": tag})), bad]});
+    let reply = score(addr, &sid, "grader", &body).await;
+    reply.assert_error(400, "invalid_request");
+    let detail = reply.detail();
+    assert!(
+        detail.contains("candidates[1].messages[1]")
+            && detail.contains("'tool_call' block in a 'user' turn"),
+        "{detail}"
+    );
+    assert_eq!(count(tag), 0, "the judge never saw the group");
+    server.shutdown().await;
+}
+
+/// PROTOCOL_NOTES row `finished-latch`: the latch refuses tool calls after `finished`, not
+/// group scoring, which judges the transcripts the trainer sends rather than playing on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_is_scored_after_the_episode_finished() {
+    let server = start_grader().await;
+    let addr = server.local_addr();
+    let sid = grader_episode(addr).await;
+    let call = |name: &'static str| {
+        let sid = sid.clone();
+        async move {
+            send(
+                addr,
+                "POST",
+                "/grader/call",
+                &[("X-Session-ID", &sid), ("Accept", "text/event-stream")],
+                Some(&json!({"name": name, "input": {}}).to_string()),
+            )
+            .await
+        }
+    };
+    assert_eq!(result_of(&call("submit").await)["output"]["finished"], true);
+    let refused = result_of(&call("noop").await);
+    assert_eq!(refused["reason"], "episode_finished", "{refused}");
+    let body = json!({"candidates": [candidate("abcd", json!({}))]});
+    let scored = result_of(&score(addr, &sid, "grader", &body).await);
+    assert_eq!(scored["scores"][0]["reward"], 4.0, "{scored}");
+    server.shutdown().await;
+}
+
+/// A group of one candidate whose assistant turn is `blocks` text blocks of `len` letters.
+fn group_of_blocks(blocks: usize, len: usize) -> String {
+    let block = json!({"type": "text", "text": "a".repeat(len)});
+    json!({"candidates": [{"messages": [
+        {"role": "assistant", "blocks": vec![block; blocks]},
+    ]}]})
+    .to_string()
+}
+
+/// The reproduction, scaled down: group scorings queued behind a long call on one
+/// session keep their bodies and parsed candidates counted in the in-flight budget, so the
+/// budget refuses more of them (503 `overloaded`) instead of the queue holding several times
+/// the budget; once the call ends they run, and the budget is given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_groups_stay_counted_in_the_body_budget_until_they_run() {
+    let config = ServerConfig {
+        port: 0,
+        max_body_bytes: 1 << 20,
+        max_body_bytes_in_flight: 8 << 20,
+        ..ServerConfig::default()
+    };
+    let server = Server::with_config(config)
+        .environment::<Grader>()
+        .bind()
+        .await
+        .expect("the test server binds");
+    let addr = server.local_addr();
+    let sid = grader_episode(addr).await;
+    let hold = json!({"name": "hold", "input": {}}).to_string();
+    let (held, _, raw) = open_stream(addr, &sid, "/grader/call", &hold)
+        .await
+        .expect("the hold call starts");
+    let body = group_of_blocks(7_000, 100);
+    assert!(body.len() < 1 << 20, "{}", body.len());
+    let mut queued = Vec::new();
+    let refused = loop {
+        match open_stream(addr, &sid, "/grader/score_group", &body).await {
+            Ok(open) => queued.push(open),
+            Err(reply) => break reply,
+        }
+        assert!(
+            queued.len() < 20,
+            "20 groups of 0.9 MB queued within an 8 MiB budget"
+        );
+    };
+    refused.assert_error(503, "overloaded");
+    assert!(!queued.is_empty(), "one group fits the budget");
+    assert!(server.stats().body_bytes > queued.len() * body.len());
+    HOLD.add_permits(1);
+    assert_eq!(text_of(&finish(held, raw).await), "released");
+    for (open, _, raw) in queued {
+        let scores = result_of(&finish(open, raw).await);
+        assert_eq!(scores["scores"][0]["reward"], 700_000.0, "{scores}");
+    }
+    assert_eq!(server.stats().body_bytes, 0, "the budget is given back");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_whose_parsed_form_is_far_over_the_body_limit_is_a_413() {
+    let config = ServerConfig {
+        port: 0,
+        max_body_bytes: 1 << 20,
+        ..ServerConfig::default()
+    };
+    let server = Server::with_config(config)
+        .environment::<Grader>()
+        .bind()
+        .await
+        .expect("the test server binds");
+    let addr = server.local_addr();
+    let sid = grader_episode(addr).await;
+    // 35,000 one-letter blocks: under 1 MiB of JSON, several MiB once parsed.
+    let body = group_of_blocks(35_000, 1);
+    assert!(body.len() < 1 << 20, "{}", body.len());
+    let reply = score(addr, &sid, "grader", &serde_json::from_str(&body).unwrap()).await;
+    reply.assert_error(413, "payload_too_large");
+    assert!(reply.detail().contains("once parsed"), "{}", reply.detail());
+    // The same text in few blocks is scored.
+    let body = group_of_blocks(40, 1_000);
+    let scored =
+        result_of(&score(addr, &sid, "grader", &serde_json::from_str(&body).unwrap()).await);
+    assert_eq!(scored["scores"][0]["reward"], 40_000.0, "{scored}");
     server.shutdown().await;
 }

@@ -374,16 +374,25 @@ async fn a_failed_setup_answers_later_requests_with_the_error() {
 async fn deleting_during_setup_is_clean() {
     let server = start().await;
     let addr = server.local_addr();
-    let t = json!({"id": 1, "answer": "2", "setup_ms": 2000, "tag": "del-during-setup"});
+    // A constructor that never finishes by itself.
+    let t = json!({"id": 1, "answer": "2", "hold_setup": true, "tag": "del-during-setup"});
     let sid = episode(addr, t).await;
+    assert_eq!(wait_count("del-during-setup:setup-started", 1).await, 1);
+    // The delete is answered without waiting for the setup, and the session is gone.
     let r = post_s(addr, &sid, "/delete", "").await;
     assert_eq!(r.status, 200);
     get_s(addr, &sid, "/lab/prompt")
         .await
         .assert_error(410, "session_deleted");
-    // The constructor was dropped: it never finished.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The constructor was dropped (what it held is let go), so it never finished, and there
+    // was no episode to tear down.
+    assert_eq!(
+        wait_count("del-during-setup:setup-dropped", 1).await,
+        1,
+        "deleting the session left its setup running"
+    );
     assert_eq!(count("del-during-setup:setup"), 0);
+    assert_eq!(count("del-during-setup:teardown"), 0);
     server.shutdown().await;
 }
 
@@ -461,7 +470,12 @@ async fn secrets_come_from_the_body_and_the_x_secrets_header() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// The reaper tests run in paused time: the server's session clock and its reaper read tokio's
+// clock, which moves only when the test advances it or when the runtime has nothing to do
+// (then it jumps to the next timer). Requests run on blocking threads, which hold it still,
+// so no request sees a session age while it is on the wire.
+
+#[tokio::test(start_paused = true)]
 async fn the_reaper_deletes_idle_sessions() {
     let server = start_with(|c| {
         c.session_timeout = Duration::from_millis(1000);
@@ -473,7 +487,7 @@ async fn the_reaper_deletes_idle_sessions() {
     let kept = episode(addr, tagged(1, "reaped-kept")).await;
     // Keep one alive with pings (well inside the timeout) while the other idles past it.
     for _ in 0..25 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::advance(Duration::from_millis(100)).await;
         assert_eq!(post_s(addr, &kept, "/ping", "").await.status, 200);
     }
     assert_eq!(wait_count("reaped-idle:teardown", 1).await, 1);
@@ -495,7 +509,7 @@ async fn the_reaper_deletes_idle_sessions() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn the_reaper_spares_a_session_with_a_running_call() {
     let server = start_with(|c| {
         c.session_timeout = Duration::from_millis(100);
@@ -504,16 +518,23 @@ async fn the_reaper_spares_a_session_with_a_running_call() {
     .await;
     let addr = server.local_addr();
     let sid = episode(addr, tagged(1, "reaper-busy")).await;
+    // An idle session beside it: its reaping shows a reaper pass ran once both were old.
+    let witness = episode(addr, tagged(1, "reaper-busy-witness")).await;
     let body = json!({"name": "sleep", "input": {"ms": 2000, "key": "reaper-busy-call"}});
     let (stream, _, raw) = open_call(addr, &sid, &body.to_string()).await;
-    // Long past the idle timeout, but the call is still running.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(count("reaper-busy:teardown"), 0);
+    assert_eq!(wait_count("reaper-busy-call", 1).await, 1);
+    assert_eq!(post_s(addr, &witness, "/ping", "").await.status, 200);
+    // Long past the idle timeout, but the call is still running and its client listens.
+    tokio::time::advance(Duration::from_millis(500)).await;
+    assert_eq!(wait_count("reaper-busy-witness:teardown", 1).await, 1);
+    assert_eq!(post_s(addr, &sid, "/ping", "").await.status, 200);
+    tokio::time::advance(Duration::from_millis(2000)).await;
     assert_eq!(text_of(&finish(stream, raw).await), "slept 1");
+    assert_eq!(count("reaper-busy:teardown"), 0);
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn the_reaper_takes_a_session_whose_hung_call_nobody_listens_to() {
     let server = start_with(|c| {
         c.session_timeout = Duration::from_millis(500);
@@ -535,7 +556,18 @@ async fn the_reaper_takes_a_session_whose_hung_call_nobody_listens_to() {
     post_s(addr, &sid, "/ping", "")
         .await
         .assert_error(404, "session_timed_out");
-    assert_eq!(server.stats().running_calls, 0);
+    // The tool's slot is let go a moment before the call stops counting as running.
+    let stopped = async {
+        while server.stats().running_calls > 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    assert!(
+        tokio::time::timeout(Duration::from_secs(10), stopped)
+            .await
+            .is_ok(),
+        "a reaped session's hung call still counts as running"
+    );
     server.shutdown().await;
 }
 

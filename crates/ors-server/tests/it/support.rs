@@ -22,12 +22,31 @@ fn events() -> &'static Mutex<HashMap<String, usize>> {
     EVENTS.get_or_init(Default::default)
 }
 
+/// Woken at every [`record`], for [`wait_count`] to wait on events rather than time.
+fn recorded() -> &'static tokio::sync::Notify {
+    static RECORDED: OnceLock<tokio::sync::Notify> = OnceLock::new();
+    RECORDED.get_or_init(Default::default)
+}
+
 /// Count one occurrence of `key`.
 pub fn record(key: &str) -> usize {
-    let mut map = events().lock().unwrap_or_else(|p| p.into_inner());
-    let n = map.entry(key.to_owned()).or_insert(0);
-    *n += 1;
-    *n
+    let n = {
+        let mut map = events().lock().unwrap_or_else(|p| p.into_inner());
+        let n = map.entry(key.to_owned()).or_insert(0);
+        *n += 1;
+        *n
+    };
+    recorded().notify_waiters();
+    n
+}
+
+/// Records `key` when dropped: a future holding one says it was dropped.
+pub struct RecordOnDrop(pub String);
+
+impl Drop for RecordOnDrop {
+    fn drop(&mut self) {
+        record(&self.0);
+    }
 }
 
 /// How many times `key` was recorded.
@@ -36,14 +55,22 @@ pub fn count(key: &str) -> usize {
     map.get(key).copied().unwrap_or(0)
 }
 
-/// Wait (up to 10 s) until `key` was recorded `n` times; returns the final count.
+/// Wait until `key` was recorded `n` times, woken by each record (10 s at most, so a record
+/// that never comes fails the test instead of hanging it); returns the final count.
 pub async fn wait_count(key: &str, n: usize) -> usize {
-    for _ in 0..1000 {
-        if count(key) >= n {
-            break;
+    let reached = async {
+        loop {
+            let notified = recorded().notified();
+            tokio::pin!(notified);
+            // Registered before the count is read, so a record in between is not missed.
+            notified.as_mut().enable();
+            if count(key) >= n {
+                return;
+            }
+            notified.await;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(10), reached).await;
     count(key)
 }
 
@@ -61,6 +88,10 @@ pub struct LabTask {
     /// Make setup take this long.
     #[serde(default)]
     pub setup_ms: Option<u64>,
+    /// Make setup record `{tag}:setup-started`, then wait until it is dropped, which records
+    /// `{tag}:setup-dropped`.
+    #[serde(default)]
+    pub hold_setup: bool,
     /// Make setup fail with this message (`"panic"` panics).
     #[serde(default)]
     pub fail_setup: Option<String>,
@@ -118,6 +149,7 @@ impl Environment for Lab {
                 answer: (2 * id).to_string(),
                 tag: None,
                 setup_ms: None,
+                hold_setup: false,
                 fail_setup: None,
             })
             .collect())
@@ -126,6 +158,12 @@ impl Environment for Lab {
     async fn new(task: LabTask, secrets: Secrets) -> Result<Self, EnvError> {
         if let Some(ms) = task.setup_ms {
             tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
+        if task.hold_setup {
+            let tag = task.tag.as_deref().unwrap_or("untagged");
+            let _dropped = RecordOnDrop(format!("{tag}:setup-dropped"));
+            record(&format!("{tag}:setup-started"));
+            std::future::pending::<()>().await;
         }
         match task.fail_setup.as_deref() {
             Some("panic") => panic!("setup exploded"),
@@ -567,7 +605,21 @@ pub fn text_of(reply: &Reply) -> String {
 /// Start a call and read until its `task_id` event; returns the open response (drop it to
 /// disconnect), the task id, and the body bytes read so far.
 pub async fn open_call(addr: SocketAddr, sid: &str, body: &str) -> (OpenBody, String, Vec<u8>) {
-    let req = Request::new("POST", "/lab/call")
+    match open_stream(addr, sid, "/lab/call", body).await {
+        Ok(open) => open,
+        Err(reply) => panic!("the call was refused: {} {}", reply.status, reply.text()),
+    }
+}
+
+/// `POST path` on `sid`, read up to its `task_id` event (a refusal before any stream is the
+/// `Err`, as a whole reply): the open response, the id and what was read.
+pub async fn open_stream(
+    addr: SocketAddr,
+    sid: &str,
+    path: &str,
+    body: &str,
+) -> Result<(OpenBody, String, Vec<u8>), Reply> {
+    let req = Request::new("POST", path)
         .sid(sid)
         .header("Accept", "text/event-stream")
         .header("Content-Type", "application/json")
@@ -575,6 +627,9 @@ pub async fn open_call(addr: SocketAddr, sid: &str, body: &str) -> (OpenBody, St
     blocking(move || {
         let mut open = req.open_body(&target(addr), READ_TIMEOUT)?;
         let mut raw = Vec::new();
+        if open.head.status != 200 {
+            return Ok(Err(Reply::from(open.finish(raw)?)));
+        }
         loop {
             let piece = open.next_piece()?.ok_or_else(|| {
                 format!("closed before task_id: {:?}", String::from_utf8_lossy(&raw))
@@ -582,7 +637,7 @@ pub async fn open_call(addr: SocketAddr, sid: &str, body: &str) -> (OpenBody, St
             raw.extend_from_slice(&piece);
             let events = ors_server::core::sse::SseDecoder::new().push(&raw);
             if let Some(e) = events.into_iter().find(|e| e.event == "task_id") {
-                return Ok((open, e.data, raw));
+                return Ok(Ok((open, e.data, raw)));
             }
         }
     })
