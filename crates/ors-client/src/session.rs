@@ -565,8 +565,10 @@ impl Session {
         self.call(&term.name, term.input(answer)).await
     }
 
-    /// The episode's tools listing, from `task_tools` or, without that route, `tools`.
-    pub(crate) async fn listing(&self) -> Result<ListToolsOutput> {
+    /// The episode's tools listing as sent (its tools, and the terminal tool and group
+    /// scoring when the environment has them), from `task_tools` or, without that route,
+    /// `tools`.
+    pub async fn listing(&self) -> Result<ListToolsOutput> {
         let http = self.shared.http();
         if !self.shared.no_task_tools.load(Ordering::Relaxed) {
             let req = Req::get(self.shared.env.path(routes::TASK_TOOLS)).sid(&self.shared.sid);

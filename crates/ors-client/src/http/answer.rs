@@ -101,16 +101,7 @@ pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String
 
 /// At most 300 characters of a body, on one line, for error messages.
 pub(crate) fn preview(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let one_line: String = text
-        .trim()
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match one_line.char_indices().nth(300) {
-        Some((i, _)) => format!("{}...", &one_line[..i]),
-        None => one_line,
-    }
+    ors_core::text::preview(&String::from_utf8_lossy(body), 300)
 }
 
 #[cfg(test)]

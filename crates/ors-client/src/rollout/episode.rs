@@ -152,7 +152,10 @@ pub struct Episode {
     pub task: Option<Value>,
     /// The sum of the rewards of the tool calls.
     pub total_reward: f64,
-    /// Policy decisions made (for an agent: model turns).
+    /// Turns the policy took: each decision that made calls (or none, as a nudged model's),
+    /// and an answer in prose that ended the episode; a stop decided without a turn (token
+    /// budget, the policy's own stop, cancellation) is not one. For an agent: its model
+    /// calls, so `steps == agent.model_calls.len()`.
     pub steps: usize,
     /// Whether a tool call reported `finished`.
     pub finished: bool,

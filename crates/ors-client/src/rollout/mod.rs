@@ -61,7 +61,8 @@ pub enum Action {
     /// counts as finished when the call says so; it ends with [`StopReason::Finished`] then,
     /// else with [`StopReason::NoToolCall`].
     Final(Call),
-    /// End the episode, for this reason.
+    /// End the episode, for this reason. Not a step, unless the reason is
+    /// [`StopReason::NoToolCall`]: a model's answer in prose is its turn.
     Stop(StopReason),
 }
 
@@ -84,6 +85,8 @@ pub struct Observation<'a> {
     pub split: &'a str,
     /// The task's index in its split.
     pub index: i64,
+    /// Which sample of the task this episode is, from 0 ([`Episode::sample`]).
+    pub sample: u32,
     /// The task itself (as `POST /{env}/task` returns it).
     pub task: &'a Value,
     /// The episode's prompt.
@@ -428,7 +431,7 @@ struct Run<'a> {
 /// What an episode's observations share: the task, its prompt and its tools.
 struct Scene<'a> {
     split: &'a str,
-    index: i64,
+    at: TaskSample,
     task: Value,
     prompt: Vec<Block>,
     tools: Vec<ToolSpec>,
@@ -439,7 +442,8 @@ impl Scene<'_> {
     fn observe<'s>(&'s self, ep: &'s Episode) -> Observation<'s> {
         Observation {
             split: self.split,
-            index: self.index,
+            index: self.at.index,
+            sample: self.at.sample,
             task: &self.task,
             prompt: &self.prompt,
             tools: &self.tools,
@@ -525,7 +529,7 @@ impl Run<'_> {
         let listing = clock.env(session.listing()).await?;
         let scene = Scene {
             split: self.split,
-            index: self.at.index,
+            at: self.at,
             task,
             prompt,
             tools: listing.tools,
@@ -565,6 +569,11 @@ impl Run<'_> {
                     return Ok(());
                 }
                 Some(Ok(Action::Stop(reason))) => {
+                    // A model that answered in prose took its turn; a stop decided before
+                    // asking (a spent token budget, a policy's own stop) took none.
+                    if reason == StopReason::NoToolCall {
+                        ep.steps += 1;
+                    }
                     ep.stop_reason = reason;
                     return Ok(());
                 }

@@ -122,9 +122,10 @@ async fn an_answer_without_tools_stops_or_is_nudged() {
         no_rejections(&model);
         let ep = &report.episodes[0];
         assert_eq!(ep.stop_reason, StopReason::NoToolCall);
-        assert_eq!((ep.steps, ep.total_reward), (0, 0.0), "no step was taken");
+        // The answer in prose was the model's turn: steps count model turns.
+        assert_eq!((ep.steps, ep.total_reward), (1, 0.0));
         assert!(ep.tool_calls.is_empty());
-        assert_eq!(ep.agent.as_ref().unwrap().model_calls.len(), 1);
+        assert_eq!(ep.agent.as_ref().unwrap().model_calls.len(), ep.steps);
 
         let nudging = AgentOptions {
             on_text: OnText::nudge(),
@@ -274,6 +275,8 @@ async fn the_token_budget_ends_the_episode() {
     let ep = &report.episodes[0];
     assert_eq!(ep.stop_reason, StopReason::TokenBudget);
     assert_eq!(ep.steps, 1, "the call that spent the budget is still made");
+    // The stop before asking the model again is no turn of it.
+    assert_eq!(ep.agent.as_ref().unwrap().model_calls.len(), ep.steps);
     assert!(matches!(&ep.tool_calls[0].outcome, Outcome::Output(_)));
 }
 

@@ -9,7 +9,7 @@ use ors_client::{
 };
 use serde_json::json;
 
-use crate::support::{client, server, server_with};
+use crate::support::{client, eventually, server, server_with};
 
 /// Answers from the task's worked solution (the number after `####`).
 struct Oracle;
@@ -290,14 +290,17 @@ async fn an_abort_ends_running_episodes_and_deletes_their_sessions() {
     let env = c.environment("conformance");
     let options = EvalOptions::default().concurrency(2);
     let stop = options.stop_handle();
-    tokio::spawn(async move {
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Abort once both minute-long calls run on the server, so it is running episodes that
+    // the abort ends.
+    let abort_when_running = async {
+        let running = eventually(|| async { srv.stats().running_calls == 2 }).await;
+        assert!(running, "the two calls never ran");
         stop.abort();
-    });
-    let report = tokio::time::timeout(
-        std::time::Duration::from_secs(20),
-        evaluate(&env, "train", 0..4, Arc::new(Sleeper(60_000)), options),
-    )
+    };
+    let run = evaluate(&env, "train", 0..4, Arc::new(Sleeper(60_000)), options);
+    let (report, ()) = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        tokio::join!(run, abort_when_running)
+    })
     .await
     .expect("the abort ended the minute-long calls");
     assert_eq!(report.episodes.len(), 2);

@@ -6,7 +6,7 @@ use ors_client::{Client, Error};
 use serde_json::json;
 
 use crate::fake::{Fake, FakeResponse};
-use crate::support::{ok, raw_post, server_with};
+use crate::support::{eventually, ok, raw_post, server_with};
 
 fn client(url: &str, ping: Option<Duration>) -> Client {
     Client::builder(url)
@@ -96,7 +96,11 @@ async fn a_vanished_server_ends_the_session_and_a_call_in_flight() {
         let s = std::sync::Arc::clone(&s);
         tokio::spawn(async move { s.call("sleep", json!({"ms": 60_000})).await })
     };
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The server goes once the call runs there, so it is a call in flight that it ends.
+    assert!(
+        eventually(|| async { srv.stats().running_calls == 1 }).await,
+        "the call never started"
+    );
     srv.shutdown().await;
 
     let reason = death(&s).await;
