@@ -27,6 +27,9 @@ use ors_core::sse::{SseDecoder, SseEvent};
 const READ_SIZE: usize = 16 * 1024;
 /// Largest response head accepted (status line and headers).
 const MAX_HEAD: usize = 256 * 1024;
+/// Largest response body read, however it is framed: the client's default `max_result_bytes`,
+/// so a server that streams without end cannot take the checker's memory.
+pub const MAX_BODY: usize = 256 * 1024 * 1024;
 
 /// Where the server under test listens, and how to talk to it.
 #[derive(Debug, Clone)]
@@ -177,14 +180,9 @@ impl Response {
     }
 }
 
-/// Up to 200 characters of a body, for failure messages.
+/// Up to 200 characters of a body on one line, for failure messages.
 pub fn snippet(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let mut s: String = text.chars().take(200).collect();
-    if text.chars().count() > 200 {
-        s.push('…');
-    }
-    s.replace('\n', "\\n").replace('\r', "\\r")
+    ors_core::text::preview(&String::from_utf8_lossy(body), 200)
 }
 
 /// One open connection.
@@ -374,10 +372,11 @@ enum Mode {
     UntilClose,
 }
 
-/// Where a body reader is: its framing, and whether the end was seen.
+/// Where a body reader is: its framing, whether the end was seen, and the bytes read so far.
 struct BodyState {
     mode: Mode,
     done: bool,
+    read: usize,
 }
 
 impl BodyState {
@@ -397,15 +396,35 @@ impl BodyState {
         } else {
             Mode::UntilClose
         };
-        Self { mode, done: false }
+        Self {
+            mode,
+            done: false,
+            read: 0,
+        }
     }
 
+    /// The next piece, refused once the body passes [`MAX_BODY`] (before reading, when its
+    /// length or a chunk's size says so).
     fn next_piece(&mut self, conn: &mut Conn) -> Result<Option<Vec<u8>>, String> {
+        let piece = self.next_framed(conn)?;
+        if let Some(piece) = &piece {
+            self.read += piece.len();
+            if self.read > MAX_BODY {
+                return Err(too_large());
+            }
+        }
+        Ok(piece)
+    }
+
+    fn next_framed(&mut self, conn: &mut Conn) -> Result<Option<Vec<u8>>, String> {
         if self.done {
             return Ok(None);
         }
         match &mut self.mode {
             Mode::Length(remaining) => {
+                if self.read.saturating_add(*remaining) > MAX_BODY {
+                    return Err(too_large());
+                }
                 if *remaining == 0 {
                     self.done = true;
                     return Ok(None);
@@ -431,6 +450,9 @@ impl BodyState {
                     self.done = true;
                     return Ok(None);
                 }
+                if self.read.saturating_add(size) > MAX_BODY {
+                    return Err(too_large());
+                }
                 let data = conn.take_exact(size)?;
                 let crlf = conn.take_line()?;
                 if !crlf.is_empty() {
@@ -447,6 +469,10 @@ impl BodyState {
             }
         }
     }
+}
+
+fn too_large() -> String {
+    format!("the response body is larger than {MAX_BODY} bytes, the most the checks read")
 }
 
 /// Reads a body piece by piece as it arrives.
@@ -642,6 +668,19 @@ mod tests {
         let t = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
         let err = Request::new("GET", "/").send(&t).expect_err("truncated");
         assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn a_body_announced_over_the_limit_is_refused_before_it_is_read() {
+        let t = serve_once(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000000\r\n\r\nabc");
+        let err = Request::new("GET", "/").send(&t).expect_err("too large");
+        assert!(err.contains("larger than 268435456 bytes"), "{err}");
+        // A chunk of 512 MiB, announced by its size line.
+        let t = serve_once(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n20000000\r\nabc",
+        );
+        let err = Request::new("GET", "/").send(&t).expect_err("too large");
+        assert!(err.contains("larger than 268435456 bytes"), "{err}");
     }
 
     #[test]

@@ -235,23 +235,18 @@ pub struct Call {
 impl Call {
     /// Read a whole call stream from `conn`.
     pub fn read(conn: &mut Conn, head: Head, method: &str) -> Result<Call, String> {
-        let mut sse = SseDecoder::new();
-        let mut calls = CallStreamDecoder::new();
-        let mut raw = Vec::new();
-        let mut events = Vec::new();
-        let mut typed = Vec::new();
-        let mut body = conn.body(&head, method);
-        while let Some(piece) = body.next_piece()? {
-            raw.extend_from_slice(&piece);
-            events.extend(sse.push(&piece));
-            typed.extend(calls.push(&piece));
-        }
-        Ok(Call {
+        let raw = conn.body(&head, method).read_all()?;
+        Ok(Call::parse(head, raw))
+    }
+
+    /// A whole call stream received as `raw`, decoded.
+    pub fn parse(head: Head, raw: Vec<u8>) -> Call {
+        Call {
+            events: SseDecoder::new().push(&raw),
+            typed: CallStreamDecoder::new().push(&raw),
             head,
             raw,
-            events,
-            typed,
-        })
+        }
     }
 
     /// Fails unless the call was answered 200 with an event stream.

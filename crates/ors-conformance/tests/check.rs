@@ -15,7 +15,7 @@ use ors_server::prelude::*;
 use ors_server::{RunningServer, Server};
 
 /// A loopback server hosting `E` on a free port.
-async fn serve<E: Environment>() -> RunningServer {
+async fn serve<E: Environment<State: Default>>() -> RunningServer {
     Server::new()
         .host("127.0.0.1")
         .port(0)
@@ -85,6 +85,10 @@ async fn gsm8k_is_ready_for_training() {
         "episode.test.49",
         "tool.submit.no-crash",
         "tool.submit.rejects-invalid",
+        // The terminal tool is exercised as a harness calls it.
+        "tool.final_answer.terminal",
+        "tool.final_answer.no-crash",
+        "tool.final_answer.rejects-invalid",
     ] {
         assert!(ids.contains(&id), "{id} missing:\n{}", lines(&report));
     }
@@ -158,6 +162,12 @@ struct Search {
 struct Word {
     /// The word.
     word: String,
+}
+
+#[wire]
+struct Verdict {
+    /// The answer, in words.
+    text: String,
 }
 
 #[wire]
@@ -244,6 +254,14 @@ impl Environment for Sloppy {
         Err(String::new())
     }
 
+    /// Take an answer given in prose.
+    #[tool(terminal)]
+    fn verdict(&self, input: Verdict) -> ToolOutput {
+        // Written for numbers; a model answers in words.
+        let n: u32 = input.text.trim().parse().expect("the answer is a number");
+        ToolOutput::text("graded").with_reward(f64::from(n))
+    }
+
     /// Rate the note.
     #[tool]
     fn rate(&self, input: Rate) -> String {
@@ -289,6 +307,7 @@ async fn every_mistake_of_a_sloppy_environment_is_named() {
         "tool.search.in-time",
         "tool.picture.wire-form",
         "tool.define.error-messages",
+        "tool.verdict.no-crash",
     ];
     let mut want = expected.to_vec();
     want.sort_unstable();
@@ -331,6 +350,8 @@ async fn every_mistake_of_a_sloppy_environment_is_named() {
     assert!(p.contains(r#"input {"query":""}"#), "{p}");
     let p = problem(&report, "tool.picture.wire-form");
     assert!(p.contains("not base64"), "{p}");
+    let p = problem(&report, "tool.verdict.no-crash");
+    assert!(p.contains("'verdict' crashed"), "{p}");
     let p = problem(&report, "tool.define.error-messages");
     assert!(
         p.contains("'define' answered ok: false with an empty error"),

@@ -15,8 +15,12 @@ use tokio::task::JoinSet;
 use super::episodes::{within, FuzzTask};
 use super::fuzz::{self, Strategy};
 use super::report::shown_exactly;
+use super::report::{count, id_part, Recorder};
 use super::rng::{hash_str, Rng};
-use super::{id_part, shell_quote, show_input, CheckItem, CheckOptions, Recorder, CONCURRENCY};
+use super::{shell_quote, show_input, CheckItem, CheckOptions};
+
+/// Episodes open at once while fuzzing.
+const CONCURRENCY: usize = 8;
 
 /// A tool to call, with the validator of its input schema.
 pub(super) struct ToolUnderTest {
@@ -446,12 +450,12 @@ fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
         .iter()
         .filter(|(p, a)| p.valid == Some(false) && !matches!(a, Answer::NoEpisode(_)))
         .count();
-    let mut items = vec![ctx.item("no-crash", &crash, Some(super::count(tried, "input")))];
+    let mut items = vec![ctx.item("no-crash", &crash, Some(count(tried, "input")))];
     if ctx.tool.validity_known() {
         let note = if invalid_tried == 0 {
             "no input the schema rejects was generated".to_owned()
         } else {
-            super::count(invalid_tried, "invalid input")
+            count(invalid_tried, "invalid input")
         };
         items.push(ctx.item("rejects-invalid", &invalid, Some(note)));
     }

@@ -2,9 +2,12 @@
 //! the task endpoints agree with each other.
 
 use ors_client::{Environment, Error, ToolSpec};
-use serde_json::Value;
+use ors_core::TerminalToolSpec;
+use serde_json::{json, Value};
 
-use super::{id_part, sample_indices, CheckItem, Recorder};
+use super::options::sample_indices;
+use super::report::{count, id_part, Recorder};
+use super::CheckItem;
 
 /// What the split checks learnt about one split, for the episode checks.
 pub(super) struct SplitInfo {
@@ -38,11 +41,15 @@ pub(super) fn listed(rec: &mut Recorder<'_>, envs: Result<Vec<String>, Error>, e
     });
 }
 
-/// `discovery.tools`, then the spec checks of each shared tool; returns the tools.
-pub(super) async fn tools(rec: &mut Recorder<'_>, env: &Environment) -> Vec<ToolSpec> {
+/// `discovery.tools`, then the spec checks of each shared tool; returns the tools and the
+/// terminal tool the listing names.
+pub(super) async fn tools(
+    rec: &mut Recorder<'_>,
+    env: &Environment,
+) -> (Vec<ToolSpec>, Option<TerminalToolSpec>) {
     let id = "discovery.tools";
-    let tools = match env.tools().await {
-        Ok(t) => t,
+    let (tools, terminal) = match env.listing().await {
+        Ok(t) => (t.tools, t.terminal_tool),
         Err(e) => {
             rec.push(CheckItem::problem(
                 id,
@@ -52,7 +59,7 @@ pub(super) async fn tools(rec: &mut Recorder<'_>, env: &Environment) -> Vec<Tool
                     env.name()
                 ),
             ));
-            return Vec::new();
+            return (Vec::new(), None);
         }
     };
     let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
@@ -76,12 +83,56 @@ pub(super) async fn tools(rec: &mut Recorder<'_>, env: &Environment) -> Vec<Tool
             ),
         )
     } else {
-        CheckItem::ok_with(id, super::count(tools.len(), "tool"))
+        CheckItem::ok_with(id, count(tools.len(), "tool"))
     });
     for spec in &tools {
         tool_spec(rec, spec, "tool");
     }
-    tools
+    (tools, terminal)
+}
+
+/// `tool.<name>.terminal` for the terminal tool the listing names (PROTOCOL_NOTES row
+/// `terminal-tool`); returns it as the tool a harness calls, to be fuzzed as the others are:
+/// its one field a required string (the model's answer in prose), or no input.
+pub(super) fn terminal_tool(
+    rec: &mut Recorder<'_>,
+    term: &TerminalToolSpec,
+    tools: &[ToolSpec],
+) -> ToolSpec {
+    let id = format!("tool.{}.terminal", id_part(&term.name));
+    let name = &term.name;
+    rec.push(if !ors_core::is_valid_tool_name(name) {
+        CheckItem::problem(
+            id,
+            format!(
+                "the terminal tool's name {name:?} breaks the tool name rule (1 to {} letters,                  digits, _ or -); harnesses call it by name; rename it",
+                ors_core::MAX_TOOL_NAME_LEN
+            ),
+        )
+    } else if tools.iter().any(|t| &t.name == name) {
+        CheckItem::problem(
+            id,
+            format!(
+                "the terminal tool '{name}' is also listed among the tools: it is the handler of                  an answer given without a tool call, listed apart; mark only one tool terminal,                  or rename one of them"
+            ),
+        )
+    } else {
+        CheckItem::ok_with(
+            id,
+            match &term.arg {
+                Some(arg) => format!("an answer in prose goes in '{arg}'"),
+                None => "takes no input".to_owned(),
+            },
+        )
+    });
+    let schema = term.arg.as_ref().map(|arg| {
+        let mut s = ors_core::JsonObject::new();
+        s.insert("type".into(), json!("object"));
+        s.insert("properties".into(), json!({ arg: {"type": "string"} }));
+        s.insert("required".into(), json!([arg]));
+        s
+    });
+    ToolSpec::new(name, term.description.clone(), schema)
 }
 
 /// `tool.<name>.name`, `.description` and `.input-schema` for one tool spec.
@@ -220,7 +271,7 @@ async fn one_split(
         Ok(tasks) => {
             rec.push(CheckItem::ok_with(
                 format!("{base}.tasks"),
-                super::count(tasks.len(), "task"),
+                count(tasks.len(), "task"),
             ));
             Some(tasks)
         }

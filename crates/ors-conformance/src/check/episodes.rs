@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use ors_client::{Block, Environment, Session, TaskRef, ToolSpec};
 
 use super::discovery::SplitInfo;
-use super::{id_part, sample_indices, CheckItem, CheckOptions, EpisodeTiming, Recorder};
+use super::options::sample_indices;
+use super::report::{count, id_part, Recorder};
+use super::{CheckItem, CheckOptions, EpisodeTiming};
 
 /// The task the tools are called in, and what its episode listed.
 pub(super) struct FuzzTask {
@@ -45,7 +47,7 @@ pub(super) async fn run(
                     let ms = ready.as_secs_f64() * 1000.0;
                     rec.push(CheckItem::ok_with(
                         id,
-                        format!("ready in {ms:.1} ms, {}", super::count(tools.len(), "tool")),
+                        format!("ready in {ms:.1} ms, {}", count(tools.len(), "tool")),
                     ));
                     timings.push(EpisodeTiming {
                         split: split.name.clone(),
@@ -115,7 +117,7 @@ async fn use_episode(
         return Err(format!(
             "the prompt of {task} is empty ({}, no text): the model would start with \
              nothing to go on; return at least one text block stating the task",
-            super::count(prompt.len(), "block")
+            count(prompt.len(), "block")
         ));
     }
     within(limit, session.tools())

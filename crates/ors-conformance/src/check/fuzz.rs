@@ -124,6 +124,29 @@ pub fn inputs(schema: Option<&Map<String, Value>>, n: usize, rng: &mut Rng) -> V
     out
 }
 
+/// One valid input for a tool with this input schema (`None`: the tool takes no input, so
+/// `{}`): its required fields and each optional one with even odds, every value within the
+/// schema's types, enums, bounds and lengths. `ors eval --policy random` plays these.
+pub fn valid_input(schema: Option<&Map<String, Value>>, rng: &mut Rng) -> Value {
+    let root = schema.map_or(Value::Null, |s| Value::Object(s.clone()));
+    let mut g = Gen {
+        root: &root,
+        rng,
+        boundary_round: 0,
+    };
+    g.make(Strategy::Typical).unwrap_or_else(|| json!({}))
+}
+
+/// A short ordinary string, as the generated inputs hold (a random answer in prose).
+pub fn text(rng: &mut Rng) -> String {
+    Gen {
+        root: &Value::Null,
+        rng,
+        boundary_round: 0,
+    }
+    .word()
+}
+
 /// The JSON type a (resolved) schema asks for.
 #[derive(Debug, Clone, PartialEq)]
 enum Kind {
@@ -353,12 +376,16 @@ impl<'a> Gen<'a> {
                 );
                 let len = self.rng.between(i128::from(lo), i128::from(hi.min(lo + 3)));
                 let items = s.get("items").map(|i| self.resolve(i));
+                let unique = s.get("uniqueItems") == Some(&Value::Bool(true));
                 let mut out = Vec::new();
                 for _ in 0..len {
-                    out.push(match items {
+                    let v = match items {
                         Some(i) if depth < MAX_DEPTH => self.value(i, depth + 1),
                         _ => Value::String(self.word()),
-                    });
+                    };
+                    if !(unique && out.contains(&v)) {
+                        out.push(v);
+                    }
                 }
                 Value::Array(out)
             }
@@ -382,12 +409,30 @@ impl<'a> Gen<'a> {
                     (None, _) => 0,
                 };
                 let end = hi.unwrap_or(i128::MAX).min(start.saturating_add(100));
-                int_value(self.rng.between(start, end))
+                let v = self.rng.between(start, end);
+                // A `multipleOf` is met by the nearest multiple at or above `v` within the
+                // bounds (or below, when above would leave them).
+                let step = s
+                    .get("multipleOf")
+                    .and_then(Value::as_u64)
+                    .filter(|m| *m > 1)
+                    .map(i128::from);
+                int_value(match step {
+                    Some(m) => {
+                        let up = v.div_euclid(m) * m + if v.rem_euclid(m) == 0 { 0 } else { m };
+                        if hi.is_some_and(|h| up > h) {
+                            up - m
+                        } else {
+                            up
+                        }
+                    }
+                    None => v,
+                })
             }
             Kind::Number => {
                 let lo = num(s, "minimum").or_else(|| num(s, "exclusiveMinimum"));
                 let hi = num(s, "maximum").or_else(|| num(s, "exclusiveMaximum"));
-                let start = lo.unwrap_or(if hi.is_some_and(|h| h < 0.0) {
+                let start = lo.unwrap_or(if hi.is_some_and(|h| h <= 0.0) {
                     hi.unwrap_or(0.0) - 100.0
                 } else {
                     0.0
@@ -395,7 +440,20 @@ impl<'a> Gen<'a> {
                 let end = hi.unwrap_or(start + 100.0).min(start + 100.0);
                 let t = self.rng.below(10_001) as f64 / 10_000.0;
                 let v = (start + (end - start) * t).clamp(start, end);
-                json!((v * 100.0).round() / 100.0)
+                let rounded = (v * 100.0).round() / 100.0;
+                // Rounding, or a bound that is exclusive, can put the value on or past an
+                // edge; the middle of the range is inside every bound.
+                let inside = |x: f64| {
+                    num(s, "minimum").is_none_or(|m| x >= m)
+                        && num(s, "maximum").is_none_or(|m| x <= m)
+                        && num(s, "exclusiveMinimum").is_none_or(|m| x > m)
+                        && num(s, "exclusiveMaximum").is_none_or(|m| x < m)
+                };
+                json!(if inside(rounded) {
+                    rounded
+                } else {
+                    (start + end) / 2.0
+                })
             }
             Kind::Boolean => Value::Bool(self.rng.coin()),
             Kind::Null => Value::Null,
@@ -622,6 +680,44 @@ mod tests {
             .map(|g| &g.input["n"])
             .collect();
         assert_eq!(&ns[..3], &[&json!(10), &json!(11), &json!(0)]);
+    }
+
+    #[test]
+    fn valid_inputs_validate_for_every_seed() {
+        // What schemars and pydantic write for typed tools: nested objects by reference,
+        // optional fields, enums, bounded and exclusive numbers, multiples, unique lists.
+        let s = schema(json!({
+            "type": "object",
+            "$defs": {"Move": {"type": "object", "properties": {
+                "dx": {"type": "integer", "minimum": -1, "maximum": 1},
+                "dir": {"type": "string", "enum": ["north", "south"]}},
+                "required": ["dx", "dir"], "additionalProperties": false}},
+            "properties": {
+                "answer": {"type": "string", "minLength": 2, "maxLength": 5},
+                "count": {"type": "integer", "format": "uint8", "minimum": 0, "maximum": 255},
+                "even": {"type": "integer", "multipleOf": 2, "minimum": 1, "maximum": 9},
+                "p": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 0.01},
+                "neg": {"type": "number", "exclusiveMaximum": 0},
+                "flag": {"type": "boolean"},
+                "moves": {"type": "array", "items": {"$ref": "#/$defs/Move"},
+                          "minItems": 1, "maxItems": 3},
+                "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": true},
+                "label": {"type": ["string", "null"]},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null},
+                "mode": {"const": "strict"}
+            },
+            "required": ["answer", "count", "even", "p", "neg", "moves", "mode"],
+            "additionalProperties": false
+        }));
+        for seed in 0..300 {
+            let input = valid_input(Some(&s), &mut Rng::new(seed));
+            assert!(valid(&s, &input), "seed {seed}: {input}");
+        }
+        assert_eq!(valid_input(None, &mut Rng::new(1)), json!({}));
+        assert_eq!(
+            valid_input(Some(&s), &mut Rng::new(4)),
+            valid_input(Some(&s), &mut Rng::new(4))
+        );
     }
 
     #[test]

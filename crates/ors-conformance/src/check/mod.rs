@@ -12,11 +12,14 @@
 //! - **episodes** ([`episodes`]): on the first, a middle and the last task of every split
 //!   (`--tasks N`: N tasks spread over the split) an episode is created, prompted (non-empty),
 //!   its `task_tools` listed, and deleted; the time until the prompt arrived is reported.
-//! - **tools, fuzzed** ([`calls`]): each tool (shared, and task-specific ones the first episode
-//!   lists) is called with `--fuzz N` inputs generated from its schema ([`fuzz`]), valid and
+//! - **tools, fuzzed** ([`calls`]): each tool (shared, task-specific ones the first episode
+//!   lists, and the terminal tool, with its one field a string: answers in prose) is called with `--fuzz N` inputs generated from its schema ([`fuzz`]), valid and
 //!   deliberately invalid; a crash, an invalid input not refused with a message, a call over
 //!   `--timeout`, a result breaking the wire form, or a non-finite number in a result is a
 //!   problem, printed with the input and the seed that reproduce it.
+//! - **escapes** ([`escapes`]): through each tool that runs commands (declared with
+//!   `"runs_commands": true`, or found by its name and schema), seven ways out of an episode
+//!   are tried; each that works is a problem naming what leaked.
 //!
 //! Which episode a call runs in: every input the schema accepts gets a fresh episode, because
 //! a tool may change state that no client can see (an attempt counter, a file), and each input
@@ -28,7 +31,9 @@
 mod calls;
 mod discovery;
 mod episodes;
+mod escapes;
 pub mod fuzz;
+mod options;
 mod report;
 pub mod rng;
 
@@ -36,61 +41,9 @@ use std::time::Duration;
 
 use ors_client::{ClientBuilder, Error};
 
+pub use options::{clock_seed, CheckOptions, DEFAULT_FUZZ, DEFAULT_TIMEOUT};
+use report::Recorder;
 pub use report::{one_line, shell_quote, show_input, CheckItem, CheckReport, EpisodeTiming};
-
-/// Inputs generated per tool unless `--fuzz` says otherwise.
-pub const DEFAULT_FUZZ: usize = 20;
-/// The limit on one call (and on one ordinary request) unless `--timeout` says otherwise.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Episodes open at once while fuzzing.
-const CONCURRENCY: usize = 8;
-
-/// What to check.
-#[derive(Debug, Clone)]
-pub struct CheckOptions {
-    /// The environment's name.
-    pub env: String,
-    /// Tasks per split to open episodes on (spread evenly, first and last included); `None`:
-    /// the first, a middle and the last.
-    pub tasks: Option<usize>,
-    /// Inputs generated per tool (0: no tool is called).
-    pub fuzz: usize,
-    /// The seed of the generated inputs.
-    pub seed: u64,
-    /// The limit on one call or request.
-    pub timeout: Duration,
-}
-
-impl CheckOptions {
-    /// The defaults for `env`, with a seed taken from the clock.
-    pub fn new(env: impl Into<String>) -> Self {
-        Self {
-            env: env.into(),
-            tasks: None,
-            fuzz: DEFAULT_FUZZ,
-            seed: clock_seed(),
-            timeout: DEFAULT_TIMEOUT,
-        }
-    }
-
-    /// The `ors check` arguments that regenerate this run's inputs.
-    fn reproduce_args(&self) -> String {
-        let mut args = format!("--seed {}", self.seed);
-        if self.fuzz != DEFAULT_FUZZ {
-            args.push_str(&format!(" --fuzz {}", self.fuzz));
-        }
-        args
-    }
-}
-
-/// A seed that differs from run to run, so repeated checks explore different inputs.
-pub fn clock_seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    // Keep seeds short enough to retype.
-    (nanos ^ u64::from(std::process::id())) % 1_000_000
-}
 
 /// Why a check could not run at all.
 #[derive(Debug, thiserror::Error)]
@@ -129,105 +82,46 @@ pub async fn run(
         Err(e) => Err(e),
     };
     let env = client.environment(opts.env.clone());
-    let mut rec = Recorder {
-        items: Vec::new(),
-        on_item,
-    };
+    let mut rec = Recorder::new(on_item);
     discovery::listed(&mut rec, listed, &opts.env);
-    let shared = discovery::tools(&mut rec, &env).await;
+    let (shared, terminal) = discovery::tools(&mut rec, &env).await;
+    let terminal = terminal.map(|term| discovery::terminal_tool(&mut rec, &term, &shared));
     let splits = discovery::splits(&mut rec, &env, opts.tasks).await;
     let (episodes, fuzz_task) = episodes::run(&mut rec, &env, &splits, opts).await;
-    let mut tools: Vec<calls::ToolUnderTest> = shared
-        .iter()
-        .map(|spec| calls::ToolUnderTest::new(spec.clone()))
-        .collect();
-    if let Some(task) = &fuzz_task {
-        for spec in &task.task_tools {
-            if !shared.iter().any(|s| s.name == spec.name) {
-                discovery::tool_spec(&mut rec, spec, "task-specific tool");
-                tools.push(calls::ToolUnderTest::new(spec.clone()));
-            }
+    // The shared tools, then the task-specific ones the fuzzed episode lists beside them.
+    let mut specs = shared.clone();
+    for spec in fuzz_task.iter().flat_map(|task| &task.task_tools) {
+        if !shared.iter().any(|s| s.name == spec.name) {
+            discovery::tool_spec(&mut rec, spec, "task-specific tool");
+            specs.push(spec.clone());
         }
     }
     if opts.fuzz > 0 {
+        let mut tools: Vec<_> = specs
+            .iter()
+            .cloned()
+            .map(calls::ToolUnderTest::new)
+            .collect();
+        // The terminal tool is called as a harness calls it, with answers in prose (and broken
+        // ones): a crash there ends every episode a model answers in words.
+        tools.extend(terminal.map(calls::ToolUnderTest::new));
         calls::fuzz(&mut rec, &env, fuzz_task.as_ref(), &tools, opts).await;
     }
+    escapes::run(
+        &mut rec,
+        &env,
+        fuzz_task.as_ref(),
+        &specs,
+        opts,
+        client.url(),
+    )
+    .await;
     Ok(CheckReport {
         url: client.url().to_owned(),
         env: opts.env.clone(),
         seed: opts.seed,
         fuzz: opts.fuzz,
-        items: rec.items,
+        items: rec.into_items(),
         episodes,
     })
-}
-
-/// Collects the items of a run and hands each to the caller as it is added.
-struct Recorder<'a> {
-    items: Vec<CheckItem>,
-    on_item: &'a mut (dyn FnMut(&CheckItem) + Send),
-}
-
-impl Recorder<'_> {
-    fn push(&mut self, item: CheckItem) {
-        (self.on_item)(&item);
-        self.items.push(item);
-    }
-}
-
-/// A name as part of a check id: as is when it is a plain name, else JSON-quoted (so a tool
-/// called `look up` gives `tool."look up".name`, still one token per dot).
-fn id_part(name: &str) -> String {
-    if ors_core::is_valid_tool_name(name) {
-        name.to_owned()
-    } else {
-        serde_json::Value::String(name.to_owned()).to_string()
-    }
-}
-
-/// `n thing` or `n things`.
-fn count(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
-}
-
-/// The indices checked in a split of `count` tasks: `n` spread evenly with the first and the
-/// last included, or (no `n`) the first, the middle and the last.
-fn sample_indices(count: u64, n: Option<usize>) -> Vec<u64> {
-    if count == 0 {
-        return Vec::new();
-    }
-    let n = n.unwrap_or(3).max(1) as u64;
-    let mut out: Vec<u64> = if n == 1 {
-        vec![0]
-    } else {
-        (0..n).map(|i| i * (count - 1) / (n - 1)).collect()
-    };
-    out.dedup();
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn samples_are_first_middle_last_or_spread() {
-        assert_eq!(sample_indices(50, None), vec![0, 24, 49]);
-        assert_eq!(sample_indices(2, None), vec![0, 1]);
-        assert_eq!(sample_indices(1, None), vec![0]);
-        assert_eq!(sample_indices(0, None), Vec::<u64>::new());
-        assert_eq!(sample_indices(100, Some(5)), vec![0, 24, 49, 74, 99]);
-        assert_eq!(sample_indices(100, Some(1)), vec![0]);
-        assert_eq!(sample_indices(3, Some(10)), vec![0, 1, 2]);
-    }
-
-    #[test]
-    fn ids_quote_names_that_are_not_plain() {
-        assert_eq!(id_part("submit"), "submit");
-        assert_eq!(id_part("look up"), "\"look up\"");
-    }
 }

@@ -1,6 +1,6 @@
 //! The results of `ors check`: one item per check, printed as `ok <id>` or
-//! `problem <id>: <what, where, how to fix>`, the summary `N passed, M failed`, and the JSON
-//! report.
+//! `problem <id>: <what, where, how to fix>` as it is recorded, the summary `N passed, M
+//! failed`, and the JSON report; and how ids and counts are written in them.
 
 use serde_json::{json, Value};
 
@@ -218,6 +218,50 @@ pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// Collects the items of a run and hands each to the caller as it is added.
+pub(super) struct Recorder<'a> {
+    items: Vec<CheckItem>,
+    on_item: &'a mut (dyn FnMut(&CheckItem) + Send),
+}
+
+impl<'a> Recorder<'a> {
+    pub(super) fn new(on_item: &'a mut (dyn FnMut(&CheckItem) + Send)) -> Self {
+        Self {
+            items: Vec::new(),
+            on_item,
+        }
+    }
+
+    pub(super) fn push(&mut self, item: CheckItem) {
+        (self.on_item)(&item);
+        self.items.push(item);
+    }
+
+    /// Every item, in the order they were added.
+    pub(super) fn into_items(self) -> Vec<CheckItem> {
+        self.items
+    }
+}
+
+/// A name as part of a check id: as is when it is a plain name, else JSON-quoted (so a tool
+/// called `look up` gives `tool."look up".name`, still one token per dot).
+pub(super) fn id_part(name: &str) -> String {
+    if ors_core::is_valid_tool_name(name) {
+        name.to_owned()
+    } else {
+        serde_json::Value::String(name.to_owned()).to_string()
+    }
+}
+
+/// `n thing` or `n things`.
+pub(super) fn count(n: usize, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,5 +294,11 @@ mod tests {
     fn shell_quoting_survives_single_quotes() {
         assert_eq!(shell_quote("train"), "train");
         assert_eq!(shell_quote(r#"{"a":"it's"}"#), r#"'{"a":"it'\''s"}'"#);
+    }
+
+    #[test]
+    fn ids_quote_names_that_are_not_plain() {
+        assert_eq!(id_part("submit"), "submit");
+        assert_eq!(id_part("look up"), "\"look up\"");
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{clause, Clause, Group};
+use super::clause::{clause, Clause, Group};
 use crate::http::{Request, Response, Target};
 use crate::support::{ensure, expect_error, expect_ok_json, Check, Ctx};
 

@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use ors_core::sse::SseDecoder;
+use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
 use serde_json::{json, Value};
 
-use super::{clause, Clause, Group};
+use super::clause::{clause, Clause, Group};
 use crate::http::Request;
 use crate::support::{
     b64_decode, comment_offsets, ensure, expect_error, expect_json, expect_status, first_text,
@@ -558,14 +558,24 @@ fn parallel_64(ctx: &Ctx) -> Check {
 
 fn concurrent_same_session(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
-    let (slow, fast) = std::thread::scope(|scope| {
-        let slow = scope.spawn(|| s.text("sleep", json!({"ms": 400})));
-        std::thread::sleep(Duration::from_millis(50));
-        let fast = scope.spawn(|| s.text("echo", json!({"text": "overlap"})));
-        (slow.join(), fast.join())
-    });
-    let slow = slow.map_err(|_| "thread panicked".to_owned())??;
-    let fast = fast.map_err(|_| "thread panicked".to_owned())??;
+    // The second call is sent once the first call's stream has begun (its task_id comes first:
+    // clause calls.sse.task_id-first), so the server holds the first call by then: the two
+    // overlap by what the server said, not by a pause that a loaded machine can outlast.
+    let sleep = json!({"name": "sleep", "input": {"ms": 400}});
+    let mut slow = ctx
+        .call_request(&s.sid, &sleep)
+        .open_body(&ctx.target, ctx.target.timeout)?;
+    let (mut raw, mut sse, mut began) = (Vec::new(), SseDecoder::new(), false);
+    while !began {
+        let piece = slow
+            .next_piece()?
+            .ok_or("the sleep call's stream ended before its task_id")?;
+        began = sse.push(&piece).iter().any(|e| e.event == EVENT_TASK_ID);
+        raw.extend_from_slice(&piece);
+    }
+    let fast = s.text("echo", json!({"text": "overlap"}))?;
+    let slow = slow.finish(raw)?;
+    let slow = first_text(&Call::parse(slow.head, slow.body).output()?)?;
     ensure!(
         slow == "slept" && fast == "overlap",
         "got {slow:?} and {fast:?}"

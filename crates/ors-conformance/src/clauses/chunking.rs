@@ -5,7 +5,7 @@ use ors_core::sse::CallEvent;
 use ors_core::RunToolOutput;
 use serde_json::json;
 
-use super::{clause, Clause, Group};
+use super::clause::{clause, Clause, Group};
 use crate::support::{ensure, first_text, Call, Check, Ctx, Session};
 
 const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {

@@ -5,7 +5,7 @@
 use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
-use super::{clause, Clause, Group};
+use super::clause::{clause, Clause, Group};
 use crate::support::{
     ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
     task, tasks, Check, Ctx, SPLITS,

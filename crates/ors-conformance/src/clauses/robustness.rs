@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::{clause, Clause, Group};
+use super::clause::{clause, Clause, Group};
 use crate::http::{Conn, Request, Response};
 use crate::support::{ensure, expect_error, expect_ok_json, expect_status, task, Check, Ctx};
 

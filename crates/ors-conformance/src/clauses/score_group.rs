@@ -8,7 +8,7 @@ use ors_core::protocol::{routes, EVENT_STREAM};
 use ors_core::sse::{EVENT_CHUNK, EVENT_END, EVENT_TASK_ID};
 use serde_json::{json, Value};
 
-use super::{clause, Clause, Group};
+use super::clause::{clause, Clause, Group};
 use crate::http::Request;
 use crate::support::{ensure, expect_ok_json, Call, Check, Ctx};
 

@@ -8,7 +8,7 @@ use ors_core::sse::SseDecoder;
 use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
-use super::{clause, Clause, Group};
+use super::clause::{clause, Clause, Group};
 use crate::http::{Request, Response};
 use crate::support::{
     ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
