@@ -3,18 +3,11 @@
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use ors_client::{Environment, Error, RunToolOutput, Session, TaskRef};
+use ors_client::{Environment, Error, RunToolOutput, Session};
 use serde_json::{json, Value};
 
+use crate::args::TaskArgs;
 use crate::render;
-
-/// Which task the episode runs.
-pub enum TaskChoice {
-    /// `--task JSON`.
-    Json(String),
-    /// `--split S --index I`.
-    At(String, i64),
-}
 
 /// Parse `TOOL [INPUT] TOOL [INPUT] ...`: a word starting with `{` (after blanks) is the JSON
 /// input of the tool before it; a tool without one gets `{}`. Tool names never start with `{`.
@@ -42,19 +35,12 @@ pub fn parse_calls(words: &[String]) -> Result<Vec<(String, Value)>, Error> {
 /// Open the episode, make the calls, print them, delete it. Exit 1 when a call failed.
 pub async fn call(
     env: &Environment,
-    task: TaskChoice,
+    task: TaskArgs,
     words: &[String],
     json: bool,
 ) -> Result<ExitCode, Error> {
     let calls = parse_calls(words)?;
-    let task_ref = match task {
-        TaskChoice::Json(t) => {
-            let v: Value = serde_json::from_str(&t)
-                .map_err(|e| Error::InvalidArgument(format!("--task is not JSON: {e}")))?;
-            TaskRef::spec(&v)?
-        }
-        TaskChoice::At(split, index) => TaskRef::at(split, index),
-    };
+    let task_ref = task.task_ref()?;
     let progress: Arc<Mutex<Vec<Value>>> = Arc::default();
     let sink = Arc::clone(&progress);
     let session = env

@@ -1,19 +1,23 @@
 //! `ors`: list, inspect, play and check Open Reward Standard environments from the command
 //! line.
 
+mod args;
 mod call;
 mod check;
 mod eval;
 mod mcp;
+mod new;
 mod play;
 mod render;
 mod report;
 mod results;
+mod shutdown;
 mod stats;
 mod trajectories;
 
 use std::process::ExitCode;
 
+use args::{parse_provider, parse_range, parse_roots, TaskArgs};
 use clap::{Args, Parser, Subcommand};
 use ors_client::{Client, ClientBuilder, Environment, Error, Provider, TlsRoots};
 
@@ -109,8 +113,9 @@ enum Command {
     Check(check::CheckArgs),
     /// Check a server hosting the conformance fixture against the protocol, clause by clause.
     Conformance(ors_conformance::ConformanceArgs),
-    /// Evaluate a language model as an agent over a split's tasks (OpenAI-compatible or
-    /// Anthropic API): one trajectory per line in --out, a summary at the end.
+    /// Evaluate a policy over a split's tasks (a language model as an agent, OpenAI-compatible
+    /// or Anthropic API, or random tool calls): one trajectory per line in --out, a summary
+    /// at the end.
     Eval(Box<eval::EvalArgs>),
     /// Turn trajectory files of `ors eval --out` into one self-contained HTML report (summary,
     /// plots, task table, trajectory viewer, comparison of runs) or a Markdown summary.
@@ -118,6 +123,9 @@ enum Command {
     /// Serve one episode to an MCP client (Claude Code, Codex, IDE agents): the episode's tools
     /// as MCP tools, its prompt as the `task` prompt, over stdio or streamable HTTP.
     Mcp(mcp::McpArgs),
+    /// Create a new environment crate in DIR: a small working environment (two splits, a
+    /// typed task, a multi-step tool, a test), ready for `cargo run` and `ors check`.
+    New(new::NewArgs),
 }
 
 /// `--json` of the commands that print data (`ors conformance` takes `--json FILE` instead).
@@ -126,45 +134,6 @@ struct JsonOut {
     /// Print JSON instead of tables, for scripts.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Args, Debug)]
-#[group(required = true, multiple = true)]
-struct TaskArgs {
-    /// Split of the task (with --index).
-    #[arg(long, requires = "index", conflicts_with = "task")]
-    split: Option<String>,
-    /// Index of the task in the split (with --split).
-    #[arg(long, requires = "split", conflicts_with = "task")]
-    index: Option<i64>,
-    /// The task as JSON, instead of --split/--index.
-    #[arg(long)]
-    task: Option<String>,
-}
-
-fn parse_roots(s: &str) -> Result<TlsRoots, String> {
-    s.parse()
-}
-
-fn parse_provider(s: &str) -> Result<Provider, String> {
-    s.parse::<Provider>().map_err(|e| e.to_string())
-}
-
-fn parse_range(s: &str) -> Result<(Option<i64>, Option<i64>), String> {
-    let (a, b) = s
-        .split_once(':')
-        .ok_or_else(|| format!("expected A:B, got {s:?}"))?;
-    let bound = |x: &str| -> Result<Option<i64>, String> {
-        let x = x.trim();
-        if x.is_empty() {
-            Ok(None)
-        } else {
-            x.parse()
-                .map(Some)
-                .map_err(|_| format!("{x:?} is not an integer"))
-        }
-    };
-    Ok((bound(a)?, bound(b)?))
 }
 
 #[tokio::main]
@@ -195,6 +164,9 @@ async fn main() -> ExitCode {
             eprintln!("ors report: error: {}", render::one_line(&e));
             ExitCode::FAILURE
         });
+    }
+    if let Command::New(args) = &cli.command {
+        return new::run(args);
     }
     let builder = client_builder(&cli);
     if let Command::Check(args) = cli.command {
@@ -261,7 +233,13 @@ async fn run(cli: Cli, builder: ClientBuilder) -> Result<ExitCode, Error> {
             match format {
                 Some(p) => println!("{}", render::pretty(&env.tools_for(p).await?)),
                 None if json => println!("{}", render::pretty(&env.tools().await?)),
-                None => print!("{}", render::tools_table(&env.tools().await?)),
+                None => {
+                    let listing = env.listing().await?;
+                    print!(
+                        "{}",
+                        render::tools_table(&listing.tools, listing.terminal_tool.as_ref())
+                    );
+                }
             }
         }
         Command::Splits {
@@ -293,22 +271,13 @@ async fn run(cli: Cli, builder: ClientBuilder) -> Result<ExitCode, Error> {
             calls,
             out: JsonOut { json },
         } => {
-            let task = match (task.task, task.split, task.index) {
-                (Some(t), _, _) => call::TaskChoice::Json(t),
-                (None, Some(split), Some(index)) => call::TaskChoice::At(split, index),
-                _ => {
-                    return Err(Error::InvalidArgument(
-                        "give --task JSON or both --split and --index".into(),
-                    ))
-                }
-            };
             return call::call(&client.environment(env), task, &calls, json).await;
         }
         Command::Play { env, split, index } => {
             play::run(&client.environment(env), &split, index).await?;
         }
         Command::Mcp(args) => return mcp::run(client.environment(args.env.clone()), args).await,
-        Command::Check(_) | Command::Conformance(_) | Command::Report(_) => {
+        Command::Check(_) | Command::Conformance(_) | Command::Report(_) | Command::New(_) => {
             unreachable!("handled in main")
         }
         Command::Eval(_) => unreachable!("handled above"),
@@ -349,15 +318,6 @@ async fn tasks(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranges_follow_slice_syntax() {
-        assert_eq!(parse_range("2:5"), Ok((Some(2), Some(5))));
-        assert_eq!(parse_range(":5"), Ok((None, Some(5))));
-        assert_eq!(parse_range("-3:"), Ok((Some(-3), None)));
-        assert!(parse_range("5").is_err());
-        assert!(parse_range("a:b").is_err());
-    }
 
     #[test]
     fn the_command_line_is_well_formed() {

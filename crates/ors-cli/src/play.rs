@@ -2,15 +2,76 @@
 
 use std::io::{IsTerminal, Write};
 
-use ors_client::{Environment, Error, Session, TaskRef};
-use serde_json::Value;
+use ors_client::{Environment, Error, Session, TaskRef, ToolSpec};
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::render;
 
-const HELP: &str = "\
-Type a tool call as `NAME {JSON input}` (the input may be left out when the tool takes none),
-e.g. `submit {\"answer\": \"18\"}`. Other commands: `tools`, `prompt`, `help`, `quit`.";
+/// The help, its example a call of one of this episode's own tools.
+fn help(tools: &[ToolSpec]) -> String {
+    let example = tools
+        .iter()
+        .find(|t| t.input_schema.is_some())
+        .or(tools.first())
+        .map(|t| format!(", as `{}` here", call_example(t)))
+        .unwrap_or_default();
+    format!(
+        "Type a tool call as `NAME {{JSON input}}`, the input an object of the tool's parameters \
+         (left out when the tool takes none){example}. Other commands: `tools`, `prompt`, \
+         `help`, `quit`."
+    )
+}
+
+/// A call of `tool` as typed here: its name and an input of its required parameters (all of
+/// them when none is required), each a placeholder of its type.
+fn call_example(tool: &ToolSpec) -> String {
+    let Some(schema) = &tool.input_schema else {
+        return tool.name.clone();
+    };
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut input = serde_json::Map::new();
+    for (name, prop) in props.into_iter().flatten() {
+        if required.is_empty() || required.contains(&name.as_str()) {
+            input.insert(name.clone(), placeholder(prop));
+        }
+    }
+    if input.is_empty() {
+        return tool.name.clone();
+    }
+    format!("{} {}", tool.name, Value::Object(input))
+}
+
+/// A value of the type a property's schema names: its first enum value, `"..."` for a string.
+fn placeholder(prop: &Value) -> Value {
+    if let Some(first) = prop
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    let ty = match prop.get("type") {
+        Some(Value::Array(types)) => types
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null"),
+        Some(t) => t.as_str(),
+        None => None,
+    };
+    match ty {
+        Some("integer") | Some("number") => json!(0),
+        Some("boolean") => json!(false),
+        Some("array") => json!([]),
+        Some("object") => json!({}),
+        _ => json!("..."),
+    }
+}
 
 /// What one line of input asks for.
 #[derive(Debug, PartialEq)]
@@ -21,6 +82,8 @@ enum Line {
     Prompt,
     Quit,
     Call(String, Value),
+    /// A call whose input is JSON but not an object: the tool, and what the input was.
+    NotObject(String, &'static str),
     Bad(String),
 }
 
@@ -39,7 +102,7 @@ fn parse(line: &str) -> Line {
         (name, true) => Line::Call(name.to_owned(), Value::Object(Default::default())),
         (name, false) => match serde_json::from_str::<Value>(rest) {
             Ok(v @ Value::Object(_)) => Line::Call(name.to_owned(), v),
-            Ok(_) => Line::Bad("the input must be a JSON object, like {\"answer\": \"18\"}".into()),
+            Ok(other) => Line::NotObject(name.to_owned(), ors_core::types::json_kind(&other)),
             Err(e) => Line::Bad(format!("the input is not JSON: {e}")),
         },
     }
@@ -64,13 +127,13 @@ pub async fn run(env: &Environment, split: &str, index: i64) -> Result<(), Error
 async fn play(session: &Session) -> Result<f64, Error> {
     let interactive = std::io::stdin().is_terminal();
     let prompt = session.prompt().await?;
-    let tools = session.tools().await?;
     print!("{}", render::blocks(&prompt));
     println!();
-    print!("{}", render::tools_table(&tools));
+    let listing = session.listing().await?;
+    print!("{}", tools_table(&listing));
     println!();
     if interactive {
-        println!("{HELP}");
+        println!("{}", help(&listing.tools));
     }
     let mut total = 0.0;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -89,23 +152,34 @@ async fn play(session: &Session) -> Result<f64, Error> {
         };
         match parse(&line) {
             Line::Empty => {}
-            Line::Help => println!("{HELP}"),
-            Line::Tools => print!("{}", render::tools_table(&session.tools().await?)),
+            Line::Help => println!("{}", help(&listing.tools)),
+            Line::Tools => print!("{}", tools_table(&listing)),
             Line::Prompt => print!("{}", render::blocks(&session.prompt().await?)),
             Line::Quit => {
                 println!("quit; total reward {total}");
                 return Ok(total);
+            }
+            Line::NotObject(name, kind) => {
+                let example = listing
+                    .tools
+                    .iter()
+                    .find(|t| t.name == name)
+                    .map(|t| format!(", as `{}`", call_example(t)))
+                    .unwrap_or_else(|| " (`tools` lists them)".to_owned());
+                println!(
+                    "the input must be a JSON object of the tool's parameters{example}, not {kind}"
+                );
             }
             Line::Bad(msg) => println!("{msg}"),
             Line::Call(name, input) => match session.call(&name, input).await {
                 Ok(out) => {
                     total += out.reward.unwrap_or(0.0);
                     print!("{}", render::output(&out));
-                    println!("total reward {total}");
                     if out.finished {
                         println!("episode finished; total reward {total}");
                         return Ok(total);
                     }
+                    println!("total reward {total}");
                 }
                 Err(Error::ToolError { message, .. }) => println!("tool error: {message}"),
                 Err(Error::ToolCrashed { message }) => println!("tool crashed: {message}"),
@@ -114,6 +188,11 @@ async fn play(session: &Session) -> Result<f64, Error> {
         }
         let _ = std::io::stdout().flush();
     }
+}
+
+/// The episode's tools as a table, its terminal tool marked.
+fn tools_table(listing: &ors_core::ListToolsOutput) -> String {
+    render::tools_table(&listing.tools, listing.terminal_tool.as_ref())
 }
 
 #[cfg(test)]
@@ -134,7 +213,42 @@ mod tests {
         assert_eq!(parse("tools"), Line::Tools);
         assert_eq!(parse("quit"), Line::Quit);
         assert_eq!(parse(""), Line::Empty);
-        assert!(matches!(parse("submit 72"), Line::Bad(_)));
+        assert_eq!(
+            parse("submit 72"),
+            Line::NotObject("submit".into(), "a number")
+        );
         assert!(matches!(parse("submit {oops"), Line::Bad(m) if m.contains("not JSON")));
+    }
+
+    #[test]
+    fn the_help_shows_a_call_of_the_episodes_own_tools() {
+        let schema = |v: Value| v.as_object().cloned();
+        let tools = [
+            ToolSpec::new("counter", "d", None),
+            ToolSpec::new(
+                "move",
+                "d",
+                schema(json!({"type": "object", "properties": {
+                    "dir": {"enum": ["north", "south"]},
+                    "steps": {"type": "integer"},
+                    "note": {"type": ["string", "null"]}
+                }, "required": ["dir", "steps"]})),
+            ),
+        ];
+        assert_eq!(call_example(&tools[1]), r#"move {"dir":"north","steps":0}"#);
+        assert_eq!(call_example(&tools[0]), "counter");
+        let h = help(&tools);
+        assert!(
+            h.contains(r#"as `move {"dir":"north","steps":0}` here"#),
+            "{h}"
+        );
+        assert!(!h.contains("gsm8k"), "{h}");
+        // Without required fields every field is shown.
+        let open = ToolSpec::new(
+            "say",
+            "d",
+            schema(json!({"type": "object", "properties": {"text": {"type": "string"}}})),
+        );
+        assert_eq!(call_example(&open), r#"say {"text":"..."}"#);
     }
 }

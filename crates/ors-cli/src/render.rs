@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use ors_client::{Block, ToolOutput, ToolSpec};
+use ors_client::{Block, TerminalToolSpec, ToolOutput, ToolSpec};
 use serde_json::Value;
 
 /// A table with a header row; every column but the last is padded, cells are cut at `max`.
@@ -160,15 +160,27 @@ fn type_name(root: &Value, s: &Value) -> String {
     }
 }
 
-/// The tools as a table: name, parameters, first line of the description.
-pub fn tools_table(tools: &[ToolSpec]) -> String {
-    let rows: Vec<Vec<String>> = tools
+/// The tools as a table: name, parameters, first line of the description. The terminal tool,
+/// which listings name apart from their tools, is the last row, marked `(terminal)`: a harness
+/// calls it with the model's plain answer, and it can be called by name like any other.
+pub fn tools_table(tools: &[ToolSpec], terminal: Option<&TerminalToolSpec>) -> String {
+    let first_line = |d: &str| d.lines().next().unwrap_or("").to_owned();
+    let mut rows: Vec<Vec<String>> = tools
         .iter()
-        .map(|t| {
-            let first = t.description.lines().next().unwrap_or("").to_owned();
-            vec![t.name.clone(), params(t), first]
-        })
+        .map(|t| vec![t.name.clone(), params(t), first_line(&t.description)])
         .collect();
+    if let Some(t) = terminal.filter(|t| !tools.iter().any(|s| s.name == t.name)) {
+        let param = t
+            .arg
+            .as_ref()
+            .map_or_else(|| "(none)".to_owned(), |a| format!("{a}: string"));
+        let what = "(terminal) takes the model's answer given in prose";
+        let description = match first_line(&t.description) {
+            d if d.is_empty() => what.to_owned(),
+            d => format!("{what}; {d}"),
+        };
+        rows.push(vec![t.name.clone(), param, description]);
+    }
     table(&["NAME", "PARAMETERS", "DESCRIPTION"], &rows, 100)
 }
 
@@ -304,6 +316,31 @@ mod tests {
 
     fn spec(schema: Option<Value>) -> ToolSpec {
         ToolSpec::new("t", "d", schema.and_then(|v| v.as_object().cloned()))
+    }
+
+    #[test]
+    fn the_terminal_tool_is_a_marked_row_of_the_tools_table() {
+        let submit = ToolSpec::new("submit", "Submit an answer.\nMore.", None);
+        let give_up = TerminalToolSpec {
+            name: "give_up".into(),
+            arg: Some("reason".into()),
+            description: "Stop trying.".into(),
+        };
+        let text = tools_table(std::slice::from_ref(&submit), Some(&give_up));
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].starts_with("submit "), "{text}");
+        assert!(lines[1].ends_with("Submit an answer."), "{text}");
+        assert!(lines[2].starts_with("give_up "), "{text}");
+        assert!(lines[2].contains("reason: string"), "{text}");
+        assert!(
+            lines[2].ends_with("(terminal) takes the model's answer given in prose; Stop trying."),
+            "{text}"
+        );
+        // Listed by the server among the tools too: one row.
+        let both = [submit, ToolSpec::new("give_up", "Stop trying.", None)];
+        assert_eq!(tools_table(&both, Some(&give_up)).lines().count(), 3);
+        assert_eq!(tools_table(&both[..1], None).lines().count(), 2);
     }
 
     #[test]

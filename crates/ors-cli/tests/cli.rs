@@ -251,7 +251,7 @@ async fn failures_exit_non_zero_with_one_line() {
 async fn play_reads_calls_from_a_pipe() {
     let srv = server().await;
     let url = srv.url().to_string();
-    let script = "help\necho {\"text\": \"hello there\"}\nsubmit {\"answer\": \"oops\nhint\nsubmit {\"answer\": \"4\"}\necho {\"text\": \"never\"}\n";
+    let script = "help\necho {\"text\": \"hello there\"}\nsubmit {\"answer\": \"oops\nhint\nsubmit 4\nsubmit {\"answer\": \"4\"}\necho {\"text\": \"never\"}\n";
     let out = ok(&ors(
         &[
             "play",
@@ -272,20 +272,27 @@ async fn play_reads_calls_from_a_pipe() {
         "the tools are listed: {out}"
     );
     assert!(out.contains("Type a tool call"), "help: {out}");
+    // Its example is a call of the episode's own tools, not gsm8k's.
+    assert!(out.contains(r#"as `echo {"text":"..."}` here"#), "{out}");
     assert!(
         out.contains("hello there\nreward 0  finished false\ntotal reward 0"),
         "{out}"
     );
     assert!(out.contains("the input is not JSON"), "{out}");
+    assert!(
+        out.contains(
+            r#"the input must be a JSON object of the tool's parameters, as `submit {"answer":"..."}`, not a number"#
+        ),
+        "{out}"
+    );
     assert!(out.contains("The answer is 4"), "{out}");
+    // The total is said once at the end, not again before it.
     assert!(
-        out.contains("Correct!\nreward 1  finished true\ntotal reward 1"),
+        out.trim_end()
+            .ends_with("Correct!\nreward 1  finished true\nepisode finished; total reward 1"),
         "{out}"
     );
-    assert!(
-        out.trim_end().ends_with("episode finished; total reward 1"),
-        "{out}"
-    );
+    assert_eq!(out.matches("total reward 1").count(), 1, "{out}");
     assert!(
         !out.contains("never"),
         "play stops when the episode finishes"

@@ -132,9 +132,31 @@ async fn an_ors_episode_served_by_ors_mcp_comes_back_as_ors_tools() {
 /// The token the tests give `ors mcp --http`.
 const TOKEN: &str = "test-token-0123456789";
 
+/// A running `ors mcp --http`, killed and reaped when dropped: a test that fails halfway
+/// leaves no process holding the test's stderr (which would keep CI waiting for it).
+struct McpChild(Child);
+
+impl McpChild {
+    /// SIGTERM, as a supervisor stops it.
+    fn terminate(&self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+    }
+}
+
+impl Drop for McpChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// `ors mcp --http 127.0.0.1:0` for the fixture at `ors_url`, with `extra` arguments: the
 /// process and its MCP URL (from its ready line). `--token` is the caller's to give.
-async fn ors_mcp_http(ors_url: &str, extra: &[&str], stderr: Stdio) -> (Child, String) {
+async fn ors_mcp_http(ors_url: &str, extra: &[&str], stderr: Stdio) -> (McpChild, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ors"))
         .args(episode_args(ors_url))
         .args(["--http", "127.0.0.1:0"])
@@ -147,6 +169,7 @@ async fn ors_mcp_http(ors_url: &str, extra: &[&str], stderr: Stdio) -> (Child, S
         .spawn()
         .expect("ors mcp starts");
     let stdout = child.stdout.take().expect("piped");
+    let child = McpChild(child);
     let ready = tokio::task::spawn_blocking(move || {
         let mut line = String::new();
         let _ = BufReader::new(stdout).read_line(&mut line);
@@ -223,15 +246,10 @@ async fn open_mcp_session(target: &Target) -> (Option<String>, Value) {
     (sid, message(&r))
 }
 
-fn stop(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ors_mcp_over_http_serves_mcp_toolset_and_deletes_its_sessions_on_sigterm() {
     let srv = server().await;
-    let (mut child, url) = ors_mcp_http(&srv.url(), &["--token", TOKEN], Stdio::inherit()).await;
+    let (child, url) = ors_mcp_http(&srv.url(), &["--token", TOKEN], Stdio::inherit()).await;
 
     let server = McpServer::url(url)
         .bearer_token(TOKEN)
@@ -252,14 +270,13 @@ async fn ors_mcp_over_http_serves_mcp_toolset_and_deletes_its_sessions_on_sigter
     assert_eq!(out.output().unwrap().blocks[0].as_text(), Some("over http"));
     sessions_become(&srv, 1).await;
 
-    let pid = child.id().to_string();
-    let killed = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    let exited = tokio::task::spawn_blocking(move || child.wait());
-    let status = tokio::time::timeout(LIMIT, exited)
+    child.terminate();
+    let exited = tokio::task::spawn_blocking(move || {
+        let mut child = child;
+        let status = child.0.wait();
+        (status, child)
+    });
+    let (status, _child) = tokio::time::timeout(LIMIT, exited)
         .await
         .expect("ors mcp exits")
         .unwrap();
@@ -325,7 +342,7 @@ async fn ors_mcp_over_http_refuses_a_foreign_origin_and_requests_without_the_tok
     )
     .await;
     assert_eq!(stolen.status(), 403, "an open session is no way in either");
-    stop(child);
+    drop(child);
     srv.shutdown().await;
 }
 
@@ -333,7 +350,7 @@ async fn ors_mcp_over_http_refuses_a_foreign_origin_and_requests_without_the_tok
 async fn ors_mcp_over_http_prints_a_generated_token_once_when_none_is_given() {
     let srv = server().await;
     let (mut child, url) = ors_mcp_http(&srv.url(), &[], Stdio::piped()).await;
-    let stderr = child.stderr.take().unwrap();
+    let stderr = child.0.stderr.take().unwrap();
     let line = tokio::task::spawn_blocking(move || {
         BufReader::new(stderr)
             .lines()
@@ -354,7 +371,7 @@ async fn ors_mcp_over_http_prints_a_generated_token_once_when_none_is_given() {
     assert_eq!(r.status(), 401);
     let r = send(mcp_post(&initialize(), Some(&token), None), &target).await;
     assert_eq!(r.status(), 200, "{}", r.text());
-    stop(child);
+    drop(child);
     srv.shutdown().await;
 }
 
@@ -385,17 +402,22 @@ async fn ors_mcp_over_http_caps_its_sessions_and_opens_no_episode_beyond() {
         "no ORS session for the refused one"
     );
 
-    // Ending one frees its place.
+    // Ending one frees its place: once the DELETE is answered, its ORS session is gone and
+    // a new initialize finds room (the client need not wait or retry).
     let delete = Request::new("DELETE", "/mcp")
         .header("Authorization", format!("Bearer {TOKEN}"))
         .header("Mcp-Session-Id", a.unwrap());
     let r = send(delete, &target).await;
     assert!(r.status() < 300, "{}", r.status());
-    sessions_become(&srv, 1).await;
+    assert_eq!(
+        srv.stats().sessions,
+        1,
+        "the DELETE waits for the ORS delete"
+    );
     let (_, again) = open_mcp_session(&target).await;
     assert!(again.get("result").is_some(), "{again}");
     sessions_become(&srv, 2).await;
-    stop(child);
+    drop(child);
     srv.shutdown().await;
 }
 
@@ -420,6 +442,6 @@ async fn ors_mcp_over_http_ends_idle_sessions_but_not_one_waiting_for_a_call() {
     let later = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
     let r = send(mcp_post(&later, Some(TOKEN), Some(&sid)), &target).await;
     assert_eq!(r.status(), 404, "{}", r.text());
-    stop(child);
+    drop(child);
     srv.shutdown().await;
 }

@@ -1,8 +1,10 @@
-//! `ors eval`: a language model as an agent over an environment's tasks (K samples of each),
-//! one trajectory per line, a summary with intervals and pass@k at the end.
+//! `ors eval`: a language model as an agent over an environment's tasks (K samples of each), or
+//! schema-valid random calls (`--policy random`), one trajectory per line, a summary with
+//! intervals and pass@k at the end.
 
 mod out;
 mod progress;
+mod random;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -20,6 +22,7 @@ use ors_client::{
 use serde_json::{json, Value};
 
 use self::progress::Progress;
+pub use self::random::RandomPolicy;
 use crate::results::{RunStats, Scored};
 
 /// Arguments of `ors eval`.
@@ -31,12 +34,19 @@ pub struct EvalArgs {
     /// Split of the tasks.
     #[arg(long, required_unless_present = "print_schema")]
     split: Option<String>,
-    /// Model name, as the model server knows it.
-    #[arg(long, required_unless_present = "print_schema")]
+    /// Who plays: `model` (the model at --base-url) or `random` (a random tool each step, with
+    /// an input generated from its input schema; no model needed).
+    #[arg(long, value_enum, default_value_t = PolicyKind::Model)]
+    policy: PolicyKind,
+    /// The seed of --policy random (default 0): the same seed plays the same calls.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Model name, as the model server knows it (required with --policy model).
+    #[arg(long)]
     model: Option<String>,
     /// The model server's base URL: https://api.openai.com/v1, http://localhost:8000/v1
-    /// (vLLM), https://api.anthropic.com.
-    #[arg(long, value_name = "URL", required_unless_present = "print_schema")]
+    /// (vLLM), https://api.anthropic.com (required with --policy model).
+    #[arg(long, value_name = "URL")]
     base_url: Option<String>,
     /// The model server's API.
     #[arg(long, default_value = "openai", value_parser = parse_api)]
@@ -46,7 +56,7 @@ pub struct EvalArgs {
     #[arg(long, value_name = "KEY", hide_env_values = true)]
     model_api_key: Option<String>,
     /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
-    #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = crate::parse_range)]
+    #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = crate::args::parse_range)]
     indices: Option<(Option<i64>, Option<i64>)>,
     /// At most N tasks (the first N of the selected ones).
     #[arg(long, value_name = "N")]
@@ -105,6 +115,22 @@ pub struct EvalArgs {
     print_schema: bool,
 }
 
+/// Who plays the episodes of `ors eval`.
+#[derive(clap::ValueEnum, serde::Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum PolicyKind {
+    /// A language model, as an agent.
+    Model,
+    /// Schema-valid random tool calls, no model needed.
+    Random,
+}
+
+/// The policy a run plays, made from the arguments.
+enum Player {
+    Model(Agent),
+    Random(RandomPolicy),
+}
+
 fn parse_api(s: &str) -> Result<Api, String> {
     s.parse()
 }
@@ -136,11 +162,8 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
         let _ = writeln!(std::io::stdout(), "{}", crate::render::pretty(&schema()));
         return Ok(ExitCode::SUCCESS);
     }
-    let missing = |what: &str| Error::InvalidArgument(format!("{what} is required"));
     let env_name = args.env.clone().ok_or_else(|| missing("ENV"))?;
     let split = args.split.clone().ok_or_else(|| missing("--split"))?;
-    let model = args.model.clone().ok_or_else(|| missing("--model"))?;
-    let base_url = args.base_url.clone().ok_or_else(|| missing("--base-url"))?;
     if !(args.step_timeout.is_finite() && args.step_timeout > 0.0) {
         return Err(Error::InvalidArgument(
             "--step-timeout must be a number of seconds above 0".into(),
@@ -148,34 +171,17 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     }
     let step = Duration::from_secs_f64(args.step_timeout);
     let client = builder.call_timeout(Some(step)).build()?;
-
-    let mut opts = ModelOptions::new(args.api, base_url, model)
-        .timeout(step)
-        .max_response_bytes(args.max_response_bytes);
-    if let Some(k) = args.model_api_key.clone().filter(|k| !k.is_empty()) {
-        opts = opts.api_key(k);
-    }
-    if let Some(t) = args.temperature {
-        opts = opts.temperature(t);
-    }
-    if let Some(n) = args.max_tokens {
-        opts = opts.max_tokens(n);
-    }
-    if let Some(extra) = args.extra.clone() {
-        opts = opts.extra(extra);
-    }
-    let agent = Agent::with_options(
-        opts.connect(&client)?,
-        AgentOptions {
-            system: args.system.clone(),
-            on_text: if args.nudge {
-                OnText::nudge()
-            } else {
-                OnText::Stop
-            },
-            token_budget: args.token_budget,
-        },
-    );
+    let player = match args.policy {
+        PolicyKind::Model if args.seed.is_some() => {
+            return Err(Error::InvalidArgument(
+                "--seed is for --policy random (a model's sampling takes --temperature, or a \
+                 seed in --extra)"
+                    .into(),
+            ))
+        }
+        PolicyKind::Model => Player::Model(agent(&args, &client, step)?),
+        PolicyKind::Random => Player::Random(RandomPolicy::new(args.seed.unwrap_or(0))),
+    };
 
     let env = client.environment(&env_name);
     let n = env.num_tasks(&split).await?;
@@ -241,7 +247,14 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     };
 
     let started = Instant::now();
-    let report = evaluate_samples(&env, &split, to_run, Arc::new(agent), options).await;
+    let report = match player {
+        Player::Model(agent) => {
+            evaluate_samples(&env, &split, to_run, Arc::new(agent), options).await
+        }
+        Player::Random(random) => {
+            evaluate_samples(&env, &split, to_run, Arc::new(random), options).await
+        }
+    };
     let wall = started.elapsed();
     ctrl_c.abort();
     progress.finish();
@@ -269,6 +282,43 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn missing(what: &str) -> Error {
+    Error::InvalidArgument(format!("{what} is required"))
+}
+
+/// The agent of `--policy model`: the model the arguments name, through `client`.
+fn agent(args: &EvalArgs, client: &ors_client::Client, step: Duration) -> Result<Agent, Error> {
+    let model = args.model.clone().ok_or_else(|| missing("--model"))?;
+    let base_url = args.base_url.clone().ok_or_else(|| missing("--base-url"))?;
+    let mut opts = ModelOptions::new(args.api, base_url, model)
+        .timeout(step)
+        .max_response_bytes(args.max_response_bytes);
+    if let Some(k) = args.model_api_key.clone().filter(|k| !k.is_empty()) {
+        opts = opts.api_key(k);
+    }
+    if let Some(t) = args.temperature {
+        opts = opts.temperature(t);
+    }
+    if let Some(n) = args.max_tokens {
+        opts = opts.max_tokens(n);
+    }
+    if let Some(extra) = args.extra.clone() {
+        opts = opts.extra(extra);
+    }
+    Ok(Agent::with_options(
+        opts.connect(client)?,
+        AgentOptions {
+            system: args.system.clone(),
+            on_text: if args.nudge {
+                OnText::nudge()
+            } else {
+                OnText::Stop
+            },
+            token_budget: args.token_budget,
+        },
+    ))
 }
 
 /// Consecutive episodes that could not reach the ORS server after which no more are started:
@@ -387,6 +437,8 @@ fn print_summary(s: &Summary, stats: &RunStats, counts: &Counts, wall: Duration,
             "wall_s": wall.as_secs_f64(),
             "episodes_per_s": rate,
             "out": args.out,
+            "policy": args.policy,
+            "seed": (args.policy == PolicyKind::Random).then(|| args.seed.unwrap_or(0)),
         });
         println!("{}", crate::render::pretty(&doc));
         return;
@@ -448,10 +500,16 @@ fn print_summary(s: &Summary, stats: &RunStats, counts: &Counts, wall: Duration,
             "stop reasons".to_owned(),
             kinds(&s.stop_reasons, s.episodes),
         ),
-        (
-            "tokens".to_owned(),
-            format!("{} in, {} out", s.input_tokens, s.output_tokens),
-        ),
+        match args.policy {
+            PolicyKind::Model => (
+                "tokens".to_owned(),
+                format!("{} in, {} out", s.input_tokens, s.output_tokens),
+            ),
+            PolicyKind::Random => (
+                "policy".to_owned(),
+                format!("random, seed {}", args.seed.unwrap_or(0)),
+            ),
+        },
         (
             "wall time".to_owned(),
             format!("{:.1} s ({rate:.1} episodes/s)", wall.as_secs_f64()),

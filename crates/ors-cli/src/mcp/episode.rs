@@ -79,6 +79,9 @@ pub struct Episode {
     session: Mutex<Option<Arc<Session>>>,
     /// Serialises opening, so two concurrent first requests open one session.
     opening: tokio::sync::Mutex<()>,
+    /// Held while the session is deleted, so every `close` returns only once it is deleted
+    /// (and its slot given back), whichever of them did it.
+    closing: tokio::sync::Mutex<()>,
     /// The session's tools, fetched once (they are fixed for an episode).
     tools: tokio::sync::OnceCell<Vec<ToolSpec>>,
     finished: AtomicBool,
@@ -148,6 +151,7 @@ impl Episode {
             spec,
             session: Mutex::new(None),
             opening: tokio::sync::Mutex::new(()),
+            closing: tokio::sync::Mutex::new(()),
             tools: tokio::sync::OnceCell::new(),
             finished: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -287,10 +291,13 @@ impl Episode {
         Ok((out, session.sid().to_owned()))
     }
 
-    /// Delete the ORS session (if it was opened); later requests fail. Idempotent.
+    /// Delete the ORS session (if it was opened); later requests fail. Idempotent, and every
+    /// call returns once the session is deleted and its slot free: a client told its MCP
+    /// session is deleted can initialize a new one at once.
     pub async fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         self.shutdown.cancel();
+        let _closing = self.closing.lock().await;
         let taken = self.session.lock().ok().and_then(|mut s| s.take());
         // Held until the session is deleted (the end of this function).
         let _slot = self.slot.lock().ok().and_then(|mut s| s.take());

@@ -2,6 +2,7 @@
 //! Every request is checked first (bearer token, `Origin`, `Host`: see [`super::access`]);
 //! sessions are bounded ([`super::episode::Slots`]) and end when idle.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -16,12 +17,13 @@ use hyper::header::{HeaderValue, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use ors_client::Error;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
 use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::access::{Access, Refusal};
@@ -31,20 +33,50 @@ use super::handler::{EpisodeServer, Eras};
 /// The MCP endpoint.
 pub const PATH: &str = "/mcp";
 
-/// The episodes of live MCP sessions, so a shutdown deletes them all.
+/// Connections open at once; one beyond is closed unanswered. Each holds at most a request
+/// head ([`MAX_HEAD_BYTES`]) and a body (rmcp's 4 MiB) in memory, so with this cap a flood of
+/// connections cannot take the process's memory or file descriptors (512 stays under the
+/// common soft limit of 1024 open files, with room for the ORS connections).
+pub const MAX_CONNECTIONS: usize = 512;
+
+/// Largest request head (start line and headers); a larger one is 431.
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// Time a request head may take to arrive; a slower connection is closed.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The episodes of live MCP sessions, so a shutdown deletes them all, and by MCP session id,
+/// so a client's DELETE is answered once its episode is deleted.
 #[derive(Default)]
-struct Episodes(Mutex<Vec<Weak<Episode>>>);
+struct Episodes {
+    all: Mutex<Vec<Weak<Episode>>>,
+    by_id: Mutex<HashMap<SessionId, Weak<Episode>>>,
+}
 
 impl Episodes {
     fn add(&self, episode: &Arc<Episode>) {
-        if let Ok(mut all) = self.0.lock() {
+        if let Ok(mut all) = self.all.lock() {
             all.retain(|w| w.strong_count() > 0);
             all.push(Arc::downgrade(episode));
         }
     }
 
+    /// Remember that the MCP session `id` holds `episode` (its `initialize` was answered).
+    fn name(&self, id: SessionId, episode: &Arc<Episode>) {
+        if let Ok(mut by_id) = self.by_id.lock() {
+            by_id.retain(|_, w| w.strong_count() > 0);
+            by_id.insert(id, Arc::downgrade(episode));
+        }
+    }
+
+    /// The episode of the MCP session `id`, forgotten here.
+    fn take(&self, id: &str) -> Option<Arc<Episode>> {
+        let mut by_id = self.by_id.lock().ok()?;
+        by_id.remove(id).and_then(|w| w.upgrade())
+    }
+
     fn live(&self) -> Vec<Arc<Episode>> {
-        self.0
+        self.all
             .lock()
             .map(|all| all.iter().filter_map(Weak::upgrade).collect())
             .unwrap_or_default()
@@ -126,8 +158,9 @@ pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Err
     let idle_timeout = opts.idle_timeout;
     // Over HTTP stdout is free, so the ready line goes there, as ors-server's does.
     println!("ors mcp listening on http://{local}{PATH}");
+    let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let (stream, _) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) => {
@@ -135,17 +168,24 @@ pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Err
                     continue;
                 }
             },
-            () = super::shutdown_signal() => break,
+            () = crate::shutdown::signal() => break,
+        };
+        let Ok(open) = Arc::clone(&connections).try_acquire_owned() else {
+            tracing::warn!(%peer, max = MAX_CONNECTIONS, "too many connections: closing one");
+            drop(stream);
+            continue;
         };
         let service = service.clone();
         let conn_stop = stop.clone();
         let access = Arc::clone(&access);
         let manager = Arc::clone(&manager);
+        let episodes = Arc::clone(&episodes);
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
                 let service = service.clone();
                 let access = Arc::clone(&access);
                 let manager = Arc::clone(&manager);
+                let episodes = Arc::clone(&episodes);
                 async move {
                     if req.uri().path() != PATH {
                         return Ok::<_, Infallible>(not_found());
@@ -154,7 +194,11 @@ pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Err
                         tracing::warn!(reason = ?refusal_kind(&refusal), "MCP request refused");
                         return Ok(refused(&refusal));
                     }
-                    let delete = req.method() == Method::DELETE;
+                    let deleted = (req.method() == Method::DELETE)
+                        .then(|| req.headers().get(HEADER_SESSION_ID))
+                        .flatten()
+                        .and_then(|v| v.to_str().ok())
+                        .map(str::to_owned);
                     let created = Arc::new(Mutex::new(None));
                     let mut response = CREATED
                         .scope(Arc::clone(&created), service.handle(req))
@@ -165,19 +209,36 @@ pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Err
                         .get(HEADER_SESSION_ID)
                         .and_then(|v| v.to_str().ok())
                         .map(SessionId::from);
-                    if let (Some(episode), Some(id), Some(idle)) = (episode, id, idle_timeout) {
-                        tokio::spawn(expire_when_idle(episode, id, idle, manager));
+                    if let (Some(episode), Some(id)) = (episode, id) {
+                        episodes.name(id.clone(), &episode);
+                        if let Some(idle) = idle_timeout {
+                            tokio::spawn(expire_when_idle(episode, id, idle, manager));
+                        }
                     }
-                    // rmcp acknowledges a session's deletion with 202; the Python SDK's
-                    // client expects 200 or 204 and logs anything else as a failure. The
-                    // deletion is done, so say so.
-                    if delete && response.status() == StatusCode::ACCEPTED {
-                        *response.status_mut() = StatusCode::NO_CONTENT;
+                    if let Some(id) = deleted.filter(|_| response.status().is_success()) {
+                        // rmcp ends the session's handler without waiting for it; the
+                        // answer waits until the ORS session is deleted and its place
+                        // free, so an initialize sent next finds room.
+                        if let Some(episode) = episodes.take(&id) {
+                            episode.close().await;
+                        }
+                        // rmcp acknowledges a deletion with 202; the Python SDK's client
+                        // expects 200 or 204 and logs anything else as a failure. The
+                        // deletion is done, so say so.
+                        if response.status() == StatusCode::ACCEPTED {
+                            *response.status_mut() = StatusCode::NO_CONTENT;
+                        }
                     }
                     Ok(response)
                 }
             });
-            let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+            let _open = open;
+            let conn = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
+                .max_header_size(MAX_HEAD_BYTES)
+                .max_buf_size(MAX_HEAD_BYTES + 8192)
+                .serve_connection(TokioIo::new(stream), svc);
             tokio::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use ors_client::{Environment, Error, Secrets, TaskRef};
+use ors_client::{Environment, Error, Secrets};
 use rmcp::ServiceExt;
 
 pub use access::TOKEN_ENV;
@@ -38,7 +38,7 @@ pub struct McpArgs {
     /// Environment name.
     pub env: String,
     #[command(flatten)]
-    pub task: crate::TaskArgs,
+    pub task: crate::args::TaskArgs,
     /// Serve MCP over streamable HTTP on this address (endpoint `/mcp`), one episode per MCP
     /// session, instead of one episode over stdio.
     #[arg(long, value_name = "ADDR")]
@@ -93,19 +93,7 @@ fn secrets(flags: &[(String, String)], env: Option<&str>) -> Result<Secrets, Err
 
 /// Run `ors mcp` until the MCP client leaves or a signal arrives.
 pub async fn run(env: Environment, args: McpArgs) -> Result<ExitCode, Error> {
-    let task = match (args.task.task, args.task.split, args.task.index) {
-        (Some(t), _, _) => {
-            let v: serde_json::Value = serde_json::from_str(&t)
-                .map_err(|e| Error::InvalidArgument(format!("--task is not JSON: {e}")))?;
-            TaskRef::spec(&v)?
-        }
-        (None, Some(split), Some(index)) => TaskRef::at(split, index),
-        _ => {
-            return Err(Error::InvalidArgument(
-                "give --task JSON or both --split and --index".into(),
-            ))
-        }
-    };
+    let task = args.task.task_ref()?;
     let secrets = secrets(&args.secrets, std::env::var(SECRETS_ENV).ok().as_deref())?;
     let Some(addr) = args.http else {
         let spec = EpisodeSpec {
@@ -148,7 +136,7 @@ async fn stdio(spec: EpisodeSpec) -> Result<ExitCode, Error> {
     let server = EpisodeServer::new(Arc::clone(&episode), Eras::All);
     let served = tokio::select! {
         served = server.serve(rmcp::transport::stdio()) => served,
-        () = shutdown_signal() => {
+        () = crate::shutdown::signal() => {
             episode.close().await;
             return Ok(ExitCode::SUCCESS);
         }
@@ -162,7 +150,7 @@ async fn stdio(spec: EpisodeSpec) -> Result<ExitCode, Error> {
                         tracing::warn!(error = %e, "the MCP service ended with an error");
                     }
                 }
-                () = shutdown_signal() => token.cancel(),
+                () = crate::shutdown::signal() => token.cancel(),
             }
             ExitCode::SUCCESS
         }
@@ -174,30 +162,6 @@ async fn stdio(spec: EpisodeSpec) -> Result<ExitCode, Error> {
     };
     episode.close().await;
     Ok(code)
-}
-
-/// SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-            }
-            _ => std::future::pending().await,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use flate2::Compression;
 use ors_client::Episode;
 use serde_json::{json, Value};
 
-use super::{comparisons, Run};
+use super::runs::{comparisons, Run};
 use crate::results::TaskKey;
 
 const TEMPLATE: &str = include_str!("page.html");

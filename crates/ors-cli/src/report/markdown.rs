@@ -6,7 +6,7 @@ use std::fmt::Write;
 use crate::results::{percent, Comparison, Estimate, RunStats, TaskKey};
 use crate::stats::Difference;
 
-use super::{comparisons, Run};
+use super::runs::{comparisons, Run};
 
 /// Flipped tasks listed by name before the rest are only counted.
 const MAX_LISTED: usize = 20;

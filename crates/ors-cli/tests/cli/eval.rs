@@ -231,6 +231,8 @@ async fn answers_without_tools_broken_arguments_and_rate_limits() {
         ),
         (Some(0.0), Some(3))
     );
+    // Its answer in words was its turn: one step, one model call.
+    assert_eq!(s["mean_steps"], 1.0);
     let (s, _) = eval_out(&url, &talker, "nudged", &["--limit", "3", "--nudge"]).await;
     assert_eq!(s["mean_reward"], 1.0);
 
@@ -535,4 +537,160 @@ async fn tls_options_reach_the_client() {
     let o = ors(&["--tls-roots", "both", "envs"], "").await;
     assert!(!o.status.success());
     assert!(stderr(&o).contains("mozilla or system"), "{}", stderr(&o));
+}
+
+/// `ors eval ENV --split SPLIT --policy random MORE --json --out FILE`, which must succeed:
+/// what it printed and the trajectories written.
+async fn random_run(
+    url: &str,
+    env: &str,
+    split: &str,
+    name: &str,
+    more: &[&str],
+) -> (Value, Vec<Value>) {
+    let out = out_file(name);
+    let mut args: Vec<String> = [
+        "--url", url, "eval", env, "--split", split, "--policy", "random",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    args.extend(more.iter().map(|s| (*s).to_owned()));
+    args.extend([
+        "--json".into(),
+        "--out".into(),
+        out.to_str().unwrap().into(),
+    ]);
+    let o = run_ors(args).await;
+    let printed: Value = serde_json::from_str(&ok(&o)).expect("--json prints JSON");
+    (printed, trajectories(&out))
+}
+
+/// Each episode's calls (name and input), by task and sample, in call order.
+fn plays(lines: &[Value]) -> std::collections::BTreeMap<(i64, u64), Vec<(String, Value)>> {
+    lines
+        .iter()
+        .map(|t| {
+            let calls = t["tool_calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| (c["name"].as_str().unwrap().to_owned(), c["input"].clone()))
+                .collect();
+            (
+                (t["index"].as_i64().unwrap(), t["sample"].as_u64().unwrap()),
+                calls,
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_random_policy_plays_valid_calls_and_a_seed_replays_them() {
+    let srv = server().await;
+    let url = srv.url();
+    let run = [
+        "--limit",
+        "4",
+        "--samples",
+        "2",
+        "--max-steps",
+        "6",
+        "--concurrency",
+        "3",
+    ];
+    let with_seed = |seed: &'static str| {
+        let mut args = run.to_vec();
+        args.extend(["--seed", seed]);
+        args
+    };
+    let (printed, first) =
+        random_run(&url, "conformance", "train", "random-a", &with_seed("7")).await;
+    assert_eq!(
+        (printed["policy"].as_str(), printed["seed"].as_u64()),
+        (Some("random"), Some(7))
+    );
+    assert_eq!(printed["summary"]["episodes"], 8);
+    assert_eq!(first.len(), 8);
+
+    // Every input is valid under the input schema of the tool called, as the episode's session
+    // lists it (the fixture adds tools per task).
+    let env = client(&url).environment("conformance");
+    let mut calls = 0;
+    for t in &first {
+        assert!(t["agent"].is_null(), "no model played");
+        let index = t["index"].as_i64().unwrap();
+        let session = env
+            .session(ors_client::TaskRef::at("train", index))
+            .open()
+            .await
+            .unwrap();
+        let listing = session.listing().await.unwrap();
+        session.close().await.unwrap();
+        let steps = t["steps"].as_u64().unwrap();
+        assert!((1..=6).contains(&steps), "{t}");
+        for c in t["tool_calls"].as_array().unwrap() {
+            calls += 1;
+            let name = c["name"].as_str().unwrap();
+            let spec = listing
+                .tools
+                .iter()
+                .find(|s| s.name == name)
+                .unwrap_or_else(|| panic!("{name} is one of the session's tools"));
+            match &spec.input_schema {
+                Some(schema) => {
+                    let v = jsonschema::validator_for(&Value::Object(schema.clone())).unwrap();
+                    assert!(
+                        v.is_valid(&c["input"]),
+                        "{name}({}) under {schema:?}",
+                        c["input"]
+                    );
+                }
+                None => assert_eq!(c["input"], json!({}), "{name} takes no input"),
+            }
+        }
+        let reason = t["stop_reason"].as_str().unwrap();
+        assert!(
+            reason == "max_steps" && steps == 6 || reason == "finished" && t["finished"] == true,
+            "{t}"
+        );
+    }
+    assert!(calls >= 8, "{calls} calls");
+
+    // The same seed plays the same calls in every episode (whatever ran beside it); another
+    // seed plays others.
+    let (_, again) = random_run(&url, "conformance", "train", "random-b", &with_seed("7")).await;
+    assert_eq!(plays(&again), plays(&first));
+    let (_, other) = random_run(&url, "conformance", "train", "random-c", &with_seed("8")).await;
+    assert_ne!(plays(&other), plays(&first));
+    // A task's samples are episodes of their own, not copies.
+    let by = plays(&first);
+    assert!((0..4).any(|i| by[&(i, 0)] != by[&(i, 1)]), "{by:?}");
+
+    // gsm8k: the terminal tool is among the choices; the human summary names the policy.
+    let o = ors(
+        &[
+            "--url", &url, "eval", "gsm8k", "--split", "test", "--policy", "random", "--limit", "3",
+        ],
+        "",
+    )
+    .await;
+    let text = ok(&o);
+    assert!(text.contains("episodes      3\n"), "{text}");
+    assert!(text.contains("policy        random, seed 0\n"), "{text}");
+    // A model's flags are not needed, and a seed without the random policy is refused.
+    let o = ors(
+        &[
+            "--url", &url, "eval", "gsm8k", "--split", "test", "--seed", "3",
+        ],
+        "",
+    )
+    .await;
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--seed is for --policy random"),
+        "{}",
+        stderr(&o)
+    );
+    srv.shutdown().await;
 }

@@ -1,0 +1,79 @@
+//! Arguments several commands share: which task (`--split`/`--index` or `--task`), and the
+//! parsers of a slice range, a provider and a root store.
+
+use clap::Args;
+use ors_client::{Error, Provider, TaskRef, TlsRoots};
+
+/// Which task: `--split S --index I`, or `--task JSON`.
+#[derive(Args, Debug)]
+#[group(required = true, multiple = true)]
+pub struct TaskArgs {
+    /// Split of the task (with --index).
+    #[arg(long, requires = "index", conflicts_with = "task")]
+    split: Option<String>,
+    /// Index of the task in the split (with --split).
+    #[arg(long, requires = "split", conflicts_with = "task")]
+    index: Option<i64>,
+    /// The task as JSON, instead of --split/--index.
+    #[arg(long)]
+    task: Option<String>,
+}
+
+impl TaskArgs {
+    /// The task these arguments name.
+    pub fn task_ref(self) -> Result<TaskRef, Error> {
+        match (self.task, self.split, self.index) {
+            (Some(t), _, _) => {
+                let v: serde_json::Value = serde_json::from_str(&t)
+                    .map_err(|e| Error::InvalidArgument(format!("--task is not JSON: {e}")))?;
+                TaskRef::spec(&v)
+            }
+            (None, Some(split), Some(index)) => Ok(TaskRef::at(split, index)),
+            _ => Err(Error::InvalidArgument(
+                "give --task JSON or both --split and --index".into(),
+            )),
+        }
+    }
+}
+
+/// `--tls-roots`.
+pub fn parse_roots(s: &str) -> Result<TlsRoots, String> {
+    s.parse()
+}
+
+/// `--format` of `ors tools`.
+pub fn parse_provider(s: &str) -> Result<Provider, String> {
+    s.parse::<Provider>().map_err(|e| e.to_string())
+}
+
+/// `--range A:B`: Python slice bounds, either side may be empty or negative.
+pub fn parse_range(s: &str) -> Result<(Option<i64>, Option<i64>), String> {
+    let (a, b) = s
+        .split_once(':')
+        .ok_or_else(|| format!("expected A:B, got {s:?}"))?;
+    let bound = |x: &str| -> Result<Option<i64>, String> {
+        let x = x.trim();
+        if x.is_empty() {
+            Ok(None)
+        } else {
+            x.parse()
+                .map(Some)
+                .map_err(|_| format!("{x:?} is not an integer"))
+        }
+    };
+    Ok((bound(a)?, bound(b)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_follow_slice_syntax() {
+        assert_eq!(parse_range("2:5"), Ok((Some(2), Some(5))));
+        assert_eq!(parse_range(":5"), Ok((None, Some(5))));
+        assert_eq!(parse_range("-3:"), Ok((Some(-3), None)));
+        assert!(parse_range("5").is_err());
+        assert!(parse_range("a:b").is_err());
+    }
+}
