@@ -32,9 +32,9 @@ impl ServeArgs {
     }
 }
 
-/// Serve environment `E` until SIGINT/SIGTERM; the server prints its ready line
-/// (`ors-server listening on http://HOST:PORT`) to stdout. Errors go to stderr.
-pub async fn serve<E: Environment>(program: &str, args: &ServeArgs) -> ExitCode {
+/// Serve environment `E` with its start-up state until SIGINT/SIGTERM; the server prints its
+/// ready line (`ors-server listening on http://HOST:PORT`) to stdout. Errors go to stderr.
+pub async fn serve<E: Environment>(program: &str, args: &ServeArgs, state: E::State) -> ExitCode {
     ors_server::init_tracing();
     let config = match args.config() {
         Ok(config) => config,
@@ -43,7 +43,8 @@ pub async fn serve<E: Environment>(program: &str, args: &ServeArgs) -> ExitCode 
             return ExitCode::FAILURE;
         }
     };
-    match Server::with_config(config).environment::<E>().serve().await {
+    let server = Server::with_config(config).environment_with::<E>(state);
+    match server.serve().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{program}: {e}");

@@ -3,9 +3,9 @@
 //! - [`gsm8k`]: grade-school math word problems answered with a `submit` tool, the environment
 //!   of the Quick Start. It embeds 210 problems of our own in GSM8K's format and can serve the
 //!   real GSM8K files instead (`--data DIR`).
-//! - [`code`]: small Python exercises solved in a working directory of the episode's own with
-//!   `write_file`, `read_file` and `run` (commands through `ors_server::process`), graded by
-//!   `submit` running hidden tests with `python3`.
+//! - [`code`]: small Python exercises solved in a sandbox of the episode's own
+//!   (`ors_server::sandbox`) with `write_file`, `read_file` and `run`, graded by `submit` in a
+//!   fresh sandbox on a copy of the agent's files, from the values its code returns.
 //! - [`mcp_env`]: the tools of an MCP server and webhook tools served as the environment `mcp`
 //!   (`ors_server::mcp`, `ors_server::webhook`), tasks from a JSONL file.
 //! - [`conformance`]: the fixture the conformance and interop tests drive; every tool exercises
@@ -32,11 +32,18 @@
 //!
 //! The binaries `gsm8k`, `code`, `mcp_env` and `conformance` serve one environment each; all take `--host` and
 //! `--port` (which override `ORS_HOST` / `ORS_PORT`) and the other `ORS_*` variables.
+//!
+//! Cargo features, so the Quick start's `gsm8k` compiles only what it runs: `validate` (the
+//! JSON Schema validator `code`'s `#[tool(validate)]` needs), `mcp` (`mcp_env`, with
+//! `validate`), `parquet` (gsm8k's `--data` in Parquet) and `jemalloc` (the allocator the
+//! benchmarks measure the servers with). A binary that needs one requires it:
+//! `cargo run -p ors-examples --features mcp --bin mcp_env`.
 
 pub mod cli;
-#[cfg(unix)]
+#[cfg(all(unix, feature = "validate"))]
 pub mod code;
 pub mod conformance;
 pub mod gsm8k;
+#[cfg(feature = "mcp")]
 pub mod mcp_env;
 pub mod scripted_model;

@@ -10,30 +10,34 @@
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use ors_examples::mcp_env::{self, McpEnv};
+//! use std::sync::Arc;
+//!
+//! use ors_examples::mcp_env::{self, McpEnv, Setup};
 //! use ors_server::external::ExternalTools;
 //! use ors_server::mcp::McpServer;
 //! use ors_server::{Server, ServerConfig};
 //!
-//! let tools = ExternalTools::builder()
-//!     .mcp(McpServer::parse_command("python3 server.py")?)
-//!     .build()
-//!     .await?;
-//! mcp_env::set_up(tools, mcp_env::one_empty_task())?;
+//! let tools = Arc::new(
+//!     ExternalTools::builder()
+//!         .mcp(McpServer::parse_command("python3 server.py")?)
+//!         .build()
+//!         .await?,
+//! );
 //! Server::with_config(ServerConfig::from_env()?)
-//!     .environment::<McpEnv>()
+//!     .environment_with::<McpEnv>(Setup::new(Arc::clone(&tools), mcp_env::one_empty_task()))
 //!     .serve()
 //!     .await?;
+//! tools.close().await; // the MCP connections still open
 //! # Ok(())
 //! # }
 //! ```
 
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::Arc;
 
 use ors_server::external::{ExternalSession, ExternalTools};
 use ors_server::prelude::*;
-use ors_server::runtime::ToolTable;
+use ors_server::runtime::env::ToolEntry;
 use ors_server::tasks::TaskFile;
 
 /// The one split.
@@ -42,26 +46,36 @@ pub const SPLIT: &str = "default";
 /// The prompt of a task without a `prompt` field.
 pub const DEFAULT_PROMPT: &str = "Use the tools to complete the task.";
 
-/// What the environment serves, set once at start-up by [`set_up`].
-struct Setup {
-    tools: ExternalTools,
+/// What the environment serves, its start-up state: the tools from elsewhere (listed once,
+/// at start-up) and the tasks.
+#[derive(Debug)]
+pub struct Setup {
+    tools: Arc<ExternalTools>,
     tasks: TaskFile<JsonObject>,
 }
 
-static SETUP: OnceLock<Setup> = OnceLock::new();
+impl Setup {
+    /// Serve `tools` with `tasks`. The tools are shared so the caller can close their
+    /// connections when the server is done ([`ExternalTools::close`]).
+    pub fn new(tools: Arc<ExternalTools>, tasks: TaskFile<JsonObject>) -> Self {
+        Self { tools, tasks }
+    }
 
-fn setup() -> Result<&'static Setup, EnvError> {
-    SETUP
-        .get()
-        .ok_or_else(|| EnvError::msg("the mcp environment was not set up (mcp_env::set_up)"))
+    /// The tools from elsewhere.
+    pub fn tools(&self) -> &Arc<ExternalTools> {
+        &self.tools
+    }
+
+    /// The tools as the environment's table lists them: each call run by the episode's own
+    /// connection.
+    fn tool_entries(&self) -> Vec<ToolEntry<McpEnv>> {
+        self.tools.entries(|e: &McpEnv| &e.tools)
+    }
 }
 
-/// Why the environment could not be set up.
+/// Why the tasks could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
-    /// [`set_up`] was called before.
-    #[error("the mcp environment is already set up")]
-    AlreadySetUp,
     /// The task file could not be read.
     #[error(transparent)]
     Tasks(#[from] ors_server::tasks::DataError),
@@ -84,20 +98,6 @@ pub fn tasks_from(path: impl AsRef<Path>) -> Result<TaskFile<JsonObject>, SetupE
     Ok(tasks)
 }
 
-/// Serve `tools` with `tasks`; once per process, before serving.
-pub fn set_up(tools: ExternalTools, tasks: TaskFile<JsonObject>) -> Result<(), SetupError> {
-    SETUP
-        .set(Setup { tools, tasks })
-        .map_err(|_| SetupError::AlreadySetUp)
-}
-
-/// End the MCP connections still open (at shutdown).
-pub async fn close() {
-    if let Some(s) = SETUP.get() {
-        s.tools.close().await;
-    }
-}
-
 /// An episode: its task and its tools (its own MCP connection).
 #[derive(Debug)]
 pub struct McpEnv {
@@ -115,54 +115,44 @@ fn check_split(split: &str) -> Result<(), EnvError> {
     }
 }
 
-/// Written by hand rather than by `#[environment]`: every tool comes from elsewhere, listed by
-/// `/tools` (the table is built on first use, after [`set_up`]) and run by the episode's own
-/// connection.
-impl EnvironmentMeta for McpEnv {
-    const NAME: &'static str = "mcp";
-
-    fn tool_table() -> &'static ToolTable<Self> {
-        static TABLE: OnceLock<ToolTable<McpEnv>> = OnceLock::new();
-        TABLE.get_or_init(|| match SETUP.get() {
-            Some(s) => s.tools.table(|e: &McpEnv| &e.tools),
-            None => ToolTable::new(Vec::new()),
-        })
-    }
-}
-
+/// Every tool comes from elsewhere: listed by `/tools` from the start-up state, and run by the
+/// episode's own connection.
+#[environment(name = "mcp", dynamic_tools = Setup::tool_entries)]
 impl Environment for McpEnv {
     type Task = JsonObject;
+    type State = Setup;
 
     fn splits() -> Vec<Split> {
         vec![Split::train(SPLIT)]
     }
 
-    async fn num_tasks(split: &str) -> Result<Option<usize>, EnvError> {
+    async fn num_tasks(setup: &Setup, split: &str) -> Result<Option<usize>, EnvError> {
         check_split(split)?;
-        Ok(Some(setup()?.tasks.len()))
+        Ok(Some(setup.tasks.len()))
     }
 
-    async fn task(split: &str, index: usize) -> Result<JsonObject, EnvError> {
+    async fn task(setup: &Setup, split: &str, index: usize) -> Result<JsonObject, EnvError> {
         check_split(split)?;
-        Ok(setup()?.tasks.get(index).await?)
+        Ok(setup.tasks.get(index).await?)
     }
 
     async fn task_range(
+        setup: &Setup,
         split: &str,
         start: usize,
         stop: usize,
     ) -> Result<Vec<JsonObject>, EnvError> {
         check_split(split)?;
-        Ok(setup()?.tasks.range(start, stop).await?)
+        Ok(setup.tasks.range(start, stop).await?)
     }
 
-    async fn new(task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
+    async fn new(setup: &Setup, task: JsonObject, _secrets: Secrets) -> Result<Self, EnvError> {
         if task.get("prompt").is_some_and(|p| !p.is_string()) {
             return Err(EnvError::InvalidTask(
                 "the task's `prompt` must be a string".to_owned(),
             ));
         }
-        let tools = setup()?.tools.session().await.map_err(EnvError::msg)?;
+        let tools = setup.tools.session().await.map_err(EnvError::msg)?;
         Ok(Self { task, tools })
     }
 

@@ -1,26 +1,31 @@
-//! The conformance fixture's contract, checked without a server through the generated tool
-//! table: what the conformance runner and interop tests rely on.
+//! The conformance fixture's contract, checked without a server through episodes of the
+//! served environment: what the conformance runner and interop tests rely on.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test: a failed assumption is a failed test
 
 use base64::Engine as _;
 use ors_examples::conformance::{Conformance, ConformanceTask, MAX_BIG_BYTES, PNG_BASE64};
 use ors_server::prelude::*;
-use ors_server::runtime::env::{call_tool, episode_tools, shared_tools, DynEnvironment, EnvHandle};
+use ors_server::runtime::env::{DynEnvironment, EnvHandle, Episode};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-async fn episode(id: u64) -> Conformance {
-    Conformance::new(ConformanceTask::with_id(id), Secrets::default())
+async fn episode_with(id: u64, secrets: Secrets) -> Episode<Conformance> {
+    EnvHandle::<Conformance>::default()
+        .episode(ConformanceTask::with_id(id), secrets)
         .await
         .unwrap()
 }
 
-async fn call(env: &mut Conformance, name: &str, input: Value) -> RunToolOutput {
-    call_tool(env, ToolContext::detached(), name, input).await
+async fn episode(id: u64) -> Episode<Conformance> {
+    episode_with(id, Secrets::default()).await
+}
+
+async fn call(env: &mut Episode<Conformance>, name: &str, input: Value) -> RunToolOutput {
+    env.call(ToolContext::detached(), name, input).await
 }
 
 /// The result as wire JSON, so the checks read like the protocol.
-async fn call_json(env: &mut Conformance, name: &str, input: Value) -> Value {
+async fn call_json(env: &mut Episode<Conformance>, name: &str, input: Value) -> Value {
     serde_json::to_value(call(env, name, input).await).unwrap()
 }
 
@@ -63,7 +68,7 @@ async fn tasks_of_each_split() {
 
 #[tokio::test]
 async fn hosted_handle_serves_tasks_and_episodes() {
-    let handle = EnvHandle::<Conformance>::new();
+    let handle = EnvHandle::<Conformance>::default();
     assert_eq!(handle.name(), "conformance");
     assert!(
         handle.table_errors().is_empty(),
@@ -78,7 +83,7 @@ async fn hosted_handle_serves_tasks_and_episodes() {
         json!({"id": 104, "question": "What is 104+104?", "answer": "208"})
     );
     let task = handle.task("hard", 1).await.unwrap();
-    let mut session = handle.create(task, Secrets::default()).await.unwrap();
+    let mut session = handle.create(task, Secrets::default(), None).await.unwrap();
     let prompt = serde_json::to_value(session.prompt().await.unwrap()).unwrap();
     assert_eq!(
         prompt,
@@ -95,7 +100,7 @@ async fn hosted_handle_serves_tasks_and_episodes() {
 
 #[test]
 fn shared_tools_are_listed_with_schemas_and_descriptions() {
-    let tools = shared_tools::<Conformance>();
+    let tools = EnvHandle::<Conformance>::default().tools().to_vec();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(
         names,
@@ -132,22 +137,20 @@ fn shared_tools_are_listed_with_schemas_and_descriptions() {
 #[tokio::test]
 async fn hint_is_listed_only_as_a_task_tool() {
     let env = episode(3).await;
-    let all: Vec<String> = episode_tools(&env).into_iter().map(|t| t.name).collect();
+    let all: Vec<String> = env.tools().into_iter().map(|t| t.name).collect();
     assert!(all.contains(&"hint".to_owned()), "{all:?}");
-    assert!(!shared_tools::<Conformance>()
+    assert!(!EnvHandle::<Conformance>::default()
+        .tools()
         .iter()
         .any(|t| t.name == "hint"));
-    let hint = episode_tools(&env)
-        .into_iter()
-        .find(|t| t.name == "hint")
-        .unwrap();
+    let hint = env.tools().into_iter().find(|t| t.name == "hint").unwrap();
     assert_eq!(hint.input_schema, None);
 }
 
 #[tokio::test]
 async fn prompt_is_the_question() {
     let env = episode(7).await;
-    let prompt = serde_json::to_value(env.prompt().await.unwrap()).unwrap();
+    let prompt = serde_json::to_value(env.get().unwrap().prompt().await.unwrap()).unwrap();
     assert_eq!(
         prompt,
         json!([{"type": "text", "text": "What is 7+7?", "detail": null}])
@@ -177,6 +180,11 @@ async fn submit_rewards_the_right_answer_and_finishes() {
         call_json(&mut env, "submit", json!({"answer": "24"})).await,
         text_result("Correct!", json!(1.0), true)
     );
+    // Finished: a second submission is refused, in this episode.
+    let again = call_json(&mut env, "submit", json!({"answer": "24"})).await;
+    assert_eq!(again["ok"], false);
+    assert_eq!(again["reason"], "episode_finished");
+    let mut env = episode(12).await;
     assert_eq!(
         call_json(&mut env, "submit", json!({"answer": "25"})).await,
         text_result("Incorrect", json!(0.0), true)
@@ -294,16 +302,14 @@ async fn sleep_answers_slept_and_stops_when_cancelled() {
     token.cancel();
     let ctx = ToolContext::new("s", "c", token, None);
     // An hour-long sleep returns at once because its call is already cancelled.
-    let out = call_tool(&mut env, ctx, "sleep", json!({"ms": 3_600_000})).await;
+    let out = env.call(ctx, "sleep", json!({"ms": 3_600_000})).await;
     assert_eq!(out, RunToolOutput::error("sleep was cancelled"));
 }
 
 #[tokio::test]
 async fn secret_reads_the_session_secrets() {
     let secrets: Secrets = [("API_TOKEN", "s3cret")].into_iter().collect();
-    let mut env = Conformance::new(ConformanceTask::with_id(1), secrets)
-        .await
-        .unwrap();
+    let mut env = episode_with(1, secrets).await;
     assert_eq!(
         call_json(&mut env, "secret", json!({"name": "API_TOKEN"})).await,
         text_result("s3cret", Value::Null, false)

@@ -6,8 +6,8 @@
 use ors_client::{Client, Error};
 use ors_conformance::http::{Request, Response, Target};
 use ors_examples::conformance::Conformance;
-use ors_examples::gsm8k::Gsm8k;
-use ors_server::{RunningServer, Server};
+use ors_examples::gsm8k::{Dataset, Gsm8k, Problems};
+use ors_server::{RunningServer, Server, ServerError};
 use serde_json::{json, Value};
 
 async fn serve_both() -> RunningServer {
@@ -100,5 +100,72 @@ async fn each_environment_serves_its_own_tasks_and_episodes_side_by_side() -> Re
         s.close().await?;
     }
     server.shutdown().await;
+    Ok(())
+}
+
+/// One environment type served twice, each with its own start-up state under its own name:
+/// what a user comparing two data sets (or two configurations) in one server relies on.
+#[tokio::test]
+async fn one_type_is_served_twice_under_two_names_each_with_its_own_state() -> Result<(), Error> {
+    let embedded = Problems::Embedded;
+    let mut picked = embedded
+        .split_tasks("test")
+        .expect("the embedded test split");
+    picked.truncate(2);
+    let small = Problems::Memory(Dataset {
+        train: picked.clone(),
+        test: Vec::new(),
+    });
+    let server = Server::new()
+        .port(0)
+        .environment::<Gsm8k>()
+        .environment_named::<Gsm8k>("gsm8k-small", small)
+        .bind()
+        .await
+        .expect("the server binds a free port");
+    let client = Client::new(server.url())?;
+    assert_eq!(
+        client.environments().await?,
+        vec!["gsm8k".to_owned(), "gsm8k-small".to_owned()]
+    );
+    let (full, two) = (
+        client.environment("gsm8k"),
+        client.environment("gsm8k-small"),
+    );
+    assert_eq!(full.num_tasks("train").await?, 160);
+    assert_eq!(two.num_tasks("train").await?, 2);
+    assert_eq!(two.num_tasks("test").await?, 0);
+
+    // An episode of the small set is built from its own problems, and graded as gsm8k grades.
+    let session = two.session_at("train", 1).await?;
+    let prompt = session.prompt().await?;
+    let text = prompt[0].as_text().expect("a text prompt");
+    assert!(text.starts_with(&picked[1].question), "{text}");
+    let answer = picked[1].answer.rsplit("####").next().expect("####").trim();
+    let out = session.call("submit", json!({ "answer": answer })).await?;
+    assert_eq!(out.reward, Some(1.0));
+    session.close().await?;
+    server.shutdown().await;
+
+    // Two served under one name, or under a name that is no URL segment, do not start.
+    let twice = Server::new()
+        .port(0)
+        .environment::<Gsm8k>()
+        .environment_named::<Gsm8k>("GSM8K", Problems::Embedded)
+        .bind()
+        .await;
+    assert!(
+        matches!(&twice, Err(ServerError::DuplicateEnvironment(name)) if name == "GSM8K"),
+        "{twice:?}"
+    );
+    let spaced = Server::new()
+        .port(0)
+        .environment_named::<Gsm8k>("gsm 8k", Problems::Embedded)
+        .bind()
+        .await;
+    assert!(
+        matches!(&spaced, Err(ServerError::InvalidEnvironmentName(name)) if name == "gsm 8k"),
+        "{spaced:?}"
+    );
     Ok(())
 }

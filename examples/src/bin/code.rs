@@ -1,6 +1,8 @@
 //! Serve the `code` environment: `cargo run --release -p ors-examples --bin code`.
 //!
-//! Commands the agent runs execute on this machine as this user: serve it in a container or VM.
+//! The agent's commands run in a bubblewrap sandbox per episode; a machine where sandboxes
+//! cannot be made (no `bwrap`, user namespaces blocked) is refused at start-up, naming the
+//! cause and the fix.
 
 use std::process::ExitCode;
 
@@ -16,13 +18,22 @@ struct Args {
     serve: ServeArgs,
 }
 
-/// jemalloc, configured in `.cargo/config.toml` to hand freed pages back to the OS within
-/// about a second: glibc kept the memory of deleted sessions in its arenas.
+/// With the cargo feature `jemalloc` (the benchmarks build with it): jemalloc, configured in
+/// `.cargo/config.toml` to hand freed pages back to the OS within about a second (glibc kept
+/// the memory of deleted sessions in its arenas).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    cli::serve::<Code>("code", &args.serve).await
+    let sandboxes = match ors_examples::code::sandboxes() {
+        Ok(sandboxes) => sandboxes,
+        Err(e) => {
+            eprintln!("code: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    cli::serve::<Code>("code", &args.serve, sandboxes).await
 }

@@ -14,13 +14,15 @@ struct Args {
     serve: ServeArgs,
 }
 
-/// jemalloc, configured in `.cargo/config.toml` to hand freed pages back to the OS within
-/// about a second: glibc kept the memory of deleted sessions in its arenas.
+/// With the cargo feature `jemalloc` (the benchmarks build with it): jemalloc, configured in
+/// `.cargo/config.toml` to hand freed pages back to the OS within about a second (glibc kept
+/// the memory of deleted sessions in its arenas).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    cli::serve::<Conformance>("conformance", &args.serve).await
+    cli::serve::<Conformance>("conformance", &args.serve, ()).await
 }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use ors_examples::cli::{self, ServeArgs};
-use ors_examples::gsm8k::{self, Gsm8k};
+use ors_examples::gsm8k::{Gsm8k, Problems};
 
 /// Serve grade-school math word problems over the Open Reward Standard.
 #[derive(Debug, Parser)]
@@ -20,26 +20,35 @@ struct Args {
     data: Vec<PathBuf>,
 }
 
-/// jemalloc, configured in `.cargo/config.toml` to hand freed pages back to the OS within
-/// about a second: glibc kept the memory of deleted sessions in its arenas.
+/// With the cargo feature `jemalloc` (the benchmarks build with it): jemalloc, configured in
+/// `.cargo/config.toml` to hand freed pages back to the OS within about a second (glibc kept
+/// the memory of deleted sessions in its arenas).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    if !args.data.is_empty() {
+    let problems = if args.data.is_empty() {
+        Problems::Embedded
+    } else {
         let started = std::time::Instant::now();
-        match gsm8k::use_data(&args.data) {
-            Ok((train, test)) => eprintln!(
-                "gsm8k: serving {train} train and {test} test problems, indexed in {} ms",
-                started.elapsed().as_millis()
-            ),
+        match Problems::open(&args.data) {
+            Ok(problems) => {
+                eprintln!(
+                    "gsm8k: serving {} train and {} test problems, indexed in {} ms",
+                    problems.num_tasks("train").unwrap_or(0),
+                    problems.num_tasks("test").unwrap_or(0),
+                    started.elapsed().as_millis()
+                );
+                problems
+            }
             Err(e) => {
                 eprintln!("gsm8k: {e}");
                 return ExitCode::FAILURE;
             }
         }
-    }
-    cli::serve::<Gsm8k>("gsm8k", &args.serve).await
+    };
+    cli::serve::<Gsm8k>("gsm8k", &args.serve, problems).await
 }

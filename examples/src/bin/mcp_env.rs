@@ -7,10 +7,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 use ors_examples::cli::{self, ServeArgs};
-use ors_examples::mcp_env::{self, McpEnv};
+use ors_examples::mcp_env::{self, McpEnv, Setup};
 use ors_server::external::ExternalTools;
 use ors_server::mcp::{Connection, McpServer};
 use ors_server::webhook::WebhookTool;
@@ -44,12 +45,14 @@ struct Args {
     tasks: Option<PathBuf>,
 }
 
-/// jemalloc, configured in `.cargo/config.toml` to hand freed pages back to the OS within
-/// about a second: glibc kept the memory of deleted sessions in its arenas.
+/// With the cargo feature `jemalloc` (the benchmarks build with it): jemalloc, configured in
+/// `.cargo/config.toml` to hand freed pages back to the OS within about a second (glibc kept
+/// the memory of deleted sessions in its arenas).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-async fn set_up(args: &Args) -> Result<(), String> {
+async fn set_up(args: &Args) -> Result<Setup, String> {
     let mut builder = ExternalTools::builder();
     let server = match (&args.mcp_command, &args.mcp_url) {
         (Some(cmd), _) => Some(McpServer::parse_command(cmd).map_err(|e| e.to_string())?),
@@ -75,17 +78,22 @@ async fn set_up(args: &Args) -> Result<(), String> {
         Some(file) => mcp_env::tasks_from(file).map_err(|e| e.to_string())?,
         None => mcp_env::one_empty_task(),
     };
-    mcp_env::set_up(tools, tasks).map_err(|e| e.to_string())
+    Ok(Setup::new(Arc::new(tools), tasks))
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    if let Err(e) = set_up(&args).await {
-        eprintln!("mcp_env: {e}");
-        return ExitCode::FAILURE;
-    }
-    let code = cli::serve::<McpEnv>("mcp_env", &args.serve).await;
-    mcp_env::close().await;
+    let setup = match set_up(&args).await {
+        Ok(setup) => setup,
+        Err(e) => {
+            eprintln!("mcp_env: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let tools = Arc::clone(setup.tools());
+    let code = cli::serve::<McpEnv>("mcp_env", &args.serve, setup).await;
+    // The MCP connections still open (a shared one, and those of episodes left at shutdown).
+    tools.close().await;
     code
 }

@@ -23,8 +23,9 @@ struct Args {
     delay_ms: u64,
 }
 
-/// jemalloc, like the example servers: the model answers thousands of requests a second in
-/// the benchmark, and glibc's allocator costs it more CPU.
+/// With the cargo feature `jemalloc`: jemalloc, like the example servers (the model answers
+/// thousands of requests a second in the benchmark, and glibc's allocator costs it more CPU).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

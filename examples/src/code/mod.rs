@@ -1,51 +1,62 @@
-//! The `code` environment: small Python programming exercises, solved in a working directory
-//! of the episode's own with `write_file`, `read_file` and `run`, and graded by `submit`, which
-//! runs hidden tests with `python3`.
+//! The `code` environment: small Python programming exercises, solved in a sandbox of the
+//! episode's own with `write_file`, `read_file` and `run`, and graded by `submit`.
 //!
 //! It embeds 45 exercises of our own (35 `train`, 10 `test`), generated and checked by
 //! `examples/data/code/generate.py`: each has a function name, signature, description,
-//! hidden tests (Python expressions that must be true) and a reference `solution` (the text of
-//! a correct `solution.py`). The reward is the fraction of hidden tests passed.
+//! hidden tests (arguments and the value the function must return, [`Case`]) and a reference
+//! `solution` (the text of a correct `solution.py`). The reward is the fraction of hidden
+//! tests passed.
 //!
-//! Every command runs through [`ors_server::process`]: in the episode's directory, with a clean
-//! environment, a time limit (10 s by default, at most 60) and CPU and memory limits, and
-//! nothing it starts outlives the call. This is not a sandbox: commands run as the server's
-//! user, so serve it in a container or VM you can throw away.
+//! Every command of the agent runs in the episode's sandbox ([`ors_server::sandbox`]),
+//! started by its first command: its own workspace (where `solution.py` goes), the host's
+//! system directories read-only, no network (so not this server, which serves every task's
+//! hidden tests), its own processes (nothing a command starts outlives it) and limits (a
+//! timeout of 10 s by default, at most 60; CPU, memory, processes and disk), each named when
+//! hit. Grading ([`grading`]) runs in a fresh sandbox on a copy of the agent's files, with the
+//! tests' arguments only; the verdict is computed outside, from the values returned, so no
+//! solution can fool it.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use ors_examples::code::Code;
+//! use ors_examples::code::{sandboxes, Code};
 //! use ors_server::{Server, ServerConfig};
 //!
+//! // The environment's state: made once, or an error naming the cause and the fix.
+//! let sandboxes = sandboxes()?;
 //! Server::with_config(ServerConfig::from_env()?)
-//!     .environment::<Code>()
+//!     .environment_with::<Code>(sandboxes)
 //!     .serve()
 //!     .await?;
 //! # Ok(())
 //! # }
 //! ```
 
+pub mod grading;
+
 use std::time::Duration;
 
 use ors_server::prelude::*;
-use ors_server::process::{Exit, Limits, Program, WorkDir};
+use ors_server::process::{Limits, Program};
+use ors_server::sandbox::{Sandbox, SandboxError, SandboxSettings, Sandboxes};
+
+pub use grading::Case;
 
 const TRAIN: &str = include_str!("../../data/code/train.jsonl");
 const TEST: &str = include_str!("../../data/code/test.jsonl");
-const RUNNER: &str = include_str!("runner.py");
+const GRADER: &str = include_str!("grader.py");
 
-/// The file the agent writes its solution in; the hidden tests import from it.
+/// The file the agent writes its solution in; the grader imports from it.
 pub const SOLUTION_FILE: &str = "solution.py";
 /// `run`'s timeout when none is given, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 10;
 /// `run`'s longest timeout, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 60;
-/// How long the hidden tests may run.
+/// How long grading may run.
 const SUBMIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest file `write_file` writes and `read_file` returns.
 const MAX_FILE_BYTES: usize = 1024 * 1024;
-/// Address space of a command (`ulimit -v`): room for Python, not for runaway allocations.
-const MEMORY_LIMIT: u64 = 2 * 1024 * 1024 * 1024;
+/// The grader's output: one line per hidden test.
+const GRADER_OUTPUT: usize = 1024 * 1024;
 
 /// One exercise, as a task on the wire.
 #[wire]
@@ -60,9 +71,8 @@ pub struct Exercise {
     pub signature: String,
     /// What it must do.
     pub description: String,
-    /// The hidden tests: Python expressions that must be true, evaluated with the solution's
-    /// names in scope.
-    pub tests: Vec<String>,
+    /// The hidden tests: arguments, and the value the function must return for them.
+    pub tests: Vec<Case>,
     /// A correct `solution.py`.
     pub solution: String,
 }
@@ -80,10 +90,22 @@ pub fn exercises(split: &str) -> Result<Vec<Exercise>, EnvError> {
         .collect()
 }
 
+/// The sandboxes of the episodes (no network; per command 2 GiB of memory per process, 64
+/// processes; 64 MiB of disk): the environment's start-up state, made and checked once, so a
+/// machine that cannot make them refuses to serve, naming the cause and the fix.
+pub fn sandboxes() -> Result<Sandboxes, SandboxError> {
+    let settings = SandboxSettings::new().disk_bytes(64 << 20).limits(Limits {
+        cpu_secs: None,
+        memory_bytes: Some(2 << 30),
+        processes: Some(64),
+    });
+    Sandboxes::new(settings)
+}
+
 /// Input of `write_file`.
 #[wire]
 pub struct WriteFile {
-    /// A path relative to the working directory, for example `solution.py`.
+    /// A path relative to the workspace, for example `solution.py`.
     pub path: String,
     /// The whole new content of the file.
     pub content: String,
@@ -92,94 +114,102 @@ pub struct WriteFile {
 /// Input of `read_file`.
 #[wire]
 pub struct ReadFile {
-    /// A path relative to the working directory.
+    /// A path relative to the workspace.
     pub path: String,
 }
 
 /// Input of `run`.
 #[wire]
 pub struct Run {
-    /// A shell command line, run with `/bin/sh -c` in the working directory.
+    /// A shell command line, run with `/bin/sh -c` in the workspace.
     pub command: String,
-    /// Seconds before the command and everything it started are killed (default 10).
+    /// Seconds before the command and everything it started are stopped (default 10).
     #[serde(default)]
     #[schemars(range(min = 1, max = 60))]
     pub timeout_secs: Option<u64>,
 }
 
-/// An episode: one exercise and its working directory.
+/// An episode: one exercise, its sandbox, and the sandboxes grading takes a fresh one from.
 #[derive(Debug)]
 pub struct Code {
     exercise: Exercise,
-    dir: Option<WorkDir>,
+    sandbox: Sandbox,
+    sandboxes: Sandboxes,
 }
 
 impl Code {
-    /// The episode's working directory.
-    pub fn dir(&self) -> Result<&WorkDir, String> {
-        self.dir
-            .as_ref()
-            .ok_or_else(|| "the episode's working directory is gone".to_owned())
+    /// The episode's sandbox.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 
+    /// Limits of a command stopped at `timeout`: its CPU time a little above it, so the
+    /// timeout is what stops a busy loop, with the time limit named.
     fn limits(timeout: Duration) -> Limits {
         Limits {
-            // The timeout stops it first; the CPU limit catches what escapes the group.
             cpu_secs: Some(timeout.as_secs() + 5),
-            memory_bytes: Some(MEMORY_LIMIT),
-            processes: None,
+            ..Limits::default()
         }
     }
 
-    /// Run the hidden tests against `solution.py`: (passed, total, failures).
-    async fn grade(&self, ctx: &ToolContext) -> Result<(u64, u64, Vec<String>), String> {
-        let dir = self.dir()?;
-        // The tests and the runner live outside the agent's directory.
-        let hidden = WorkDir::create("ors-code-hidden-").map_err(|e| e.to_string())?;
-        let tests = hidden.path().join("tests.json");
-        let runner = hidden.path().join("runner.py");
-        let result = hidden.path().join("result.json");
-        let tests_json = serde_json::to_vec(&self.exercise.tests).map_err(|e| e.to_string())?;
-        std::fs::write(&tests, tests_json).map_err(|e| e.to_string())?;
-        std::fs::write(&runner, RUNNER).map_err(|e| e.to_string())?;
-        let done = Program::new("python3")
-            .arg(&runner)
-            .arg(&tests)
-            .arg(&result)
-            .current_dir(dir.path())
-            .timeout(SUBMIT_TIMEOUT)
-            .limits(Self::limits(SUBMIT_TIMEOUT))
-            .run(ctx)
-            .await
-            .map_err(|e| e.to_string())?;
-        let total = self.exercise.tests.len() as u64;
-        if done.exit == Exit::TimedOut {
-            return Ok((0, total, vec!["the hidden tests timed out".to_owned()]));
+    /// Run the hidden tests against a copy of the agent's files in a fresh sandbox.
+    async fn grade(&self, ctx: &ToolContext) -> Result<grading::Grade, String> {
+        let grader = self.sandboxes.sandbox();
+        let result = async {
+            self.sandbox
+                .copy_workspace_to(&grader)
+                .await
+                .map_err(|e| format!("copying your files for grading: {e}"))?;
+            let mark = mark();
+            let request = grading::request(&self.exercise.function, &mark, &self.exercise.tests);
+            // The grader's lines hold the returned values: not progress for the client.
+            let quiet = ToolContext::new(
+                ctx.session_id(),
+                ctx.call_id(),
+                ctx.cancellation().clone(),
+                None,
+            );
+            let done = Program::new("python3")
+                .args(["-I", "-c", GRADER])
+                .stdin(request)
+                .timeout(SUBMIT_TIMEOUT)
+                .limits(Self::limits(SUBMIT_TIMEOUT))
+                .max_output_bytes(GRADER_OUTPUT)
+                .run_in(&grader, &quiet)
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut grade = grading::verdict(&done.stdout, &mark, &self.exercise.tests);
+            if let Some(limit) = done.limit {
+                grade
+                    .failures
+                    .insert(0, format!("grading ran into {limit}"));
+            }
+            Ok(grade)
         }
-        let text = std::fs::read_to_string(&result).map_err(|_| {
-            format!(
-                "the hidden tests did not finish ({:?}); stderr: {}",
-                done.exit,
-                done.stderr.trim()
-            )
-        })?;
-        let graded: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-        let passed = graded["passed"].as_u64().unwrap_or(0);
-        let failures = graded["failures"]
-            .as_array()
-            .map(|fs| {
-                fs.iter()
-                    .filter_map(|f| f.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok((passed.min(total), total, failures))
+        .await;
+        if let Err(e) = grader.shutdown().await {
+            eprintln!("code: stopping a grading sandbox: {e}");
+        }
+        result
     }
+}
+
+/// A mark for the grader's lines that no file of the agent's holds.
+fn mark() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    format!("ORS-GRADE-{:016x} ", h.finish())
 }
 
 #[environment]
 impl Environment for Code {
     type Task = Exercise;
+    type State = Sandboxes;
 
     fn splits() -> Vec<Split> {
         vec![Split::train("train"), Split::test("test")]
@@ -189,59 +219,55 @@ impl Environment for Code {
         exercises(split)
     }
 
-    async fn new(exercise: Exercise, _secrets: Secrets) -> Result<Self, EnvError> {
+    async fn new(
+        sandboxes: &Sandboxes,
+        exercise: Exercise,
+        _secrets: Secrets,
+    ) -> Result<Self, EnvError> {
         if exercise.tests.is_empty() {
             return Err(EnvError::InvalidTask(
                 "an exercise needs hidden tests".into(),
             ));
         }
-        let dir = WorkDir::create("ors-code-")?;
         Ok(Self {
             exercise,
-            dir: Some(dir),
+            sandbox: sandboxes.sandbox(),
+            sandboxes: sandboxes.clone(),
         })
     }
 
     async fn prompt(&self) -> Result<Blocks, EnvError> {
         let e = &self.exercise;
         Ok(vec![Block::text(format!(
-            "Write a Python function `{}` in the file `{SOLUTION_FILE}` of your working \
-             directory.\n\nSignature: `{}`\n\n{}\n\nHidden tests import `{}` from \
-             `{SOLUTION_FILE}`. Use `write_file` to write it, `run` to try it (for example \
-             `python3 -c \"from solution import {}; print(...)\"`), and `submit` when you are \
-             done: your reward is the fraction of hidden tests that pass.",
+            "Write a Python function `{}` in the file `{SOLUTION_FILE}` of your workspace.\n\n\
+             Signature: `{}`\n\n{}\n\nHidden tests import `{}` from `{SOLUTION_FILE}`, call \
+             it with arguments and compare what it returns with the expected value (as JSON: \
+             a tuple reads as a list). Use `write_file` to write it, `run` to try it (for \
+             example `python3 -c \"from solution import {}; print(...)\"`), and `submit` \
+             when you are done: your reward is the fraction of hidden tests that pass.",
             e.function, e.signature, e.description, e.function, e.function
         ))])
     }
 
     async fn teardown(&mut self) {
-        if let Some(dir) = self.dir.take() {
-            let path = dir.path().to_owned();
-            if let Err(e) = dir.remove().await {
-                eprintln!("code: could not remove {}: {e}", path.display());
-            }
+        if let Err(e) = self.sandbox.shutdown().await {
+            eprintln!("code: stopping an episode's sandbox: {e}");
         }
     }
 
-    /// Write a file in your working directory (creating folders as needed), replacing it.
-    // File I/O blocks: on the blocking pool, it never holds up other sessions.
-    #[tool(blocking)]
-    fn write_file(&mut self, input: WriteFile) -> Result<String, String> {
+    /// Write a file in your workspace (creating folders as needed), replacing it.
+    #[tool]
+    async fn write_file(&self, input: WriteFile) -> Result<String, String> {
         if input.content.len() > MAX_FILE_BYTES {
             return Err(format!(
                 "the content is {} bytes; files are at most {MAX_FILE_BYTES}",
                 input.content.len()
             ));
         }
-        let path = self
-            .dir()?
-            .resolve(&input.path)
+        self.sandbox
+            .write_file(&input.path, input.content.as_bytes())
+            .await
             .map_err(|e| e.to_string())?;
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", input.path))?;
-        }
-        std::fs::write(&path, input.content.as_bytes())
-            .map_err(|e| format!("{}: {e}", input.path))?;
         Ok(format!(
             "wrote {} bytes to {}",
             input.content.len(),
@@ -249,29 +275,27 @@ impl Environment for Code {
         ))
     }
 
-    /// Read a file of your working directory.
-    #[tool(blocking)]
-    fn read_file(&self, input: ReadFile) -> Result<String, String> {
-        let path = self
-            .dir()?
-            .resolve(&input.path)
+    /// Read a file of your workspace.
+    #[tool]
+    async fn read_file(&self, input: ReadFile) -> Result<String, String> {
+        let file = self
+            .sandbox
+            .read_file(&input.path, MAX_FILE_BYTES)
+            .await
             .map_err(|e| e.to_string())?;
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", input.path))?;
-        let mut text =
-            String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]).into_owned();
-        if bytes.len() > MAX_FILE_BYTES {
+        let mut text = String::from_utf8_lossy(&file.bytes).into_owned();
+        if file.size > file.bytes.len() as u64 {
             text.push_str(&format!(
                 "\n[... truncated: {} more bytes]",
-                bytes.len() - MAX_FILE_BYTES
+                file.size - file.bytes.len() as u64
             ));
         }
         Ok(text)
     }
 
-    /// Run a shell command in your working directory. Output lines stream as progress; the
-    /// command and every process it starts are killed at the timeout (default 10 s, at most
-    /// 60).
-    #[tool(validate)]
+    /// Run a shell command in your workspace. Output lines stream as progress; the command
+    /// and every process it starts are stopped at the timeout (default 10 s, at most 60).
+    #[tool(validate, runs_commands)]
     async fn run(&self, ctx: &ToolContext, input: Run) -> Result<String, String> {
         let secs = input
             .timeout_secs
@@ -279,20 +303,15 @@ impl Environment for Code {
             .clamp(1, MAX_TIMEOUT_SECS);
         let timeout = Duration::from_secs(secs);
         let done = Program::shell(&input.command)
-            .current_dir(self.dir()?.path())
             .timeout(timeout)
             .limits(Self::limits(timeout))
-            .run(ctx)
+            .run_in(&self.sandbox, ctx)
             .await
             .map_err(|e| e.to_string())?;
-        match done.exit {
-            // A command that ran past its time is an error the model sees, with what it printed.
-            Exit::TimedOut => Err(format!(
-                "the command timed out after {secs} s and was killed with every process it \
-                 started\n{}",
-                done.report()
-            )),
-            _ => Ok(done.report()),
+        // A limit the command ran into is an error the model sees, naming it, with its output.
+        match done.limit_error() {
+            Some(error) => Err(error),
+            None => Ok(done.report()),
         }
     }
 
@@ -300,14 +319,14 @@ impl Environment for Code {
     /// fraction that pass.
     #[tool]
     async fn submit(&self, ctx: &ToolContext) -> Result<ToolOutput, String> {
-        let (passed, total, failures) = self.grade(ctx).await?;
-        let reward = if total == 0 {
+        let grade = self.grade(ctx).await?;
+        let reward = if grade.total == 0 {
             0.0
         } else {
-            passed as f64 / total as f64
+            grade.passed as f64 / grade.total as f64
         };
-        let mut text = format!("{passed} of {total} hidden tests passed.");
-        for f in failures {
+        let mut text = format!("{} of {} hidden tests passed.", grade.passed, grade.total);
+        for f in grade.failures {
             text.push('\n');
             text.push_str(&f);
         }

@@ -1,18 +1,31 @@
-//! The problem sets the gsm8k environment serves: the embedded set of our own, a set given in
-//! memory, or GSM8K files (JSONL or Parquet) chosen at start-up and read on demand, so a split
-//! of millions of problems starts at once and takes 8 bytes a row (JSONL) or nothing (Parquet).
+//! A problem ([`MathTask`]) and the problem sets the gsm8k environment serves ([`Problems`],
+//! its start-up state): the embedded set of our own, a set given in memory, or GSM8K files
+//! (JSONL or Parquet) opened at start-up and read on demand, so a split of millions of
+//! problems starts at once and takes 8 bytes a row (JSONL) or nothing (Parquet).
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 use ors_server::tasks::TaskFile;
-use ors_server::EnvError;
+use ors_server::{wire, EnvError};
 use serde_json::Value;
 
-use super::{answer, MathTask};
+use super::answer;
 
 const EMBEDDED_TRAIN: &str = include_str!("../../data/gsm8k/train.jsonl");
 const EMBEDDED_TEST: &str = include_str!("../../data/gsm8k/test.jsonl");
+
+/// One problem, as a task on the wire: `{"id": "0", "question": ..., "answer": "...\n#### 72"}`.
+#[wire]
+#[derive(Debug, Clone, PartialEq)]
+pub struct MathTask {
+    /// The problem's id in its split (`"0"`, `"1"`, ...); may be omitted in a `task_spec`.
+    #[serde(default)]
+    pub id: String,
+    /// The word problem.
+    pub question: String,
+    /// The worked solution; its last line is `#### N`.
+    pub answer: String,
+}
 
 /// Why a data set could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -33,9 +46,6 @@ pub enum DataError {
         /// The file.
         file: String,
     },
-    /// A data set was already chosen for this process.
-    #[error("the gsm8k data set was already chosen; choose it once, before serving")]
-    AlreadySet,
     /// A task file could not be opened.
     #[error(transparent)]
     File(#[from] ors_server::tasks::DataError),
@@ -241,61 +251,54 @@ impl DataFiles {
     }
 }
 
-/// What the environment serves.
-enum Chosen {
+/// The problems the environment serves: its start-up state, one per served `gsm8k`.
+#[derive(Debug, Default)]
+pub enum Problems {
+    /// The set compiled into this crate, parsed when a split is first asked for.
+    #[default]
+    Embedded,
+    /// A set given in memory.
     Memory(Dataset),
+    /// GSM8K files, read on demand.
     Files(DataFiles),
 }
 
-static CHOSEN: OnceLock<Chosen> = OnceLock::new();
-
-/// Serve this data set instead of the embedded one. Call it once, before serving: the server
-/// caches each split the first time it is asked for.
-pub fn use_dataset(dataset: Dataset) -> Result<(), DataError> {
-    CHOSEN
-        .set(Chosen::Memory(dataset))
-        .map_err(|_| DataError::AlreadySet)
-}
-
-/// Serve GSM8K files, read on demand (what `--data` does); returns the number of train and
-/// test problems.
-pub fn use_data(paths: &[PathBuf]) -> Result<(usize, usize), DataError> {
-    let files = DataFiles::open(paths)?;
-    let counts = (files.len("train"), files.len("test"));
-    CHOSEN
-        .set(Chosen::Files(files))
-        .map_err(|_| DataError::AlreadySet)?;
-    Ok(counts)
-}
-
-/// The number of problems of a split served from files; `None` when the split is in memory.
-pub(super) fn num_tasks(split: &str) -> Option<usize> {
-    match CHOSEN.get() {
-        Some(Chosen::Files(files)) => Some(files.len(split)),
-        _ => None,
+impl Problems {
+    /// The files that `--data` names, opened (see [`DataFiles::open`]).
+    pub fn open(paths: &[PathBuf]) -> Result<Self, DataError> {
+        Ok(Problems::Files(DataFiles::open(paths)?))
     }
-}
 
-/// Problem `index` of a split served from files.
-pub(super) async fn task(split: &str, index: usize) -> Result<MathTask, EnvError> {
-    match CHOSEN.get() {
-        Some(Chosen::Files(files)) => files.task(split, index).await,
-        _ => Err(EnvError::msg("no data files were chosen")),
+    /// The number of problems of a split served from files; `None` when the split is in
+    /// memory (it is loaded whole, by [`Problems::split_tasks`]).
+    pub fn num_tasks(&self, split: &str) -> Option<usize> {
+        match self {
+            Problems::Files(files) => Some(files.len(split)),
+            _ => None,
+        }
     }
-}
 
-/// The problems of a split from the data set in memory, or the embedded one.
-pub(super) fn split_tasks(split: &str) -> Result<Vec<MathTask>, EnvError> {
-    let unknown = || EnvError::msg(format!("unknown split '{split}'"));
-    if let Some(Chosen::Memory(dataset)) = CHOSEN.get() {
-        return dataset.split(split).map(<[_]>::to_vec).ok_or_else(unknown);
+    /// Problem `index` of a split served from files.
+    pub async fn task(&self, split: &str, index: usize) -> Result<MathTask, EnvError> {
+        match self {
+            Problems::Files(files) => files.task(split, index).await,
+            _ => Err(EnvError::msg("these problems are not read from files")),
+        }
     }
-    let (text, file) = match split {
-        "train" => (EMBEDDED_TRAIN, "embedded train.jsonl"),
-        "test" => (EMBEDDED_TEST, "embedded test.jsonl"),
-        _ => return Err(unknown()),
-    };
-    parse_jsonl(text, file).map_err(EnvError::msg)
+
+    /// The problems of a split in memory (given, or embedded).
+    pub fn split_tasks(&self, split: &str) -> Result<Vec<MathTask>, EnvError> {
+        let unknown = || EnvError::msg(format!("unknown split '{split}'"));
+        if let Problems::Memory(dataset) = self {
+            return dataset.split(split).map(<[_]>::to_vec).ok_or_else(unknown);
+        }
+        let (text, file) = match split {
+            "train" => (EMBEDDED_TRAIN, "embedded train.jsonl"),
+            "test" => (EMBEDDED_TEST, "embedded test.jsonl"),
+            _ => return Err(unknown()),
+        };
+        parse_jsonl(text, file).map_err(EnvError::msg)
+    }
 }
 
 #[cfg(test)]
@@ -367,22 +370,25 @@ mod tests {
         assert!(t.answer.ends_with("#### 1,000"));
         assert_eq!(files.task("test", 0).await.unwrap().id, "7");
         // A Parquet file named for its split, beside a JSONL one for the other.
-        let pq = dir.0.join("test-00000-of-00001.parquet");
-        let rows = (0..3).map(|i| {
-            vec![
-                format!("What is {i}+{i}?"),
-                format!("{i}+{i}={}\n#### {}", 2 * i, 2 * i),
-            ]
-        });
-        ors_server::tasks::write_parquet(&pq, &["question", "answer"], rows, 2).unwrap();
-        let files = DataFiles::open(&[dir.0.join("train.jsonl"), pq.clone()]).unwrap();
-        assert_eq!((files.len("train"), files.len("test")), (2, 3));
-        let t = files.task("test", 2).await.unwrap();
-        assert_eq!((t.id.as_str(), t.question.as_str()), ("2", "What is 2+2?"));
-        assert!(matches!(
-            DataFiles::open(&[pq.clone(), pq]),
-            Err(DataError::TwoFiles { split: "test", .. })
-        ));
+        #[cfg(feature = "parquet")]
+        {
+            let pq = dir.0.join("test-00000-of-00001.parquet");
+            let rows = (0..3).map(|i| {
+                vec![
+                    format!("What is {i}+{i}?"),
+                    format!("{i}+{i}={}\n#### {}", 2 * i, 2 * i),
+                ]
+            });
+            ors_server::tasks::write_parquet(&pq, &["question", "answer"], rows, 2).unwrap();
+            let files = DataFiles::open(&[dir.0.join("train.jsonl"), pq.clone()]).unwrap();
+            assert_eq!((files.len("train"), files.len("test")), (2, 3));
+            let t = files.task("test", 2).await.unwrap();
+            assert_eq!((t.id.as_str(), t.question.as_str()), ("2", "What is 2+2?"));
+            assert!(matches!(
+                DataFiles::open(&[pq.clone(), pq]),
+                Err(DataError::TwoFiles { split: "test", .. })
+            ));
+        }
         let odd = dir.0.join("dev.jsonl");
         std::fs::write(&odd, NATALIA).unwrap();
         assert!(matches!(

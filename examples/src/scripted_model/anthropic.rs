@@ -3,10 +3,8 @@
 
 use serde_json::{json, Value};
 
-use super::{
-    check_tools, invalid, tokens, valid_name, Api, Exchange, Rejection, Reply, ToolResult,
-    ToolShape,
-};
+use super::rules::{check_tools, invalid, tokens, valid_name, Rejection, ToolShape};
+use super::script::{Api, Exchange, Reply, ToolResult};
 
 /// The body fields accepted.
 const KNOWN_FIELDS: &[&str] = &[

@@ -20,6 +20,8 @@
 
 mod anthropic;
 mod openai;
+mod rules;
+mod script;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -31,106 +33,15 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
+use rules::{invalid, Rejection};
+pub use script::{Api, Exchange, Reply, ToolResult};
+
 /// The largest request body accepted.
 const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
-
-/// The API a request came in on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Api {
-    /// OpenAI Chat Completions.
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-}
-
-/// A tool result the model is reading, in either API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResult {
-    /// Its text (text parts joined).
-    pub text: String,
-    /// Image parts it carried (Anthropic `image` blocks inside the result; for OpenAI, image
-    /// parts of the user message that follows the tool messages).
-    pub images: usize,
-    /// Whether it was marked as an error (Anthropic's `is_error`; OpenAI has no such flag).
-    pub is_error: bool,
-}
-
-/// What the script sees of a (valid) request.
-#[derive(Debug, Clone)]
-pub struct Exchange {
-    /// The API.
-    pub api: Api,
-    /// The model asked for.
-    pub model: String,
-    /// The text of the first user message.
-    pub first_user_text: String,
-    /// Image parts in user messages (tool results' images not counted).
-    pub user_images: usize,
-    /// Assistant turns so far.
-    pub assistant_turns: usize,
-    /// The results answering the last assistant turn, in order (empty if it called no tool).
-    pub tool_results: Vec<ToolResult>,
-    /// The text of the last message when it is a plain user message (a nudge), else empty.
-    pub last_user_text: String,
-    /// The names of the tools offered.
-    pub tools: Vec<String>,
-    /// The request body.
-    pub body: Value,
-    /// Its size in bytes.
-    pub request_bytes: usize,
-    /// Requests this server received before this one.
-    pub request_index: usize,
-}
-
-impl Exchange {
-    /// A request on `api` for `model` offering `tools`, before its messages are read.
-    fn new(api: Api, model: &str, tools: Vec<String>) -> Self {
-        Self {
-            api,
-            model: model.to_owned(),
-            first_user_text: String::new(),
-            user_images: 0,
-            assistant_turns: 0,
-            tool_results: Vec::new(),
-            last_user_text: String::new(),
-            tools,
-            body: Value::Null,
-            request_bytes: 0,
-            request_index: 0,
-        }
-    }
-}
-
-/// What the script answers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Reply {
-    /// Call these tools, in order: `(name, arguments as JSON text)`. The arguments go out
-    /// verbatim on OpenAI (so they may be malformed); on Anthropic they must be an object.
-    Tools(Vec<(String, String)>),
-    /// Answer with text and no tool call.
-    Text(String),
-    /// Fail with this status and message, in the API's error shape, with `Retry-After`
-    /// (seconds) and `retry-after-ms` headers when given.
-    Error {
-        /// The status.
-        status: u16,
-        /// The message.
-        message: String,
-        /// The delay to ask for.
-        retry_after: Option<Duration>,
-    },
-}
-
-impl Reply {
-    /// One call of `name` with `arguments`.
-    pub fn call(name: &str, arguments: Value) -> Self {
-        Reply::Tools(vec![(name.to_owned(), arguments.to_string())])
-    }
-}
 
 type Script = dyn Fn(&Exchange) -> Reply + Send + Sync;
 
@@ -207,8 +118,7 @@ impl ScriptedModel {
                         let s = Arc::clone(&s);
                         async move { Ok::<_, Infallible>(s.handle(req).await) }
                     });
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .http1_only()
+                    let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
                         .await;
                 });
@@ -223,22 +133,6 @@ struct State {
     model: ScriptedModel,
     requests: AtomicUsize,
     rejections: Mutex<Vec<String>>,
-}
-
-/// A request refused: the status and the API's error type and message.
-pub(crate) struct Rejection {
-    pub status: StatusCode,
-    pub kind: &'static str,
-    pub message: String,
-}
-
-/// A 400 `invalid_request_error` with `message`.
-pub(crate) fn invalid(message: impl Into<String>) -> Rejection {
-    Rejection {
-        status: StatusCode::BAD_REQUEST,
-        kind: "invalid_request_error",
-        message: message.into(),
-    }
 }
 
 impl State {
@@ -354,65 +248,6 @@ impl State {
     }
 }
 
-/// A tool name as the APIs allow it: 1 to `max` ASCII letters, digits, `_` or `-`.
-pub(crate) fn valid_name(name: &str, max: usize) -> bool {
-    (1..=max).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// How an API lays out a tool.
-pub(crate) struct ToolShape {
-    /// The longest name allowed.
-    pub max_name: usize,
-    /// The key of the input schema.
-    pub schema_key: &'static str,
-    /// Whether a tool may leave the schema out.
-    pub schema_optional: bool,
-    /// The definition inside one entry of `tools` (after checking the entry's `type`); the
-    /// entry's index names it in messages.
-    pub definition: fn(usize, &Value) -> Result<&Value, Rejection>,
-}
-
-/// Check a request's `tools` the way both APIs do (name pattern, description a string, an
-/// object schema of `type: "object"`); the tools' names.
-pub(crate) fn check_tools(body: &Value, shape: &ToolShape) -> Result<Vec<String>, Rejection> {
-    let Some(tools) = body.get("tools") else {
-        return Ok(Vec::new());
-    };
-    let tools = tools
-        .as_array()
-        .ok_or_else(|| invalid("tools: expected an array"))?;
-    let mut names = Vec::new();
-    for (i, t) in tools.iter().enumerate() {
-        let def = (shape.definition)(i, t)?;
-        let name = def["name"].as_str().unwrap_or("");
-        if !valid_name(name, shape.max_name) {
-            return Err(invalid(format!(
-                "tools[{i}]: the name {name:?} does not match ^[a-zA-Z0-9_-]{{1,{}}}$",
-                shape.max_name
-            )));
-        }
-        if !(def["description"].is_null() || def["description"].is_string()) {
-            return Err(invalid(format!(
-                "tools[{i}].description: expected a string"
-            )));
-        }
-        let schema = &def[shape.schema_key];
-        let missing_ok = schema.is_null() && shape.schema_optional;
-        if !missing_ok && (!schema.is_object() || schema["type"] != "object") {
-            return Err(invalid(format!(
-                "Invalid schema for tool '{name}': {} must be a JSON Schema of type 'object', \
-                 got {schema}",
-                shape.schema_key
-            )));
-        }
-        names.push(name.to_owned());
-    }
-    Ok(names)
-}
-
 /// The error type the APIs use for a status.
 fn error_kind(status: StatusCode) -> &'static str {
     match status.as_u16() {
@@ -495,11 +330,6 @@ impl Drop for RunningModel {
     fn drop(&mut self) {
         self.task.abort();
     }
-}
-
-/// Rough token counts for the `usage` of an answer: a token per 4 bytes of JSON.
-pub(crate) fn tokens(bytes: usize) -> u64 {
-    (bytes as u64).div_ceil(4).max(1)
 }
 
 #[cfg(test)]

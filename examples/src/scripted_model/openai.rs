@@ -3,10 +3,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{
-    check_tools, invalid, tokens, valid_name, Api, Exchange, Rejection, Reply, ToolResult,
-    ToolShape,
-};
+use super::rules::{check_tools, invalid, tokens, valid_name, Rejection, ToolShape};
+use super::script::{Api, Exchange, Reply, ToolResult};
 
 /// The body fields accepted: OpenAI's, and the sampling extensions of vLLM (whose server is
 /// the main OpenAI-compatible target).
