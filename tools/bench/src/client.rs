@@ -71,6 +71,8 @@ pub struct Target {
     /// Whether the server is the bare canned-response server (answers do not depend on the
     /// task, so the prompt text is not checked against the task index).
     pub canned: bool,
+    /// The environment calls go to ([`ENV`] unless set).
+    env: String,
 }
 
 impl Target {
@@ -87,7 +89,18 @@ impl Target {
             return Err(format!("the benchmark only talks to loopback, not {addr}"));
         }
         let host = HeaderValue::from_str(rest).map_err(|e| format!("bad host {rest}: {e}"))?;
-        Ok(Self { addr, host, canned })
+        Ok(Self {
+            addr,
+            host,
+            canned,
+            env: ENV.to_owned(),
+        })
+    }
+
+    /// The same server, calls going to environment `env`.
+    pub fn with_env(mut self, env: &str) -> Self {
+        self.env = env.to_owned();
+        self
     }
 }
 
@@ -330,9 +343,9 @@ impl Conn {
         Ok(())
     }
 
-    /// `POST /conformance/call` with a prepared JSON body; returns the reassembled result.
+    /// `POST /{env}/call` with a prepared JSON body; returns the reassembled result.
     pub async fn call(&mut self, sid: &str, body: Bytes) -> Outcome<RunToolOutput> {
-        let path = format!("/{ENV}/call");
+        let path = format!("/{}/call", self.target.env);
         let req = self.request(
             Method::POST,
             &path,

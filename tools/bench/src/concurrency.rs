@@ -27,11 +27,30 @@ const SETUP_AT_ONCE: usize = 256;
 /// How long setting one session up may take.
 const SETUP_LIMIT: Duration = Duration::from_secs(240);
 
+/// The call each session makes in its loop.
+#[derive(Debug, Clone)]
+pub enum Call {
+    /// The fixture's `sleep {"ms": M}` (M from [`Opts::sleep`]), answered `slept`.
+    Sleep,
+    /// Any tool, whose every answer must be ok and contain `expect` (the `code` example's
+    /// `run` with `sleep 1`, in a sandbox per episode).
+    Tool {
+        /// The tool.
+        name: String,
+        /// Its input.
+        input: Value,
+        /// Text its answer must contain.
+        expect: String,
+    },
+}
+
 /// What the workload does.
 #[derive(Debug, Clone)]
 pub struct Opts {
     /// The server.
     pub target: Target,
+    /// What each session calls.
+    pub call: Call,
     /// Concurrent sessions, one connection each.
     pub sessions: usize,
     /// How long each `sleep` call sleeps.
@@ -80,14 +99,19 @@ impl Tally {
     }
 }
 
-fn check_slept(r: &ors_core::types::RunToolOutput) -> Result<(), Failure> {
+/// Whether an answer is what `call` must answer.
+fn check(call: &Call, r: &ors_core::types::RunToolOutput) -> Result<(), Failure> {
     let out = single_text(r)?;
-    if text_of(out) == "slept" {
+    let (fine, tool) = match call {
+        Call::Sleep => (text_of(out) == "slept", "sleep"),
+        Call::Tool { name, expect, .. } => (text_of(out).contains(expect.as_str()), name.as_str()),
+    };
+    if fine {
         Ok(())
     } else {
         Err(Failure {
             kind: FailKind::Check,
-            msg: format!("sleep answered {:?}", text_of(out)),
+            msg: format!("{tool} answered {:?}", text_of(out)),
         })
     }
 }
@@ -134,7 +158,11 @@ async fn session(mut conn: Conn, index: u64, shared: Shared) -> Tally {
     };
     t.sessions_set_up = 1;
     let body = Bytes::from(
-        json!({"name": "sleep", "input": {"ms": o.sleep.as_millis() as u64}}).to_string(),
+        match &o.call {
+            Call::Sleep => json!({"name": "sleep", "input": {"ms": o.sleep.as_millis() as u64}}),
+            Call::Tool { name, input, .. } => json!({"name": name, "input": input}),
+        }
+        .to_string(),
     );
     let steady_from = start + o.warmup;
     let end = start + o.duration;
@@ -143,7 +171,7 @@ async fn session(mut conn: Conn, index: u64, shared: Shared) -> Tally {
         let r = conn
             .call(&sid, body.clone())
             .await
-            .and_then(|r| check_slept(&r));
+            .and_then(|r| check(&o.call, &r));
         let took = t0.elapsed();
         match r {
             Ok(()) => {
@@ -306,6 +334,7 @@ mod tests {
         let report = tokio::task::spawn_blocking(move || {
             run(Opts {
                 target,
+                call: Call::Sleep,
                 sessions: 8,
                 sleep: Duration::from_millis(20),
                 duration: Duration::from_millis(300),

@@ -1,12 +1,14 @@
 //! `ors-bench`: the load generator and the bare hyper server that `cargo xtask bench` runs.
 //!
 //! `ors-bench load --workload calls --url http://127.0.0.1:PORT ...` runs one workload and
-//! prints one JSON object on stdout; `ors-bench bare --port 0` serves canned ORS answers.
+//! prints one JSON object on stdout; `ors-bench bare --port 0` serves canned ORS answers;
+//! `ors-bench sandbox` measures what a sandbox per episode costs, in-process.
 
 mod agent;
 mod bare;
 mod client;
 mod concurrency;
+mod sandbox;
 mod stats;
 mod workloads;
 
@@ -44,7 +46,17 @@ enum Command {
         big_bytes: usize,
     },
     /// Run one workload against a server and print its JSON report.
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
+    /// Time `true` unsandboxed and in sandboxes (first and later commands); print the JSON
+    /// report.
+    Sandbox {
+        /// Episodes timed.
+        #[arg(long, default_value_t = 100)]
+        rounds: usize,
+        /// Later commands per episode.
+        #[arg(long, default_value_t = 5)]
+        later: usize,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -93,9 +105,14 @@ struct LoadArgs {
     /// Connections creating and deleting idle sessions.
     #[arg(long, default_value_t = 32)]
     concurrency: usize,
-    /// The server's process id: `idle` reads its memory, `calls` its CPU time over the window.
+    /// The server's process id: `idle` reads its memory, `calls` and `episodes` its CPU time
+    /// over the window.
     #[arg(long)]
     pid: Option<u32>,
+    /// `calls` and `episodes`: run exactly this many operations in all, each one timed, instead
+    /// of a warm-up and a window (instruction counts are taken over a known number).
+    #[arg(long, value_name = "N")]
+    ops: Option<u64>,
     /// Client threads; 1 (the default) keeps the client off the server's second core.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -111,6 +128,18 @@ struct LoadArgs {
     /// Loopback source addresses the concurrency workload spreads its connections over.
     #[arg(long, default_value_t = 8)]
     sources: u8,
+    /// The environment the concurrency workload's sessions are of.
+    #[arg(long, default_value = client::ENV)]
+    env: String,
+    /// The tool the concurrency workload calls (default `sleep` with `--sleep-ms`).
+    #[arg(long)]
+    tool: Option<String>,
+    /// Its input, JSON.
+    #[arg(long, value_name = "JSON")]
+    input: Option<String>,
+    /// Text every answer of that tool must contain.
+    #[arg(long)]
+    expect: Option<String>,
 }
 
 fn secs(s: f64) -> Duration {
@@ -152,8 +181,23 @@ fn load(args: LoadArgs) -> Result<(), String> {
     if matches!(args.workload, Workload::Concurrency) {
         check_fd_limit(args.sessions)?;
     }
+    let call = match (&args.tool, &args.input) {
+        (Some(tool), input) => {
+            let input: serde_json::Value = match input {
+                Some(text) => serde_json::from_str(text).map_err(|e| format!("--input: {e}"))?,
+                None => json!({}),
+            };
+            concurrency::Call::Tool {
+                name: tool.clone(),
+                input,
+                expect: args.expect.clone().unwrap_or_default(),
+            }
+        }
+        (None, _) => concurrency::Call::Sleep,
+    };
     let concurrency = concurrency::Opts {
-        target: target.clone(),
+        target: target.clone().with_env(&args.env),
+        call,
         sessions: args.sessions.max(1),
         sleep: Duration::from_millis(args.sleep_ms),
         duration: secs(args.duration),
@@ -173,6 +217,7 @@ fn load(args: LoadArgs) -> Result<(), String> {
         pid: args.pid,
         // Leave room inside the time limit for deleting the sessions again.
         deadline: Instant::now() + limit.mul_f64(0.6),
+        ops: args.ops,
     };
     let workload = args.workload;
     let (url, model_base) = (
@@ -223,6 +268,13 @@ fn load(args: LoadArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn sandbox_costs(opts: sandbox::Opts) -> Result<(), String> {
+    let rt = runtime(2).map_err(|e| format!("tokio runtime: {e}"))?;
+    let report = rt.block_on(sandbox::run(&opts))?;
+    println!("{report}");
+    Ok(())
+}
+
 fn bare(host: std::net::IpAddr, port: u16, big_bytes: usize) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -238,7 +290,8 @@ fn main() -> ExitCode {
             port,
             big_bytes,
         } => bare(host, port, big_bytes),
-        Command::Load(args) => load(args),
+        Command::Load(args) => load(*args),
+        Command::Sandbox { rounds, later } => sandbox_costs(sandbox::Opts { rounds, later }),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -51,6 +51,9 @@ pub struct LoadOpts {
     pub pid: Option<u32>,
     /// When the idle workload stops creating sessions, whatever it reached.
     pub deadline: Instant,
+    /// Count mode (`calls` and `episodes`): exactly this many operations in all, each timed,
+    /// with no warm-up and no time window (what instruction counts are taken over).
+    pub ops: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -68,8 +71,34 @@ impl Window {
         }
     }
 
+    /// The window of a timed workload, or in count mode one that holds the whole run.
+    fn of(o: &LoadOpts) -> Self {
+        match o.ops {
+            Some(_) => Self::new(Duration::ZERO, Duration::from_secs(86_400)),
+            None => Self::new(o.warmup, o.duration),
+        }
+    }
+
     fn contains(&self, t: Instant) -> bool {
         t >= self.start && t <= self.end
+    }
+}
+
+/// The operations a count-mode run has left to hand out (unbounded in a timed run).
+#[derive(Clone)]
+struct Budget(Option<Arc<AtomicU64>>);
+
+impl Budget {
+    fn of(o: &LoadOpts) -> Self {
+        Self(o.ops.map(|n| Arc::new(AtomicU64::new(n))))
+    }
+
+    /// Take one operation; false once they are all taken.
+    fn take(&self) -> bool {
+        self.0.as_ref().is_none_or(|left| {
+            left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok()
+        })
     }
 }
 
@@ -176,16 +205,19 @@ pub async fn calls(o: &LoadOpts) -> Value {
     let mut errors = Errors::default();
     let sessions = open_sessions(&o.target, o.sessions, &mut errors).await;
     let body = Bytes::from(json!({"name": "echo", "input": {"text": ECHO_TEXT}}).to_string());
-    let win = Window::new(o.warmup, o.duration);
-    let server_cpu = o.pid.map(|pid| tokio::spawn(server_cpu_over(pid, win)));
+    let win = Window::of(o);
+    let budget = Budget::of(o);
+    let server_cpu = CpuReading::start(o, win);
+    let started = Instant::now();
     let handles = sessions
         .into_iter()
         .map(|(mut conn, sid)| {
             let body = body.clone();
+            let budget = budget.clone();
             tokio::spawn(async move {
                 let mut rec = Recorder::default();
                 let mut errs = Errors::default();
-                while Instant::now() < win.end {
+                while Instant::now() < win.end && budget.take() {
                     let t0 = Instant::now();
                     let r = conn
                         .call(&sid, body.clone())
@@ -212,20 +244,22 @@ pub async fn calls(o: &LoadOpts) -> Value {
         errors.merge(e);
         sessions.push(s);
     }
+    let took = started.elapsed();
     let calls = rec.ops();
+    let cpu = CpuReading::finish(server_cpu).await;
     close_sessions(sessions, &mut errors).await;
-    let mut v = report("calls", o, rec, o.duration, &errors);
-    let cpu = match server_cpu {
-        Some(h) => h.await.ok().flatten(),
-        None => None,
-    };
-    if let Some(cpu) = cpu {
-        v["server_cpu_window_s"] = json!(cpu);
-        if calls > 0 {
-            v["server_cpu_us_per_call"] = json!(cpu * 1e6 / calls as f64);
-        }
-    }
+    let mut v = report("calls", o, rec, window_of(o, took), &errors);
+    add_server_cpu(&mut v, cpu, calls, "call");
     v
+}
+
+/// The length a rate is taken over: the window, or in count mode the whole run.
+fn window_of(o: &LoadOpts, took: Duration) -> Duration {
+    if o.ops.is_some() {
+        took
+    } else {
+        o.duration
+    }
 }
 
 /// The CPU time process `pid` used inside `win`, in seconds: read when the window opens and
@@ -236,6 +270,47 @@ async fn server_cpu_over(pid: u32, win: Window) -> Option<f64> {
     let before = cpu_secs(&which)?;
     tokio::time::sleep_until(win.end.into()).await;
     Some(cpu_secs(&which)? - before)
+}
+
+/// The server's CPU time over the measured operations: over the window in a timed run, from
+/// before the first operation to after the last in count mode.
+enum CpuReading {
+    Timed(JoinHandle<Option<f64>>),
+    Counted { pid: String, before: Option<f64> },
+}
+
+impl CpuReading {
+    /// Start reading, when the workload was given the server's pid.
+    fn start(o: &LoadOpts, win: Window) -> Option<Self> {
+        let pid = o.pid?;
+        Some(if o.ops.is_some() {
+            let pid = pid.to_string();
+            CpuReading::Counted {
+                before: cpu_secs(&pid),
+                pid,
+            }
+        } else {
+            CpuReading::Timed(tokio::spawn(server_cpu_over(pid, win)))
+        })
+    }
+
+    /// The CPU seconds, once the operations are over.
+    async fn finish(this: Option<Self>) -> Option<f64> {
+        match this? {
+            CpuReading::Timed(h) => h.await.ok().flatten(),
+            CpuReading::Counted { pid, before } => Some(cpu_secs(&pid)? - before?),
+        }
+    }
+}
+
+/// The server's CPU time over the window, and per operation.
+fn add_server_cpu(v: &mut Value, cpu: Option<f64>, ops: u64, per: &str) {
+    if let Some(cpu) = cpu {
+        v["server_cpu_window_s"] = json!(cpu);
+        if ops > 0 {
+            v[format!("server_cpu_us_per_{per}")] = json!(cpu * 1e6 / ops as f64);
+        }
+    }
 }
 
 /// One full episode on task `index`: create_session, create, prompt, a correct `submit`
@@ -291,15 +366,19 @@ pub async fn episodes(o: &LoadOpts) -> Value {
             Err(f) => errors.add(&f),
         }
     }
-    let win = Window::new(o.warmup, o.duration);
+    let win = Window::of(o);
+    let budget = Budget::of(o);
+    let server_cpu = CpuReading::start(o, win);
+    let started = Instant::now();
     let handles = conns
         .into_iter()
         .map(|mut conn| {
             let counter = counter.clone();
+            let budget = budget.clone();
             tokio::spawn(async move {
                 let mut rec = Recorder::default();
                 let mut errs = Errors::default();
-                while Instant::now() < win.end {
+                while Instant::now() < win.end && budget.take() {
                     let index = counter.fetch_add(1, Ordering::Relaxed) % TRAIN_TASKS;
                     let t0 = Instant::now();
                     let r = episode(&mut conn, index).await;
@@ -322,7 +401,12 @@ pub async fn episodes(o: &LoadOpts) -> Value {
         rec.merge(r);
         errors.merge(e);
     }
-    report("episodes", o, rec, o.duration, &errors)
+    let took = started.elapsed();
+    let episodes = rec.ops();
+    let cpu = CpuReading::finish(server_cpu).await;
+    let mut v = report("episodes", o, rec, window_of(o, took), &errors);
+    add_server_cpu(&mut v, cpu, episodes, "episode");
+    v
 }
 
 /// `big` calls of `o.big_bytes` bytes, one after another on one session.
@@ -528,6 +612,7 @@ mod tests {
             concurrency: 2,
             pid: None,
             deadline: Instant::now() + Duration::from_secs(60),
+            ops: None,
         }
     }
 
@@ -541,6 +626,24 @@ mod tests {
         ] {
             assert_eq!(report["errors"]["count"], 0, "{name}: {report}");
             assert!(report["ops"].as_u64().unwrap_or(0) > 0, "{name}: {report}");
+        }
+    }
+
+    #[tokio::test]
+    async fn count_mode_runs_exactly_the_operations_asked_for() {
+        let target = bare(10_000).await;
+        let counted = |n| LoadOpts {
+            ops: Some(n),
+            // A 1 ms window would end a timed run at once: the count, not the clock, ends it.
+            duration: Duration::from_millis(1),
+            ..opts(target.clone(), 4)
+        };
+        for (name, n, report) in [
+            ("calls", 37, calls(&counted(37)).await),
+            ("episodes", 11, episodes(&counted(11)).await),
+        ] {
+            assert_eq!(report["errors"]["count"], 0, "{name}: {report}");
+            assert_eq!(report["ops"], n, "{name}: {report}");
         }
     }
 

@@ -9,8 +9,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use super::load::{brief, run_json, timed_args};
+use super::measured::Measured;
+use super::plan::Plan;
 use super::servers::{Kind, Launcher};
-use super::{run_json, Measured, Plan};
 use crate::procs::ServerProcess;
 
 /// Agent episodes run at once, by each client.
@@ -58,7 +60,7 @@ pub fn measure(launcher: &Launcher, plan: &Plan, results: &mut BTreeMap<&'static
 
     eprintln!("bench: ours (client): {KEY} ...");
     let (duration, warmup) = plan.window(Kind::Ours);
-    let args = super::timed_args(
+    let args = timed_args(
         "agent",
         SESSIONS,
         (duration, warmup),
@@ -69,7 +71,7 @@ pub fn measure(launcher: &Launcher, plan: &Plan, results: &mut BTreeMap<&'static
     cmd.args(["load", "--url", &server.url]).args(&args);
     match run_json(cmd, warmup + duration + 180.0) {
         Ok(v) => {
-            eprintln!("bench: ours (client): {KEY}: {}", super::report::brief(&v));
+            eprintln!("bench: ours (client): {KEY}: {}", brief(&v));
             results
                 .entry("ours")
                 .or_default()
@@ -100,10 +102,7 @@ pub fn measure(launcher: &Launcher, plan: &Plan, results: &mut BTreeMap<&'static
     }
     match run_json(cmd, warmup + duration + 150.0) {
         Ok(v) => {
-            eprintln!(
-                "bench: reference (client): {KEY}: {}",
-                super::report::brief(&v)
-            );
+            eprintln!("bench: reference (client): {KEY}: {}", brief(&v));
             results
                 .entry("reference")
                 .or_default()

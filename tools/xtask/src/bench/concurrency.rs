@@ -14,16 +14,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
+use super::load::run_load;
+use super::measured::Measured;
+use super::plan::{Plan, TARGET_P99_MS, TARGET_SESSIONS};
 use super::servers::{self, Kind, Launcher};
-use super::{Measured, Plan};
 
 /// The sleep of every call, ms.
 pub const SLEEP_MS: u64 = 1000;
-
-/// The target of the issue: every call of 16,384 sessions succeeds and p99 <= 1,250 ms.
-pub const TARGET_SESSIONS: usize = 16_384;
-/// The p99 latency the target allows, ms.
-pub const TARGET_P99_MS: f64 = 1250.0;
 
 /// Below this success rate the reference is not tried at the next size ("until it fails").
 const GIVE_UP_BELOW: f64 = 0.5;
@@ -161,42 +158,9 @@ pub fn measure(kind: Kind, launcher: &Launcher, plan: &Plan, m: &mut Measured) {
     let name = kind.name();
     let (duration, warmup) = (plan.concurrency_duration, plan.concurrency_warmup);
     for &n in sizes(kind, plan) {
-        let server = match launcher.start(kind, Some(n * 2)) {
-            Ok((s, _)) => s,
-            Err(e) => {
-                m.failures.push(format!("concurrency {n}: launch: {e}"));
-                continue;
-            }
-        };
         eprintln!("bench: {name}: concurrency, {n} sessions for {duration} s ...");
-        let args: Vec<String> = [
-            "--workload",
-            "concurrency",
-            "--sessions",
-            &n.to_string(),
-            "--duration",
-            &duration.to_string(),
-            "--warmup",
-            &warmup.to_string(),
-            "--sleep-ms",
-            &SLEEP_MS.to_string(),
-            "--threads",
-            &plan.client_threads.max(2).to_string(),
-            "--time-limit",
-            &(duration + 600.0).to_string(),
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let sampler = Sampler::start(server.pid);
-        let result = super::run_load(&launcher.bench, &server.url, kind == Kind::Limit, &args);
-        let samples = sampler.finish();
-        let alive = servers::alive(server.pid);
-        drop(server);
-        match result {
+        match run_once(kind, launcher, n, (duration, warmup), plan.client_threads) {
             Ok(mut v) => {
-                add_server_figures(&mut v, &samples);
-                v["server_survived"] = json!(alive);
                 eprintln!("bench: {name}: concurrency {n}: {}", brief(&v));
                 let rate = v["success_rate"].as_f64().unwrap_or(0.0);
                 if kind == Kind::Reference {
@@ -218,6 +182,48 @@ pub fn measure(kind: Kind, launcher: &Launcher, plan: &Plan, m: &mut Measured) {
             Err(e) => m.failures.push(format!("concurrency {n}: {e}")),
         }
     }
+}
+
+/// One run of the workload at `n` sessions on a fresh server of `kind`: the load generator's
+/// report with the server's peak memory and CPU over the window, and whether it survived.
+pub fn run_once(
+    kind: Kind,
+    launcher: &Launcher,
+    n: usize,
+    (duration, warmup): (f64, f64),
+    client_threads: usize,
+) -> Result<Value, String> {
+    let (server, _) = launcher
+        .start(kind, Some(n * 2))
+        .map_err(|e| format!("launch: {e}"))?;
+    let args: Vec<String> = [
+        "--workload",
+        "concurrency",
+        "--sessions",
+        &n.to_string(),
+        "--duration",
+        &duration.to_string(),
+        "--warmup",
+        &warmup.to_string(),
+        "--sleep-ms",
+        &SLEEP_MS.to_string(),
+        "--threads",
+        &client_threads.max(2).to_string(),
+        "--time-limit",
+        &(duration + 600.0).to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let sampler = Sampler::start(server.pid);
+    let result = run_load(&launcher.bench, &server.url, kind == Kind::Limit, &args);
+    let samples = sampler.finish();
+    let alive = servers::alive(server.pid);
+    drop(server);
+    let mut v = result?;
+    add_server_figures(&mut v, &samples);
+    v["server_survived"] = json!(alive);
+    Ok(v)
 }
 
 fn pct(v: &Value, key: &str) -> String {

@@ -10,8 +10,9 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use super::load::{brief, error_count, load_average, run_load, timed_args};
+use super::plan::Plan;
 use super::servers::{Kind, Launcher};
-use super::{Measured, Plan};
 use crate::procs::ServerProcess;
 
 /// The drop of calls/s with metrics on that the issue allows, in percent.
@@ -132,10 +133,7 @@ impl MetricsCost {
 
     /// Errors of the load generator over every round.
     pub fn errors(&self) -> u64 {
-        self.rounds
-            .iter()
-            .map(|r| super::error_count(&r.report))
-            .sum()
+        self.rounds.iter().map(|r| error_count(&r.report)).sum()
     }
 
     /// The `metrics_cost` object of the JSON report.
@@ -155,7 +153,7 @@ impl MetricsCost {
                 "server_cpu_us_per_call": r.cpu_us_per_call(),
                 "p50_ms": r.report["p50_ms"],
                 "p99_ms": r.report["p99_ms"],
-                "errors": super::error_count(&r.report),
+                "errors": error_count(&r.report),
                 "load_average": r.load,
             })).collect::<Vec<_>>(),
             "median_calls_per_s_off": summary.as_ref().map(|s| s.off),
@@ -200,13 +198,18 @@ fn start(launcher: &Launcher, on: bool) -> Result<ServerProcess, String> {
     Ok(server)
 }
 
-/// Run the interleaved rounds on our server into `m.metrics`.
-pub fn measure(launcher: &Launcher, plan: &Plan, m: &mut Measured) {
+/// Run the interleaved rounds on our server, adding what went wrong to `failures`; none when
+/// the servers did not start.
+pub fn measure(
+    launcher: &Launcher,
+    plan: &Plan,
+    failures: &mut Vec<String>,
+) -> Option<MetricsCost> {
     let servers = match (start(launcher, false), start(launcher, true)) {
         (Ok(off), Ok(on)) => [off, on],
         (Err(e), _) | (_, Err(e)) => {
-            m.failures.push(format!("metrics cost: launch: {e}"));
-            return;
+            failures.push(format!("metrics cost: launch: {e}"));
+            return None;
         }
     };
     let (duration, warmup) = (plan.metrics_round, plan.metrics_warmup);
@@ -228,15 +231,15 @@ pub fn measure(launcher: &Launcher, plan: &Plan, m: &mut Measured) {
         for on in order {
             let server = &servers[usize::from(on)];
             if !super::servers::alive(server.pid) {
-                m.failures.push(format!(
+                failures.push(format!(
                     "metrics cost: the server with metrics {} died",
                     if on { "on" } else { "off" }
                 ));
                 break 'pairs;
             }
-            let load = super::load_average().and_then(|l| l.parse().ok());
+            let load = load_average().and_then(|l| l.parse().ok());
             let pid = server.pid.to_string();
-            let args = super::timed_args(
+            let args = timed_args(
                 "calls",
                 SESSIONS,
                 (duration, warmup),
@@ -244,7 +247,7 @@ pub fn measure(launcher: &Launcher, plan: &Plan, m: &mut Measured) {
                 &["--pid", &pid],
             );
             let round = cost.rounds.len() + 1;
-            match super::run_load(&launcher.bench, &server.url, false, &args) {
+            match run_load(&launcher.bench, &server.url, false, &args) {
                 Ok(report) => {
                     let r = Round {
                         metrics_on: on,
@@ -254,15 +257,15 @@ pub fn measure(launcher: &Launcher, plan: &Plan, m: &mut Measured) {
                     eprintln!(
                         "bench: ours: metrics {:>3}, round {round}: {}",
                         r.side(),
-                        super::report::brief(&r.report)
+                        brief(&r.report)
                     );
                     cost.rounds.push(r);
                 }
-                Err(e) => m.failures.push(format!("metrics cost, round {round}: {e}")),
+                Err(e) => failures.push(format!("metrics cost, round {round}: {e}")),
             }
         }
     }
-    m.metrics = Some(cost);
+    Some(cost)
 }
 
 fn pct(v: f64) -> String {
@@ -334,8 +337,8 @@ pub fn render(cost: &MetricsCost) -> String {
 }
 
 /// The target line: met when the cost is within [`LIMIT_PCT`], with the figures.
-pub fn target(m: Option<&Measured>) -> (Option<bool>, String) {
-    let Some(cost) = m.and_then(|m| m.metrics.as_ref()) else {
+pub fn target(cost: Option<&MetricsCost>) -> (Option<bool>, String) {
+    let Some(cost) = cost else {
         return (None, "-".into());
     };
     let detail = cost.summary().map_or("-".into(), |s| {

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{Measured, Plan};
+use super::load::{error_count, num};
+use super::measured::Measured;
+use super::plan::{Plan, TARGET_P99_MS, TARGET_SESSIONS};
 
 /// The row of the agent workload (where ours and the reference are clients).
 const AGENT_ROW: &str = "agent episodes (client), 16 at once";
@@ -73,69 +75,12 @@ fn median(v: &[f64]) -> Option<f64> {
     v.get(v.len() / 2).copied()
 }
 
-/// A number with as many decimals as make sense for its size.
-fn num(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".to_owned()
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), num)
 }
 
 fn times(v: Option<f64>) -> String {
     v.map_or_else(|| "-".to_owned(), |x| format!("{}x", num(x)))
-}
-
-/// A one-line summary of a workload report, for progress output.
-pub fn brief(v: &Value) -> String {
-    let f = |k: &str| v[k].as_f64().unwrap_or(0.0);
-    let rate = if v["workload"] == "big" {
-        format!("{} MB/s", num(f("mb_per_s")))
-    } else {
-        format!("{}/s", num(f("rate")))
-    };
-    format!(
-        "{rate}, p50 {} ms, p99 {} ms, {} errors",
-        num(f("p50_ms")),
-        num(f("p99_ms")),
-        v["errors"]["count"].as_u64().unwrap_or(0)
-    )
-}
-
-/// A one-line summary of an idle-sessions report.
-pub fn brief_idle(v: &Value) -> String {
-    let steps: Vec<String> = v["steps"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| {
-                    format!(
-                        "{} sessions: {} B/session",
-                        s["sessions"],
-                        num(s["bytes_per_session"].as_f64().unwrap_or(0.0))
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    format!(
-        "{}; after delete {} KiB (baseline {} KiB); {} errors",
-        steps.join(", "),
-        v["after_delete_kib"],
-        v["baseline_kib"],
-        v["errors"]["count"].as_u64().unwrap_or(0)
-    )
 }
 
 impl Report {
@@ -415,9 +360,7 @@ fn targets(rows: &[Row], results: &BTreeMap<&str, Measured>, plan: &Plan) -> Vec
     let step = idle_step(ours, last);
     let per = step.and_then(|s| s["bytes_per_session"].as_f64());
     let all_made = step.and_then(|s| s["sessions"].as_u64()) == Some(last as u64);
-    let idle_errors = ours
-        .and_then(|m| m.idle.as_ref())
-        .map_or(0, super::error_count);
+    let idle_errors = ours.and_then(|m| m.idle.as_ref()).map_or(0, error_count);
     t.push(Target {
         name: format!("idle: <= 2 KiB per session at {last}, all created without errors"),
         met: per.map(|b| b <= 2048.0 && all_made && idle_errors == 0),
@@ -452,13 +395,13 @@ fn targets(rows: &[Row], results: &BTreeMap<&str, Measured>, plan: &Plan) -> Vec
     t.push(Target {
         name: format!(
             "concurrency: {} sessions calling sleep, 100% success and p99 <= {} ms",
-            super::concurrency::TARGET_SESSIONS,
-            super::concurrency::TARGET_P99_MS
+            TARGET_SESSIONS, TARGET_P99_MS
         ),
         met,
         detail,
     });
-    let (met, detail) = super::metrics::target(results.get("ours"));
+    let (met, detail) =
+        super::metrics::target(results.get("ours").and_then(|m| m.metrics.as_ref()));
     t.push(Target {
         name: format!(
             "metrics on: echo calls/s at most {}% below metrics off (interleaved rounds)",
@@ -473,7 +416,7 @@ fn targets(rows: &[Row], results: &BTreeMap<&str, Measured>, plan: &Plan) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Plan;
+    use crate::bench::plan::Plan;
 
     fn plan() -> Plan {
         Plan {
@@ -493,6 +436,11 @@ mod tests {
             metrics_pairs: 2,
             metrics_round: 1.0,
             metrics_warmup: 0.2,
+            sandbox_rounds: 10,
+            sandbox_later: 5,
+            sandbox_sessions: vec![20],
+            sandbox_window: 3.0,
+            sandbox_warmup: 1.0,
         }
     }
 

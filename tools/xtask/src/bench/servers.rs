@@ -41,6 +41,8 @@ pub struct Launcher {
     pub ours: Option<PathBuf>,
     /// The release `scripted-model` binary, when the agent workload runs and it built.
     pub model: Option<PathBuf>,
+    /// The release `code` example, when the sandbox workloads run and it built.
+    pub code: Option<PathBuf>,
     /// The release `ors-bench` binary (bare server and load generator).
     pub bench: PathBuf,
     /// The reference venv's python.
@@ -49,9 +51,24 @@ pub struct Launcher {
     pub fixture: PathBuf,
     /// Where server logs (stderr) go.
     pub logs: PathBuf,
+    /// A command our server and the bare one run under (valgrind, for `--callgrind`); empty:
+    /// run them directly.
+    pub wrapper: Vec<std::ffi::OsString>,
 }
 
 impl Launcher {
+    /// A command running `program`, under [`Launcher::wrapper`] when there is one.
+    fn wrapped(&self, program: &Path) -> Command {
+        match self.wrapper.split_first() {
+            Some((wrapper, args)) => {
+                let mut c = Command::new(wrapper);
+                c.args(args).arg(program);
+                c
+            }
+            None => Command::new(program),
+        }
+    }
+
     fn command(
         &self,
         kind: Kind,
@@ -64,7 +81,7 @@ impl Launcher {
                     .ours
                     .as_ref()
                     .ok_or("our conformance example did not build")?;
-                let mut c = Command::new(bin);
+                let mut c = self.wrapped(bin);
                 c.args(["--host", "127.0.0.1", "--port", "0"]);
                 // The benchmark measures the default, quiet configuration.
                 c.env_remove("RUST_LOG");
@@ -104,7 +121,7 @@ impl Launcher {
                 c
             }
             Kind::Limit => {
-                let mut c = Command::new(&self.bench);
+                let mut c = self.wrapped(&self.bench);
                 c.args(["bare", "--host", "127.0.0.1", "--port", "0"]);
                 c
             }
