@@ -43,7 +43,7 @@ fn harness() -> Arc<Harness> {
         tool_timeout: Some(Duration::from_secs(120)),
         ..ServerConfig::default()
     };
-    let env = Arc::new(EnvHandle::<Fuzzed>::new());
+    let env = Arc::new(EnvHandle::<Fuzzed>::default());
     Arc::new(Harness::new(config, vec![env]).expect("the harness starts"))
 }
 

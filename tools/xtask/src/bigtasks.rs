@@ -159,7 +159,7 @@ fn measure(bin: &Path, file: &Path, rows: usize) -> Result<Figures, String> {
 
 /// Run the measurement.
 pub fn run(args: BigTasksArgs) -> Result<ExitCode, String> {
-    let target = crate::procs::cargo_build(&["-p", "ors-examples", "--bin", "gsm8k"], true)?;
+    let target = crate::procs::build_examples(&["gsm8k"], true)?;
     let bin = target.join("gsm8k");
     let own_dir = args.dir.is_none();
     let dir = args.dir.unwrap_or_else(|| {

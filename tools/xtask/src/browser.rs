@@ -21,7 +21,7 @@ pub fn run() -> Result<(), String> {
     // `--workspace` (ors-cli is the one package with a `report` test): the features are
     // unified as in `cargo test --workspace`, so nothing that step built is compiled again
     // (`-p ors-cli` alone would rebuild tokio and all above it with other features).
-    crate::test::cargo(&[
+    crate::procs::cargo(&[
         "test",
         "--workspace",
         "--test",

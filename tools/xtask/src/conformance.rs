@@ -9,7 +9,7 @@ use std::time::Duration;
 
 pub use ors_conformance::{run_against, ExpectedFailures, Report, RunOptions, Status};
 
-use crate::procs::{cargo_build, ServerProcess};
+use crate::procs::ServerProcess;
 
 /// Arguments of `cargo xtask conformance`.
 #[derive(clap::Args)]
@@ -48,7 +48,7 @@ pub fn run(args: XtaskConformanceArgs) -> Result<ExitCode, String> {
 /// Build and start this repository's `conformance` example on a free loopback port, with
 /// extra environment variables. Its stderr goes to `target/xtask-logs/conformance.log`.
 pub fn start_our_server(envs: &[(&str, &str)]) -> Result<ServerProcess, String> {
-    let dir = cargo_build(&["-p", "ors-examples", "--bin", "conformance"], false)?;
+    let dir = crate::procs::build_examples(&["conformance"], false)?;
     let mut cmd = Command::new(dir.join("conformance"));
     cmd.args(["--host", "127.0.0.1", "--port", "0"]);
     for (k, v) in envs {

@@ -1,7 +1,8 @@
 //! Debian packages that a step of `cargo xtask test` needs (nginx for the scale-out, Chromium
-//! for the HTML report), installed with apt-get when missing, so a fresh machine goes from
-//! clone to green with `cargo xtask test` alone.
+//! for the HTML report, bubblewrap for the sandboxes), installed with apt-get when missing, so
+//! a fresh machine goes from clone to green with `cargo xtask test` alone.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 /// Install `packages` with apt-get (fetching the package lists first if the install fails, as
@@ -32,4 +33,22 @@ pub fn install(why: &str, packages: &[&str]) -> Result<(), String> {
             packages.join(", ")
         ))
     }
+}
+
+/// The program `binary` (on the `PATH` or in `/usr/sbin`, `/usr/bin`), else Debian's
+/// `package` installed (for step `why`) and the program found then.
+pub fn ensure(why: &str, binary: &str, package: &str) -> Result<PathBuf, String> {
+    if let Some(found) = find(binary) {
+        return Ok(found);
+    }
+    install(why, &[package])?;
+    find(binary).ok_or_else(|| format!("{package} was installed but no {binary} program found"))
+}
+
+fn find(binary: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/bin")])
+        .map(|dir| dir.join(binary))
+        .find(|p| p.is_file())
 }

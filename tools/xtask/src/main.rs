@@ -1,12 +1,13 @@
 //! Project automation for ors-rs: `cargo xtask test`, `cargo xtask conformance`,
 //! `cargo xtask bench`, `cargo xtask readme`, and the measurement commands (`fuzz`, `soak`,
-//! `bigtasks`, `blocking`, `memprobe`, `scale`, `circles`, `lines`). Run `cargo xtask --help`.
+//! `bigtasks`, `blocking`, `memprobe`, `scale`, `coldbuild`, `circles`, `lines`, `new-crate`). Run `cargo xtask --help`.
 
 mod bench;
 mod bigtasks;
 mod blocking;
 mod browser;
 mod circles;
+mod coldbuild;
 mod conformance;
 mod debian;
 mod fuzz;
@@ -14,6 +15,7 @@ mod interop;
 mod lines;
 mod memprobe;
 mod modtree;
+mod newcrate;
 mod procs;
 mod python;
 mod readme;
@@ -70,8 +72,13 @@ enum Command {
     /// Replicas behind a real nginx with deploy/nginx/ors.conf: spread, long calls, scale up,
     /// a replica killed, one drained.
     Scale(scale::ScaleArgs),
+    /// Time a newcomer's first builds from cold: the README's serve command to its ready
+    /// line and its CLI install, each in a fresh cargo home and target directory.
+    Coldbuild(coldbuild::ColdbuildArgs),
     /// Print the import circles between the modules of each crate; fails when a crate has one.
     Circles(circles::CirclesArgs),
+    /// Make a crate with `ors new`, run its tests, serve it and run `ors check` on it.
+    NewCrate,
     /// Count the lines of code of the seven product crates (not tests, comments or blanks),
     /// and compare them with a revision's.
     Lines(lines::LinesArgs),
@@ -92,8 +99,10 @@ fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::run(args),
         Command::Soak(args) => soak::run(args),
         Command::Scale(args) => scale::run(args),
+        Command::Coldbuild(args) => coldbuild::run(args),
         Command::Circles(args) => circles::run(args),
         Command::Lines(args) => lines::run(args),
+        Command::NewCrate => newcrate::run().map(|()| ExitCode::SUCCESS),
     };
     match result {
         Ok(code) => code,

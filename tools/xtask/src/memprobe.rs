@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use ors_conformance::http::{Conn, Request, Response, Target};
 use serde_json::json;
 
-use crate::procs::{cargo_build, reset_peak, status_kib, ServerProcess};
+use crate::procs::{reset_peak, status_kib, ServerProcess};
 
 /// What `cargo xtask memprobe` takes.
 #[derive(clap::Args)]
@@ -46,9 +46,7 @@ const BIG_BYTES: u64 = 64 * 1024 * 1024;
 pub fn run(args: MemprobeArgs) -> Result<ExitCode, String> {
     let server = match args.server {
         Some(path) => path,
-        None => {
-            cargo_build(&["-p", "ors-examples", "--bin", "conformance"], true)?.join("conformance")
-        }
+        None => crate::procs::build_examples(&["conformance"], true)?.join("conformance"),
     };
     println!("memprobe: {}", server.display());
     let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);

@@ -47,12 +47,21 @@ impl ServerProcess {
                 let pid = child.id();
                 Ok(Self { child, url, pid })
             }
-            Err(_) => {
+            Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 Err(format!(
                     "{what} did not print its ready line within {timeout:?}"
                 ))
+            }
+            // Its stdout closed without the line: it exited (a port taken meanwhile, say).
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let _ = child.kill();
+                let status = child
+                    .wait()
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|e| e.to_string());
+                Err(format!("{what} exited ({status}) before its ready line"))
             }
         }
     }
@@ -71,7 +80,17 @@ impl ServerProcess {
 impl ServerProcess {
     /// Send SIGTERM and wait up to `timeout` for the process to exit; its exit status.
     pub fn terminate(&mut self, timeout: Duration) -> Result<std::process::ExitStatus, String> {
-        signal(self.pid, "TERM")?;
+        self.stop_with("TERM", timeout)
+    }
+
+    /// Send signal `name` (`TERM`, `INT`) and wait up to `timeout` for the process to exit;
+    /// its exit status.
+    pub fn stop_with(
+        &mut self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<std::process::ExitStatus, String> {
+        signal(self.pid, name)?;
         let deadline = Instant::now() + timeout;
         loop {
             match self.child.try_wait() {
@@ -133,6 +152,33 @@ pub fn run_to_success(cmd: &mut Command, what: &str) -> Result<(), String> {
     } else {
         Err(format!("{what} failed ({status})"))
     }
+}
+
+/// Run `cargo ARGS` in the workspace root.
+pub fn cargo(args: &[&str]) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    eprintln!("xtask: cargo {}", args.join(" "));
+    let status = Command::new(cargo)
+        .args(args)
+        .current_dir(crate::workspace::workspace_root())
+        .status()
+        .map_err(|e| format!("could not run cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo {}` failed", args.join(" ")))
+    }
+}
+
+/// `cargo build` binaries of ors-examples (release or debug) with all its features: jemalloc,
+/// which the measurements assume, and what `code` and `mcp_env` require. Returns the target
+/// dir.
+pub fn build_examples(bins: &[&str], release: bool) -> Result<std::path::PathBuf, String> {
+    let mut args = vec!["-p", "ors-examples", "--all-features"];
+    for bin in bins {
+        args.extend(["--bin", bin]);
+    }
+    cargo_build(&args, release)
 }
 
 /// `cargo build` the given packages/binaries (release or debug), returning the target dir.
@@ -206,4 +252,22 @@ pub fn run_captured(
         stdout: stdout.join().unwrap_or_default(),
         stderr: stderr.join().unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_that_exits_early_is_said_to_have_exited_not_to_be_slow() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo starting; exit 3"]);
+        let err = ServerProcess::start(cmd, Duration::from_secs(600))
+            .err()
+            .unwrap_or_default();
+        assert!(
+            err.contains("exited (exit status: 3) before its ready line"),
+            "{err}"
+        );
+    }
 }

@@ -440,7 +440,7 @@ fn curve(samples: &[Sample], total_secs: f64) -> String {
 /// `cargo xtask soak`.
 pub fn run(args: SoakArgs) -> Result<ExitCode, String> {
     let total = Duration::from_secs_f64((args.minutes * 60.0).max(10.0));
-    let dir = crate::procs::cargo_build(&["-p", "ors-examples", "--bin", "conformance"], true)?;
+    let dir = crate::procs::build_examples(&["conformance"], true)?;
     let mut cmd = Command::new(dir.join("conformance"));
     cmd.args(["--host", "127.0.0.1", "--port", "0"]);
     for var in [

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::python_server;
 use super::rust_client::{Ors, Run};
+use super::servers::python_server;
 use crate::procs::cargo_build;
 use crate::python::Peer;
 

@@ -19,11 +19,10 @@
 //! hint is listed, and secrets are read only from the header: the body form is a 422.
 //! [`SecretsMode::Auto`], the default, works against all three servers.
 
+mod checks;
 mod extensions;
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine as _;
 use ors_client::{
@@ -33,45 +32,13 @@ use ors_client::{
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-/// Limit on one check, so a hang is a failure and not a stuck CI job.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(60);
+pub use checks::Expect;
+use checks::{ensure, eq, Check, Ctx, Report};
 
 /// The fixture's shared tools, sorted.
 const SHARED_TOOLS: [&str; 9] = [
     "big", "counter", "echo", "fail", "image", "panic", "secret", "sleep", "submit",
 ];
-
-/// Which behaviour to expect where a Python server deviates from the protocol.
-#[derive(Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)] // `Spec` is for running the checks against our own server by hand.
-pub enum Expect {
-    /// ors-sdk 0.1.0.
-    Reference,
-    /// openreward 0.1.167.
-    OpenReward,
-    Spec,
-}
-
-impl Expect {
-    /// Index -1 is the last task (Python indexing) rather than a 400.
-    fn python_indexing(self) -> bool {
-        self != Expect::Spec
-    }
-
-    /// `task_tools` lists the task-specific hint.
-    fn lists_hint(self) -> bool {
-        self != Expect::Reference
-    }
-
-    /// Where the server reads secrets from: (body, header).
-    fn reads_secrets(self) -> (bool, bool) {
-        match self {
-            Expect::Reference => (true, false),
-            Expect::OpenReward => (false, true),
-            Expect::Spec => (true, true),
-        }
-    }
-}
 
 /// A fixture task, typed.
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
@@ -94,35 +61,6 @@ fn task_json(id: i64) -> Value {
     json!({"id": id, "question": format!("What is {id}+{id}?"), "answer": (2 * id).to_string()})
 }
 
-type Check = Result<(), String>;
-
-/// `?` for client results, naming what failed.
-trait Ctx<T> {
-    fn ctx(self, what: &str) -> Result<T, String>;
-}
-
-impl<T> Ctx<T> for Result<T, ors_client::Error> {
-    fn ctx(self, what: &str) -> Result<T, String> {
-        self.map_err(|e| format!("{what}: {e}"))
-    }
-}
-
-fn eq<T: PartialEq + std::fmt::Debug>(what: &str, got: T, want: T) -> Check {
-    if got == want {
-        Ok(())
-    } else {
-        Err(format!("{what}: got {got:?}, want {want:?}"))
-    }
-}
-
-fn ensure(cond: bool, what: impl FnOnce() -> String) -> Check {
-    if cond {
-        Ok(())
-    } else {
-        Err(what())
-    }
-}
-
 /// The text of every block (`<image>` for images).
 fn texts(blocks: &[Block]) -> Vec<&str> {
     blocks
@@ -135,42 +73,6 @@ fn texts(blocks: &[Block]) -> Vec<&str> {
 fn one_text(what: &str, out: &ToolOutput, text: &str) -> Check {
     eq(what, texts(&out.blocks), vec![text])?;
     eq(&format!("{what}: finished"), out.finished, false)
-}
-
-/// Counts and prints check results.
-#[derive(Default)]
-struct Report {
-    passed: usize,
-    failed: usize,
-}
-
-impl Report {
-    async fn run(&mut self, name: &str, check: impl Future<Output = Check>) {
-        self.record(name, "", check).await;
-    }
-
-    /// Like `run`, with a note on the PASS line (which behaviour was seen).
-    async fn record(&mut self, name: &str, note: &str, check: impl Future<Output = Check>) {
-        let result = match tokio::time::timeout(CHECK_TIMEOUT, check).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("no result within {CHECK_TIMEOUT:?}")),
-        };
-        match result {
-            Ok(()) => {
-                self.passed += 1;
-                let note = if note.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({note})")
-                };
-                println!("PASS {name}{note}");
-            }
-            Err(reason) => {
-                self.failed += 1;
-                println!("FAIL {name}: {}", reason.replace('\n', " "));
-            }
-        }
-    }
 }
 
 /// Submits the answer stored in the task, then stops.

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use super::check::problems;
 use super::rust_client::Ors;
-use super::{build_examples, interop_dir, our_server, python_script, START_TIMEOUT};
+use super::servers::{build_examples, interop_dir, our_server, python_script, START_TIMEOUT};
 use crate::conformance;
 use crate::procs::{cargo_build, ServerProcess};
 use crate::python::Peer;

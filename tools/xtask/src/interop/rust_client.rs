@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::peer_server;
+use super::servers::peer_server;
 use crate::procs::{cargo_build, run_captured};
 use crate::python::Peer;
 

@@ -79,6 +79,9 @@ pub struct Dockerfile {
     pub healthcheck: Option<Vec<String>>,
     /// The default of `ARG BIN`.
     pub bin: String,
+    /// The Debian packages the runtime stage installs: the default of its `ARG APT_PACKAGES`,
+    /// when a `RUN` installs `${APT_PACKAGES}` with apt-get.
+    pub apt_packages: Vec<String>,
 }
 
 /// Read the parts of `deploy/Dockerfile` that matter (its runtime stage is the last `FROM`).
@@ -97,7 +100,9 @@ pub fn dockerfile(root: &Path) -> Result<Dockerfile, String> {
         env: Vec::new(),
         healthcheck: None,
         bin: String::new(),
+        apt_packages: Vec::new(),
     };
+    let mut apt_default: Vec<String> = Vec::new();
     for line in joined.lines().map(str::trim) {
         let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
         let rest = rest.trim();
@@ -106,6 +111,11 @@ pub fn dockerfile(root: &Path) -> Result<Dockerfile, String> {
                 out.user.clear();
                 out.env.clear();
                 out.healthcheck = None;
+                out.apt_packages.clear();
+                apt_default.clear();
+            }
+            "RUN" if rest.contains("apt-get install") && rest.contains("${APT_PACKAGES}") => {
+                out.apt_packages = apt_default.clone();
             }
             "USER" => out.user = rest.to_owned(),
             "ENV" => {
@@ -116,6 +126,13 @@ pub fn dockerfile(root: &Path) -> Result<Dockerfile, String> {
             "ARG" => {
                 if let Some(bin) = rest.strip_prefix("BIN=") {
                     out.bin = bin.to_owned();
+                }
+                if let Some(pkgs) = rest.strip_prefix("APT_PACKAGES=") {
+                    apt_default = pkgs
+                        .trim_matches('"')
+                        .split_whitespace()
+                        .map(str::to_owned)
+                        .collect();
                 }
             }
             "HEALTHCHECK" => {
@@ -202,6 +219,36 @@ pub fn check_manifests(docs: &[(String, Value)], ors_conf: &str) -> Vec<String> 
             check(
                 pod["securityContext"]["runAsNonRoot"] == true,
                 "the pods may run as root",
+            );
+            // What the sandboxes of environments that run code need (README "Tools that run
+            // programs"); each missing one is named by the server at start-up too.
+            check(
+                pod["hostUsers"] == false,
+                "the pods share the host's user namespace (hostUsers: false is what procMount: \
+                 Unmasked needs)",
+            );
+            check(
+                pod["securityContext"]["seccompProfile"]["type"] == "Unconfined",
+                "the pods' seccomp profile is not Unconfined: the default one refuses the \
+                 sandboxes' user namespaces",
+            );
+            check(
+                pod["securityContext"]["appArmorProfile"]["type"] == "Unconfined",
+                "the pods' AppArmor profile is not Unconfined: the default one refuses the \
+                 sandboxes' mounts",
+            );
+            check(
+                c["securityContext"]["procMount"] == "Unmasked",
+                "the container's /proc is masked: a sandbox cannot mount its own (procMount: \
+                 Unmasked)",
+            );
+            check(
+                c["securityContext"]["allowPrivilegeEscalation"] == false
+                    && c["securityContext"]["capabilities"]["drop"]
+                        .as_array()
+                        .is_some_and(|d| d.contains(&Value::from("ALL"))),
+                "the container may gain privileges or keeps capabilities (the sandboxes need \
+                 neither)",
             );
         }
         Err(e) => check(false, &e),

@@ -171,21 +171,9 @@ pub fn session_routing_problems(conf: &str) -> Vec<String> {
     problems
 }
 
-/// The nginx binary: on the PATH or in /usr/sbin, else installed from Debian.
+/// The nginx binary: on the PATH or in /usr/sbin, else Debian's nginx-light installed.
 pub fn ensure_nginx() -> Result<PathBuf, String> {
-    if let Some(found) = find_nginx() {
-        return Ok(found);
-    }
-    crate::debian::install("scale", &["nginx-light"])?;
-    find_nginx().ok_or_else(|| "nginx-light was installed but no nginx binary found".to_owned())
-}
-
-fn find_nginx() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin")])
-        .map(|dir| dir.join("nginx"))
-        .find(|p| p.is_file())
+    crate::debian::ensure("scale", "nginx", "nginx-light")
 }
 
 /// The main config around `ors.conf`: everything nginx writes stays in `dir`.

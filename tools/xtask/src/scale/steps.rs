@@ -12,8 +12,9 @@ use ors_conformance::http::{Request, Target};
 use ors_core::ErrorCode;
 use serde_json::json;
 
+use super::cluster::{free_port, Cluster, Plan};
 use super::episodes::{episodes, metrics, replica_of, series, until, Outcome, Step};
-use super::{deploy, free_port, nginx, Cluster, Plan};
+use super::{deploy, nginx};
 use crate::procs::ServerProcess;
 
 /// Step 1: many full episodes, spread over every replica.
@@ -317,17 +318,10 @@ pub(super) fn deploy_files(cluster: &Cluster, root: &Path) -> Step {
     step
 }
 
-/// Start the server binary as the Dockerfile's user with its `ENV`, on a free port, and run
-/// its `HEALTHCHECK` command against it.
-pub(super) fn image_binary(cluster: &Cluster, root: &Path) -> Result<(), String> {
-    let docker = deploy::dockerfile(root)?;
-    let uid: u32 = docker
-        .user
-        .parse()
-        .map_err(|_| format!("USER {} is not numeric", docker.user))?;
-    let port = free_port()?.to_string();
+/// The server binary as the Dockerfile's user (when we are root, as the container runtime
+/// would drop to it) with the image's `ENV`, on `port`.
+fn image_command(cluster: &Cluster, docker: &deploy::Dockerfile, uid: u32, port: &str) -> Command {
     let mut cmd = if is_root() {
-        // Drop to the image's user, as the container runtime would.
         let mut c = Command::new("setpriv");
         c.args([
             format!("--reuid={uid}"),
@@ -340,10 +334,33 @@ pub(super) fn image_binary(cluster: &Cluster, root: &Path) -> Result<(), String>
         Command::new(&cluster.bin)
     };
     cmd.envs(docker.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .env("ORS_PORT", &port)
+        .env("ORS_PORT", port)
         .env_remove("ORS_API_KEY")
         .stderr(Stdio::null());
-    let server = ServerProcess::start(cmd, Duration::from_secs(30))?;
+    cmd
+}
+
+/// Start the server binary as the Dockerfile's user with its `ENV`, on a free port, and run
+/// its `HEALTHCHECK` command against it.
+pub(super) fn image_binary(cluster: &Cluster, root: &Path) -> Result<(), String> {
+    let docker = deploy::dockerfile(root)?;
+    let uid: u32 = docker
+        .user
+        .parse()
+        .map_err(|_| format!("USER {} is not numeric", docker.user))?;
+    // The port is free when probed, but another program on this machine may take it before
+    // the server binds it; the server then exits, and another port is tried.
+    let mut attempts = 0;
+    let (server, port) = loop {
+        attempts += 1;
+        let port = free_port()?.to_string();
+        let cmd = image_command(cluster, &docker, uid, &port);
+        match ServerProcess::start(cmd, Duration::from_secs(30)) {
+            Ok(server) => break (server, port),
+            Err(e) if attempts < 3 && e.contains("before its ready line") => continue,
+            Err(e) => return Err(e),
+        }
+    };
     let status =
         std::fs::read_to_string(format!("/proc/{}/status", server.pid)).unwrap_or_default();
     let running_as = status

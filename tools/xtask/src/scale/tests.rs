@@ -35,6 +35,38 @@ fn the_manifest_checks_catch_a_broken_manifest() {
 }
 
 #[test]
+fn the_manifest_checks_name_each_setting_the_sandboxes_need() {
+    let shipped = manifests(&root()).expect("the manifests parse");
+    type Break = fn(&mut serde_json::Value);
+    let breaks: [(&str, Break); 5] = [
+        ("hostUsers", |pod| pod["hostUsers"] = true.into()),
+        ("seccomp", |pod| {
+            pod["securityContext"]["seccompProfile"]["type"] = "RuntimeDefault".into()
+        }),
+        ("AppArmor", |pod| {
+            pod["securityContext"]["appArmorProfile"]["type"] = "RuntimeDefault".into()
+        }),
+        ("procMount", |pod| {
+            pod["containers"][0]["securityContext"]["procMount"] = "Default".into()
+        }),
+        ("capabilities", |pod| {
+            pod["containers"][0]["securityContext"]["allowPrivilegeEscalation"] = true.into()
+        }),
+    ];
+    for (name, break_it) in breaks {
+        let mut docs = shipped.clone();
+        for (_, doc) in &mut docs {
+            if doc["kind"] == "StatefulSet" {
+                break_it(&mut doc["spec"]["template"]["spec"]);
+            }
+        }
+        let problems = check_manifests(&docs, &ors_conf());
+        assert_eq!(problems.len(), 1, "{name}: {problems:#?}");
+        assert!(problems[0].contains(name), "{name}: {problems:#?}");
+    }
+}
+
+#[test]
 fn a_session_is_only_ever_answered_by_its_own_replica() {
     let problems = session_routing_problems(&ors_conf());
     assert!(problems.is_empty(), "{problems:#?}");
@@ -97,6 +129,7 @@ fn the_image_runs_a_built_example_as_a_non_root_user_on_every_interface() {
         d.env.contains(&("ORS_HOST".into(), "0.0.0.0".into())),
         "{d:?}"
     );
+    assert!(d.apt_packages.contains(&"bubblewrap".to_owned()), "{d:?}");
     let check = d.healthcheck.expect("a HEALTHCHECK");
     assert!(check.join(" ").contains("/health"), "{check:?}");
     assert!(

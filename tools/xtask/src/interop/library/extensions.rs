@@ -9,7 +9,7 @@ use ors_client::{
 };
 use serde_json::json;
 
-use super::{ensure, eq, Ctx, Expect, Report};
+use super::checks::{ensure, eq, Ctx, Expect, Report};
 
 /// Run the checks.
 pub(super) async fn run(r: &mut Report, client: &Client, expect: Expect) {

@@ -6,15 +6,15 @@
 //! file and its children, each child taken with everything below it: a reference between two
 //! files counts at their nearest common ancestor. So a file circle is always found (at the
 //! module holding its files), and so is `agent/ ↔ rollout/` when no single file of either names
-//! the other back. The command prints each circle with one reference behind each of its edges,
-//! and the totals per crate; it fails when a crate has a circle, except the crates in
-//! [`PENDING`], whose circles it prints only.
+//! the other back. The command prints each circle with one reference behind each of its edges
+//! (its file, line and source line), and the totals per crate; it fails when a crate has a
+//! circle. `cargo xtask test` runs the same check ([`check`]) on the working tree.
 //!
 //! What is resolved, from `syn`'s parse of each file (no build, so it also reads old revisions):
 //! - paths: `use` trees (groups, `self`, renames), paths in types, expressions, patterns and
 //!   trait bounds, `path::to!` macros, and `a::b` paths inside macro arguments (`format!`,
-//!   `matches!`, `$crate::...` in `macro_rules!` bodies) and in string attributes
-//!   (`#[serde(with = "crate::x")]`);
+//!   `matches!`, `$crate::...` in `macro_rules!` bodies) and in attributes, as paths
+//!   (`#[arg(value_parser = crate::parse)]`) or strings (`#[serde(with = "crate::x")]`);
 //! - from `crate::`, `self::`, `super::` and, as Rust 2018 does, a first segment that the
 //!   module itself names (a child module, an item, or an import);
 //! - through re-exports and imports, named or glob (`pub use types::*`), to the module that
@@ -29,19 +29,14 @@
 //! it reached), `mod x;` declarations themselves (a parent is not made to depend on the child
 //! it declares), paths of `pub(in ...)`, doc links, and other crates.
 
+mod names;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::ExitCode;
 
-use proc_macro2::{TokenStream, TokenTree};
-use syn::visit::Visit;
-use syn::{Item, UseTree};
-
-use crate::modtree::{is_test, item_attrs, ModuleTree};
+use self::names::Scopes;
+use crate::modtree::ModuleTree;
 use crate::workspace::{Package, Tree};
-
-/// Crates whose circles are printed but do not fail the command yet: their modules are being
-/// rewritten (issue 22), and the check joins `cargo xtask test` once they are clean.
-const PENDING: [&str; 2] = ["ors-server", "ors-runtime"];
 
 /// Arguments of `cargo xtask circles`.
 #[derive(clap::Args)]
@@ -54,7 +49,7 @@ pub struct CirclesArgs {
     pub rev: Option<String>,
 }
 
-/// Print the circles of every crate (or one); fail when a crate outside [`PENDING`] has one.
+/// Print the circles of every crate (or one); fail when a crate has one.
 pub fn run(args: CirclesArgs) -> Result<ExitCode, String> {
     let tree = Tree::of(args.rev.as_deref())?;
     let mut packages = tree.packages()?;
@@ -73,14 +68,14 @@ pub fn run(args: CirclesArgs) -> Result<ExitCode, String> {
     for package in &packages {
         let graph = Graph::of(&tree, package);
         let circles = graph.circles();
-        graph.print(package, &circles);
+        graph.print(&tree, package, &circles);
         rows.push((package, graph, circles.len()));
     }
     println!(
         "\n{:<18} {:>7} {:>6} {:>7}",
         "crate", "modules", "edges", "circles"
     );
-    let (mut failing, mut pending) = (Vec::new(), Vec::new());
+    let mut failing = Vec::new();
     for (package, graph, circles) in &rows {
         println!(
             "{:<18} {:>7} {:>6} {:>7}",
@@ -90,18 +85,8 @@ pub fn run(args: CirclesArgs) -> Result<ExitCode, String> {
             circles
         );
         if *circles > 0 {
-            if PENDING.contains(&package.name.as_str()) {
-                pending.push(package.name.as_str());
-            } else {
-                failing.push(package.name.as_str());
-            }
+            failing.push(package.name.as_str());
         }
-    }
-    if !pending.is_empty() {
-        println!(
-            "{}: circles printed only, being removed (issue 22)",
-            pending.join(", ")
-        );
     }
     if failing.is_empty() {
         Ok(ExitCode::SUCCESS)
@@ -111,10 +96,62 @@ pub fn run(args: CirclesArgs) -> Result<ExitCode, String> {
     }
 }
 
+/// The step of `cargo xtask test`: no crate of the working tree has an import circle. The
+/// error names each circle's modules and, for each of its edges, the line that makes it; a
+/// module file it cannot read (missing, or not parsed) fails it too, as its circles would go
+/// unseen.
+pub fn check() -> Result<(), String> {
+    let tree = Tree::disk();
+    let packages = tree.packages()?;
+    let (modules, failures) = failures(&tree, &packages);
+    if failures.is_empty() {
+        eprintln!(
+            "xtask: circles: none in {} crates ({modules} modules)",
+            packages.len()
+        );
+        return Ok(());
+    }
+    Err(format!(
+        "import circles inside crates, or files the check could not read (a module and one it \
+         uses must not use each other: move what both need into a module below them; `cargo \
+         xtask circles` shows every crate's graph):\n{}",
+        failures.join("\n")
+    ))
+}
+
+/// The modules read, and each crate with circles or unread files described: its name, then
+/// each file it could not read, and each circle's members and edges.
+fn failures(tree: &Tree, packages: &[Package]) -> (usize, Vec<String>) {
+    let mut modules = 0;
+    let mut failures = Vec::new();
+    for package in packages {
+        let graph = Graph::of(tree, package);
+        modules += graph.labels.len();
+        for error in &graph.errors {
+            failures.push(format!("{}: unread: {error}", package.name));
+        }
+        let circles = graph.circles();
+        if circles.is_empty() {
+            continue;
+        }
+        let mut text = format!("{}: {} circles", package.name, circles.len());
+        for (k, circle) in circles.iter().enumerate() {
+            for line in graph.describe(tree, k, circle) {
+                text.push_str("\n  ");
+                text.push_str(&line);
+            }
+        }
+        failures.push(text);
+    }
+    (modules, failures)
+}
+
 /// The module graph of one package: file modules and the references between them.
 pub struct Graph {
     /// Each file module, relative to the package's `src/`.
     labels: Vec<String>,
+    /// Each file module's path in the tree.
+    files: Vec<String>,
     /// Each file module's parent file module; none for a target's root.
     parents: Vec<Option<usize>>,
     /// `from → to → (line in from, the path as written)`: the first reference of each edge.
@@ -146,11 +183,13 @@ impl Graph {
         // Nodes are file modules, numbered in the tree's order (parents before children).
         let mut node = BTreeMap::new();
         let mut labels = Vec::new();
+        let mut files = Vec::new();
         let mut parents = Vec::new();
         for (i, m) in modules.modules.iter().enumerate() {
             if !m.inline {
                 node.insert(i, labels.len());
                 labels.push(m.file.strip_prefix(&src).unwrap_or(&m.file).to_owned());
+                files.push(m.file.clone());
                 parents.push(m.parent.map(|p| node[&modules.file_module(p)]));
             }
         }
@@ -173,6 +212,7 @@ impl Graph {
         }
         Graph {
             labels,
+            files,
             parents,
             edges,
             errors: modules.errors,
@@ -275,7 +315,37 @@ impl Graph {
             .collect()
     }
 
-    fn print(&self, package: &Package, circles: &[Circle]) {
+    /// Circle number `k`: its level and members, then each edge as the file, line and source
+    /// line behind it.
+    fn describe(&self, tree: &Tree, k: usize, circle: &Circle) -> Vec<String> {
+        let names: Vec<String> = circle
+            .members
+            .iter()
+            .map(|m| self.member_label(circle.level, *m))
+            .collect();
+        let mut lines = vec![format!(
+            "circle {} (in {}): {}",
+            k + 1,
+            self.labels[circle.level],
+            names.join(", ")
+        )];
+        for (from, to) in &circle.edges {
+            if let Some((line, path)) = self.edges.get(from).and_then(|t| t.get(to)) {
+                let source = tree
+                    .read(&self.files[*from])
+                    .map(|text| statement_at(&text, *line))
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| path.clone());
+                lines.push(format!(
+                    "  {}:{line} -> {}: {source}",
+                    self.labels[*from], self.labels[*to]
+                ));
+            }
+        }
+        lines
+    }
+
+    fn print(&self, tree: &Tree, package: &Package, circles: &[Circle]) {
         println!(
             "\n{}: {} modules, {} edges, {} circles",
             package.name,
@@ -287,27 +357,36 @@ impl Graph {
             println!("  unread: {error}");
         }
         for (k, circle) in circles.iter().enumerate() {
-            let names: Vec<String> = circle
-                .members
-                .iter()
-                .map(|m| self.member_label(circle.level, *m))
-                .collect();
-            println!(
-                "  circle {} (in {}): {}",
-                k + 1,
-                self.labels[circle.level],
-                names.join(", ")
-            );
-            for (from, to) in &circle.edges {
-                if let Some((line, path)) = self.edges.get(from).and_then(|t| t.get(to)) {
-                    println!(
-                        "    {} -> {}: {path} (line {line})",
-                        self.labels[*from], self.labels[*to]
-                    );
-                }
+            for line in self.describe(tree, k, circle) {
+                println!("  {line}");
             }
         }
     }
+}
+
+/// The source at 1-based `line` of `text`, trimmed: a `use` that starts there up to its `;`
+/// (on one line, however many it spans), any other line as it is.
+fn statement_at(text: &str, line: usize) -> String {
+    let mut lines = text.lines().skip(line.saturating_sub(1));
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let first = first.trim();
+    if !first.starts_with("use ") && !first.starts_with("pub use ") && !first.contains(" use ") {
+        return first.to_owned();
+    }
+    let mut statement = first.to_owned();
+    for next in lines.take(40) {
+        if statement.ends_with(';') {
+            break;
+        }
+        let next = next.trim();
+        if !(statement.ends_with('{') || next.starts_with('}')) {
+            statement.push(' ');
+        }
+        statement.push_str(next);
+    }
+    statement.replace(",}", "}")
 }
 
 /// Tarjan's strongly connected components of nodes `0..n`.
@@ -364,437 +443,6 @@ fn tarjan(n: usize, successors: impl Fn(usize) -> Vec<usize>) -> Vec<Vec<usize>>
     s.out
 }
 
-/// A name a module's code uses.
-struct Ref {
-    segs: Vec<String>,
-    line: usize,
-    kind: RefKind,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RefKind {
-    /// A path (or the first segments of one).
-    Path,
-    /// A lone identifier: found only through a glob import.
-    Name,
-    /// A lone macro name: through imports, globs, or the `macro_rules!` that defines it.
-    Macro,
-}
-
-/// What one module names: items it defines, its imports, and the references of its code.
-#[derive(Default)]
-struct Scope {
-    defined: BTreeSet<String>,
-    imports: BTreeMap<String, Vec<String>>,
-    globs: Vec<Vec<String>>,
-    refs: Vec<Ref>,
-}
-
-/// Where a path leads: a module, an item defined in a module, or another crate.
-#[derive(Clone, Copy)]
-enum Found {
-    Module(usize),
-    Item(usize),
-    /// Imported from another crate (`pub use ors_core::Provider`).
-    Elsewhere,
-}
-
-/// The scopes of every module of a tree, and name resolution across them.
-struct Scopes<'t> {
-    tree: &'t ModuleTree,
-    scopes: Vec<Scope>,
-    /// `(root, name) → module` of each `macro_rules!`; `#[macro_export]` ones also answer
-    /// `crate::name`.
-    macros: BTreeMap<(usize, String), usize>,
-    exported: BTreeSet<(usize, String)>,
-}
-
-impl<'t> Scopes<'t> {
-    fn of(tree: &'t ModuleTree) -> Scopes<'t> {
-        let mut scopes = Scopes {
-            tree,
-            scopes: Vec::new(),
-            macros: BTreeMap::new(),
-            exported: BTreeSet::new(),
-        };
-        for (m, module) in tree.modules.iter().enumerate() {
-            let mut scope = Scope::default();
-            let mut collect = Collect {
-                refs: &mut scope.refs,
-            };
-            for item in &module.items {
-                collect.visit_item(item);
-            }
-            for item in &module.items {
-                if let Some(name) = defined_name(item) {
-                    scope.defined.insert(name);
-                }
-                match item {
-                    Item::Use(u) => {
-                        let mut entries = Vec::new();
-                        expand_use(&u.tree, Vec::new(), &mut entries);
-                        for (name, path) in entries {
-                            match name {
-                                UseName::Name(n) => {
-                                    scope.imports.insert(n, path);
-                                }
-                                UseName::Glob => scope.globs.push(path),
-                                UseName::Anonymous => {}
-                            }
-                        }
-                    }
-                    Item::Macro(mac) => {
-                        if let Some(ident) = &mac.ident {
-                            let root = tree.root(m);
-                            scopes.macros.insert((root, ident.to_string()), m);
-                            if mac.attrs.iter().any(|a| a.path().is_ident("macro_export")) {
-                                scopes.exported.insert((root, ident.to_string()));
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            scopes.scopes.push(scope);
-        }
-        scopes
-    }
-
-    /// The module a reference of module `m` leads to.
-    fn resolve_ref(&self, m: usize, r: &Ref) -> Option<usize> {
-        let mut stack = Vec::new();
-        let found = match r.kind {
-            RefKind::Path => self.resolve(m, &r.segs, &mut stack),
-            RefKind::Name => {
-                let name = r.segs.first()?;
-                if self.names_locally(m, name) {
-                    return None;
-                }
-                self.through_globs(m, name, &mut stack)
-            }
-            RefKind::Macro => {
-                let name = r.segs.first()?;
-                self.lookup(m, name, &mut stack).or_else(|| {
-                    self.macros
-                        .get(&(self.tree.root(m), name.clone()))
-                        .map(|d| Found::Item(*d))
-                })
-            }
-        }?;
-        match found {
-            Found::Module(d) | Found::Item(d) => Some(d),
-            Found::Elsewhere => None,
-        }
-    }
-
-    /// Whether `m` names `name` itself (child, item or named import), which hides globs.
-    fn names_locally(&self, m: usize, name: &str) -> bool {
-        let scope = &self.scopes[m];
-        self.tree.modules[m].children.contains_key(name)
-            || scope.defined.contains(name)
-            || scope.imports.contains_key(name)
-    }
-
-    /// What `name` is in module `x`'s namespace.
-    fn lookup(&self, x: usize, name: &str, stack: &mut Vec<(usize, String)>) -> Option<Found> {
-        if let Some(c) = self.tree.modules[x].children.get(name) {
-            return Some(Found::Module(*c));
-        }
-        let scope = &self.scopes[x];
-        if scope.defined.contains(name) {
-            return Some(Found::Item(x));
-        }
-        if self.tree.modules[x].parent.is_none() && self.exported.contains(&(x, name.to_owned())) {
-            return self
-                .macros
-                .get(&(x, name.to_owned()))
-                .map(|d| Found::Item(*d));
-        }
-        let key = (x, name.to_owned());
-        if stack.contains(&key) {
-            return None;
-        }
-        stack.push(key);
-        let found = match scope.imports.get(name) {
-            Some(path) => Some(self.resolve(x, path, stack).unwrap_or(Found::Elsewhere)),
-            None => self.through_globs(x, name, stack),
-        };
-        stack.pop();
-        found
-    }
-
-    fn through_globs(
-        &self,
-        x: usize,
-        name: &str,
-        stack: &mut Vec<(usize, String)>,
-    ) -> Option<Found> {
-        self.scopes[x]
-            .globs
-            .iter()
-            .find_map(|glob| match self.resolve(x, glob, stack)? {
-                Found::Module(g) => self.lookup(g, name, stack),
-                Found::Item(_) | Found::Elsewhere => None,
-            })
-    }
-
-    /// Where path `segs`, written in module `m`, leads; none for other crates and locals.
-    fn resolve(
-        &self,
-        m: usize,
-        segs: &[String],
-        stack: &mut Vec<(usize, String)>,
-    ) -> Option<Found> {
-        let first = segs.first()?;
-        let (mut cur, mut i) = match first.as_str() {
-            "crate" => (self.tree.root(m), 1),
-            "self" => (m, 1),
-            "super" => {
-                let mut cur = m;
-                let mut i = 0;
-                while segs.get(i).is_some_and(|s| s == "super") {
-                    cur = self.tree.modules[cur].parent?;
-                    i += 1;
-                }
-                (cur, i)
-            }
-            "Self" => return None,
-            name => match self.lookup(m, name, stack)? {
-                Found::Module(c) => (c, 1),
-                item => return Some(item),
-            },
-        };
-        while let Some(seg) = segs.get(i) {
-            match self.lookup(cur, seg, stack) {
-                Some(Found::Module(c)) => {
-                    cur = c;
-                    i += 1;
-                }
-                Some(item) => return Some(item),
-                // A name made by a macro or a derive: the module reached is as far as it goes.
-                None => return Some(Found::Item(cur)),
-            }
-        }
-        Some(Found::Module(cur))
-    }
-}
-
-/// The name an item defines in its module's namespace (modules are children, not names).
-fn defined_name(item: &Item) -> Option<String> {
-    let ident = match item {
-        Item::Const(i) => &i.ident,
-        Item::Enum(i) => &i.ident,
-        Item::Fn(i) => &i.sig.ident,
-        Item::Static(i) => &i.ident,
-        Item::Struct(i) => &i.ident,
-        Item::Trait(i) => &i.ident,
-        Item::TraitAlias(i) => &i.ident,
-        Item::Type(i) => &i.ident,
-        Item::Union(i) => &i.ident,
-        Item::Macro(i) => i.ident.as_ref()?,
-        _ => return None,
-    };
-    Some(ident.to_string())
-}
-
-/// The name a `use` entry binds.
-enum UseName {
-    Name(String),
-    Glob,
-    /// `use x as _` (a trait brought into scope for its methods).
-    Anonymous,
-}
-
-/// The entries of a use tree, each with its full path (`self` resolved to its module).
-fn expand_use(tree: &UseTree, prefix: Vec<String>, out: &mut Vec<(UseName, Vec<String>)>) {
-    let join = |ident: &syn::Ident| {
-        let mut path = prefix.clone();
-        if ident != "self" {
-            path.push(ident.to_string());
-        }
-        path
-    };
-    match tree {
-        UseTree::Path(p) => expand_use(&p.tree, join(&p.ident), out),
-        UseTree::Name(n) => {
-            let path = join(&n.ident);
-            if let Some(last) = path.last() {
-                out.push((UseName::Name(last.clone()), path));
-            }
-        }
-        UseTree::Rename(r) => {
-            let name = if r.rename == "_" {
-                UseName::Anonymous
-            } else {
-                UseName::Name(r.rename.to_string())
-            };
-            out.push((name, join(&r.ident)));
-        }
-        UseTree::Glob(_) => out.push((UseName::Glob, prefix)),
-        UseTree::Group(g) => {
-            for t in &g.items {
-                expand_use(t, prefix.clone(), out);
-            }
-        }
-    }
-}
-
-/// Collects the references of one module's items, test code and inline modules left out.
-struct Collect<'r> {
-    refs: &'r mut Vec<Ref>,
-}
-
-impl Collect<'_> {
-    fn push(&mut self, segs: Vec<String>, line: usize, kind: RefKind) {
-        if !segs.is_empty() {
-            self.refs.push(Ref { segs, line, kind });
-        }
-    }
-
-    /// `a::b` paths among the tokens of a macro call.
-    fn scan_tokens(&mut self, tokens: TokenStream) {
-        let tokens: Vec<TokenTree> = tokens.into_iter().collect();
-        let mut i = 0;
-        while i < tokens.len() {
-            match &tokens[i] {
-                TokenTree::Group(g) => {
-                    self.scan_tokens(g.stream());
-                    i += 1;
-                }
-                TokenTree::Ident(first) => {
-                    let mut segs = vec![first.to_string()];
-                    let mut j = i + 1;
-                    while let (Some(a), Some(b), Some(TokenTree::Ident(next))) =
-                        (tokens.get(j), tokens.get(j + 1), tokens.get(j + 2))
-                    {
-                        if !(is_colon(a) && is_colon(b)) {
-                            break;
-                        }
-                        segs.push(next.to_string());
-                        j += 3;
-                    }
-                    if segs.len() > 1 {
-                        self.push(segs, first.span().start().line, RefKind::Path);
-                    }
-                    i = j;
-                }
-                _ => i += 1,
-            }
-        }
-    }
-
-    /// Paths written as strings in attributes (`#[serde(with = "crate::x")]`).
-    fn scan_literals(&mut self, tokens: TokenStream) {
-        for token in tokens {
-            match token {
-                TokenTree::Group(g) => self.scan_literals(g.stream()),
-                TokenTree::Literal(lit) => {
-                    let line = lit.span().start().line;
-                    let Ok(s) = syn::parse2::<syn::LitStr>(TokenTree::Literal(lit).into()) else {
-                        continue;
-                    };
-                    if let Ok(path) = syn::parse_str::<syn::Path>(&s.value()) {
-                        if path.leading_colon.is_none() && path.segments.len() > 1 {
-                            let segs = path.segments.iter().map(|s| s.ident.to_string()).collect();
-                            self.push(segs, line, RefKind::Path);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
-fn is_colon(token: &TokenTree) -> bool {
-    matches!(token, TokenTree::Punct(p) if p.as_char() == ':')
-}
-
-impl<'ast> Visit<'ast> for Collect<'_> {
-    fn visit_item(&mut self, item: &'ast Item) {
-        if is_test(item_attrs(item)) {
-            return;
-        }
-        match item {
-            // Inline modules are modules of their own; file modules were never items here.
-            Item::Mod(_) => {}
-            Item::Use(u) => {
-                let mut entries = Vec::new();
-                expand_use(&u.tree, Vec::new(), &mut entries);
-                let line = u.use_token.span.start().line;
-                for (_, path) in entries {
-                    self.push(path, line, RefKind::Path);
-                }
-            }
-            _ => syn::visit::visit_item(self, item),
-        }
-    }
-
-    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
-        if !is_test(&f.attrs) {
-            syn::visit::visit_impl_item_fn(self, f);
-        }
-    }
-
-    fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
-        if !is_test(&f.attrs) {
-            syn::visit::visit_trait_item_fn(self, f);
-        }
-    }
-
-    fn visit_path(&mut self, path: &'ast syn::Path) {
-        if path.leading_colon.is_none() {
-            let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
-            let line = path
-                .segments
-                .first()
-                .map_or(0, |s| s.ident.span().start().line);
-            let kind = if segs.len() == 1 {
-                RefKind::Name
-            } else {
-                RefKind::Path
-            };
-            self.push(segs, line, kind);
-        }
-        syn::visit::visit_path(self, path);
-    }
-
-    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        if mac.path.leading_colon.is_none() {
-            let segs: Vec<String> = mac
-                .path
-                .segments
-                .iter()
-                .map(|s| s.ident.to_string())
-                .collect();
-            let line = mac
-                .path
-                .segments
-                .first()
-                .map_or(0, |s| s.ident.span().start().line);
-            let kind = if segs.len() == 1 {
-                RefKind::Macro
-            } else {
-                RefKind::Path
-            };
-            self.push(segs, line, kind);
-        }
-        self.scan_tokens(mac.tokens.clone());
-    }
-
-    fn visit_vis_restricted(&mut self, _: &'ast syn::VisRestricted) {}
-
-    fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
-        if !attr.path().is_ident("doc") {
-            if let syn::Meta::List(list) = &attr.meta {
-                self.scan_literals(list.tokens.clone());
-            } else if let syn::Meta::NameValue(nv) = &attr.meta {
-                self.scan_literals(quote::ToTokens::to_token_stream(&nv.value));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -823,6 +471,52 @@ mod tests {
             ("p/src/c.rs", "use crate::a::A;"),
         ]);
         assert_eq!(circles, [["a.rs", "b.rs"]]);
+    }
+
+    #[test]
+    fn the_check_fails_on_a_circle_naming_its_modules_and_lines_not_on_a_chain() {
+        let manifest = ("Cargo.toml", "[workspace]\nmembers = [\"p\", \"q\"]\n");
+        let p = ("p/Cargo.toml", "[package]\nname = \"p\"\n");
+        let q = ("q/Cargo.toml", "[package]\nname = \"q\"\n");
+        // q is a chain, a -> b -> c: no circle.
+        let chain = [
+            ("q/src/lib.rs", "mod a; mod b; mod c;"),
+            ("q/src/a.rs", "use crate::b::B;\npub struct A;"),
+            ("q/src/b.rs", "use crate::c::C;\npub struct B;"),
+            ("q/src/c.rs", "pub struct C;"),
+        ];
+        let mut files = vec![manifest, p, q, ("p/src/lib.rs", "")];
+        files.extend(chain);
+        let tree = memory(&files);
+        let (modules, found) = failures(&tree, &tree.packages().unwrap());
+        assert_eq!(modules, 5);
+        assert!(found.is_empty(), "{found:?}");
+
+        // p's a and b use each other: p fails, named with both edges' lines; q still passes.
+        files[3] = ("p/src/lib.rs", "mod a;\nmod b;");
+        files.push((
+            "p/src/a.rs",
+            "use crate::b::{\n    B,\n    f,\n};\npub struct A;",
+        ));
+        files.push((
+            "p/src/b.rs",
+            "pub struct B;\npub fn f() {}\nfn g() {\n    let _ = super::a::A;\n}",
+        ));
+        let tree = memory(&files);
+        let (_, found) = failures(&tree, &tree.packages().unwrap());
+        assert_eq!(
+            found,
+            ["p: 1 circles\n  circle 1 (in lib.rs): a.rs, b.rs\n    \
+              a.rs:1 -> b.rs: use crate::b::{B, f};\n    \
+              b.rs:4 -> a.rs: let _ = super::a::A;"]
+        );
+
+        // A file that does not parse could hide one: it fails the check, named.
+        files[7] = ("q/src/c.rs", "pub struct C");
+        let tree = memory(&files);
+        let (_, found) = failures(&tree, &tree.packages().unwrap());
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[1].starts_with("q: unread: q/src/c.rs: "), "{found:?}");
     }
 
     #[test]
@@ -921,6 +615,7 @@ mod tests {
         for a in [
             "pub struct A; fn f() { println!(\"{}\", crate::b::B); }",
             "pub struct A; #[derive(Serialize)] struct S { #[serde(with = \"crate::b\")] x: u8 }",
+            "pub struct A; #[derive(Args)] struct S { #[arg(value_parser = crate::b::f)] x: u8 }",
             "pub struct A; use crate::b::*; fn g() { f() }",
             "pub struct A; fn g() -> Option<crate::b::B> { None }",
         ] {
