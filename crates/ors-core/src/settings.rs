@@ -1,9 +1,9 @@
 //! How the server's and the client's settings are declared once: each setting is one row of a
 //! [`settings!`](crate::settings!) declaration (field, type, default, [`Kind`], environment
 //! variable, doc), from which its struct field, `Default`, `Debug` (secrets redacted), the
-//! overlay of `ORS_*` variables, the checks of values set in code and the README's tables
-//! follow. A [`Kind`] says how a value is written: the text it reads, which values are valid,
-//! how it is shown. An empty variable counts as unset.
+//! overlay of `ORS_*` variables, the checks of values set in code and the guides' settings
+//! tables follow. A [`Kind`] says how a value is written: the text it reads, which values are
+//! valid, how it is shown. An empty variable counts as unset.
 //!
 //! ```
 //! use std::time::Duration;
@@ -113,7 +113,7 @@ pub struct Setting {
 /// Declare a settings struct, one row a setting:
 ///
 /// ```text
-/// /// Doc of the field (becomes the README's description).
+/// /// Doc of the field (becomes its description in the guide's table).
 /// field: Type = default expression, KIND, env CONST = "VAR", shown "default as documented";
 /// ```
 ///

@@ -1,5 +1,6 @@
 //! Server settings: each declared once (field, default, kind, `ORS_*` variable, doc), from
-//! which the struct, its defaults, the environment overlay and the README's table follow.
+//! which the struct, its defaults, the environment overlay and the table of `docs/serving.md`
+//! follow.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -12,7 +13,7 @@ use ors_core::settings::{
 
 ors_core::settings! {
     /// Everything a server can be tuned with. Build it with [`Default`], [`ServerConfig::from_env`]
-    /// or the setters of [`crate::Server`]; the README's table lists every setting.
+    /// or the setters of [`crate::Server`]; the table of `docs/serving.md` lists every setting.
     #[derive(Clone)]
     pub struct ServerConfig {
         /// Address to listen on; `0.0.0.0` serves others.

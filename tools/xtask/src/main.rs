@@ -41,16 +41,16 @@ struct Cli {
 enum Command {
     /// Every check CI runs: fmt, clippy, tests, the HTML report in Chromium, each fuzz target
     /// briefly, interop with the Python reference, conformance, the scale-out behind nginx
-    /// (short), the README's examples, a quick bench.
+    /// (short), the examples of the README and the guides, a quick bench.
     Test(test::TestArgs),
     /// Check an ORS server against the protocol, clause by clause.
     Conformance(conformance::XtaskConformanceArgs),
     /// Measure speed and memory against the Python reference and a bare hyper server.
     Bench(bench::BenchArgs),
-    /// Run the README's console examples against a gsm8k server and compare their output
-    /// (and check its settings tables).
+    /// Run the console examples of the README and the guides in docs/ against a gsm8k server
+    /// and compare their output (and check the settings tables).
     Readme {
-        /// Only rewrite the README's settings tables from the settings' declarations.
+        /// Only rewrite the guides' settings tables from the settings' declarations.
         #[arg(long)]
         settings: bool,
     },

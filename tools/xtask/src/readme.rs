@@ -1,15 +1,15 @@
-//! `cargo xtask readme` (and a step of `cargo xtask test`): the README's shell examples are
-//! run and must print what the README shows.
+//! `cargo xtask readme` (and a step of `cargo xtask test`): the shell examples of the README
+//! and of the guides in `docs/` are run and must print what the pages show.
 //!
-//! Every ```` ```console ```` block of `README.md` is a transcript: `$ command` lines (a line
-//! ending in `\` continues on the next), each followed by its expected stdout. The block runs
-//! in one `bash` (so `SID=$(...)` carries over), from the workspace root, against a `gsm8k`
-//! server started on a free port: `localhost:8080` in a command becomes that server,
-//! `ORS_URL` points at it, and the `ors` built from this tree comes first on `PATH`. In the
-//! expected output, `[..]` matches any text within a line and a line `...` any number of
-//! lines. The client example shown in the README must be `crates/ors-client/examples/quickstart.rs`,
-//! which a console block runs, and its settings tables must be the declarations'
-//! ([`crate::settings`]).
+//! The pages are `README.md` and every `docs/*.md` but `docs/PROTOCOL_NOTES.md`. Every
+//! ```` ```console ```` block of a page is a transcript: `$ command` lines (a line ending in `\`
+//! continues on the next), each followed by its expected stdout. The block runs in one `bash`
+//! (so `SID=$(...)` carries over), from the workspace root, against a `gsm8k` server started on
+//! a free port: `localhost:8080` in a command becomes that server, `ORS_URL` points at it, and
+//! the `ors` built from this tree comes first on `PATH`. In the expected output, `[..]` matches
+//! any text within a line and a line `...` any number of lines. The client example shown in
+//! the client guide must be `crates/ors-client/examples/quickstart.rs`, which a console block
+//! runs, and the settings tables must be the declarations' ([`crate::settings`]).
 
 use std::path::Path;
 use std::process::Command;
@@ -22,11 +22,51 @@ use crate::workspace::workspace_root;
 /// Limit on one block (the client example may have to compile first).
 const BLOCK_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The file the README's client example must equal.
+/// The file the client example must equal.
 const CLIENT_EXAMPLE: &str = "crates/ors-client/examples/quickstart.rs";
+
+/// The page that shows the client example.
+const CLIENT_EXAMPLE_PAGE: &str = "docs/client-and-eval.md";
+
+/// The guides' folder, and the file in it that is notes, not a guide.
+const GUIDES: &str = "docs";
+const NOT_A_GUIDE: &str = "PROTOCOL_NOTES.md";
 
 /// Separates the outputs of a block's commands.
 const MARK: &str = "@@ors-readme-command@@";
+
+/// A page of the documentation whose examples are checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    /// Its path from the workspace root, with `/`: `README.md`, `docs/serving.md`.
+    pub path: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// The pages under `root`: `README.md`, then the guides `docs/*.md` (but the protocol notes)
+/// in the order of their names.
+pub fn pages(root: &Path) -> Result<Vec<Page>, String> {
+    let read = |path: String| {
+        std::fs::read_to_string(root.join(&path))
+            .map(|text| Page {
+                path: path.clone(),
+                text,
+            })
+            .map_err(|e| format!("reading {path}: {e}"))
+    };
+    let dir = root.join(GUIDES);
+    let mut guides: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("reading {}: {e}", dir.display()))?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".md") && name != NOT_A_GUIDE)
+        .collect();
+    guides.sort();
+    std::iter::once("README.md".to_owned())
+        .chain(guides.into_iter().map(|name| format!("{GUIDES}/{name}")))
+        .map(read)
+        .collect()
+}
 
 /// One `$ command` and what it should print.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,52 +75,70 @@ struct Step {
     expected: Vec<String>,
 }
 
-/// Check the README: the client example is the example file, and every console block prints
-/// what it shows.
+/// Check the pages: the client example is the example file, the settings tables are the
+/// declarations', and every console block prints what it shows.
 pub fn run() -> Result<(), String> {
     let root = workspace_root();
-    let readme = std::fs::read_to_string(root.join("README.md"))
-        .map_err(|e| format!("reading README.md: {e}"))?;
-    client_example_matches(&readme, &root.join(CLIENT_EXAMPLE))?;
-    crate::settings::check(&readme)?;
-    let blocks = console_blocks(&readme)?;
+    let pages = pages(&root)?;
+    client_example_matches(&pages, &root.join(CLIENT_EXAMPLE))?;
+    crate::settings::check(&pages)?;
+    let mut blocks = Vec::new();
+    for page in &pages {
+        for (n, block) in console_blocks(&page.text)
+            .map_err(|e| format!("{}: {e}", page.path))?
+            .into_iter()
+            .enumerate()
+        {
+            blocks.push((format!("{} block {}", page.path, n + 1), block));
+        }
+    }
     if blocks.is_empty() {
-        return Err("README.md has no ```console block".to_owned());
+        return Err("neither README.md nor a guide has a ```console block".to_owned());
     }
     let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
     let bins = build_examples()?;
     let server = our_server(&bins, "gsm8k", &[])?;
     let mut failures = Vec::new();
-    for (n, block) in blocks.iter().enumerate() {
+    for (name, block) in &blocks {
         match run_block(block, &server.url, &debug) {
-            Ok(()) => println!("PASS readme block {} ({} command(s))", n + 1, block.len()),
+            Ok(()) => println!("PASS {name} ({} command(s))", block.len()),
             Err(e) => {
-                println!("FAIL readme block {}: {e}", n + 1);
-                failures.push(n + 1);
+                println!("FAIL {name}: {e}");
+                failures.push(name.as_str());
             }
         }
     }
+    println!(
+        "{} passed, {} failed",
+        blocks.len() - failures.len(),
+        failures.len()
+    );
     if failures.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "README console blocks {failures:?} do not print what they show"
+            "console blocks do not print what they show: {}",
+            failures.join(", ")
         ))
     }
 }
 
-/// The README's `rust` block that uses `Client::from_env` must be the example file verbatim.
-fn client_example_matches(readme: &str, example: &Path) -> Result<(), String> {
+/// One `rust` block of the client guide must be the example file verbatim.
+fn client_example_matches(pages: &[Page], example: &Path) -> Result<(), String> {
     let code = std::fs::read_to_string(example)
         .map_err(|e| format!("reading {}: {e}", example.display()))?;
-    let found = fenced(readme, "rust")
+    let page = pages
+        .iter()
+        .find(|page| page.path == CLIENT_EXAMPLE_PAGE)
+        .ok_or_else(|| format!("{CLIENT_EXAMPLE_PAGE} is missing"))?;
+    let found = fenced(&page.text, "rust")
         .into_iter()
         .any(|block| block.join("\n").trim() == code.trim());
     if found {
         Ok(())
     } else {
         Err(format!(
-            "README.md has no rust block equal to {CLIENT_EXAMPLE} (keep them the same)"
+            "{CLIENT_EXAMPLE_PAGE} has no rust block equal to {CLIENT_EXAMPLE} (keep them the same)"
         ))
     }
 }
@@ -109,8 +167,8 @@ fn fenced<'a>(text: &'a str, lang: &str) -> Vec<Vec<&'a str>> {
 }
 
 /// The steps of every console block.
-fn console_blocks(readme: &str) -> Result<Vec<Vec<Step>>, String> {
-    fenced(readme, "console")
+fn console_blocks(page: &str) -> Result<Vec<Vec<Step>>, String> {
+    fenced(page, "console")
         .into_iter()
         .map(|lines| parse_block(&lines))
         .collect()
@@ -182,7 +240,7 @@ fn run_block(steps: &[Step], url: &str, bin_dir: &Path) -> Result<(), String> {
         let want: Vec<&str> = trim_blank_end(step.expected.iter().map(String::as_str).collect());
         if !lines_match(&want, &got_lines) {
             return Err(format!(
-                "`{}` printed\n{}\nbut the README shows\n{}\n(stderr: {})",
+                "`{}` printed\n{}\nbut the page shows\n{}\n(stderr: {})",
                 step.command,
                 got_lines.join("\n"),
                 want.join("\n"),
@@ -253,6 +311,43 @@ mod tests {
                 },
             ]]
         );
+    }
+
+    #[test]
+    fn the_pages_are_the_readme_and_the_guides() {
+        let pages = pages(&workspace_root()).unwrap();
+        let paths: Vec<&str> = pages.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths[0], "README.md");
+        assert!(paths.contains(&CLIENT_EXAMPLE_PAGE), "{paths:?}");
+        assert!(paths.contains(&"docs/serving.md"), "{paths:?}");
+        assert!(!paths.iter().any(|p| p.ends_with(NOT_A_GUIDE)), "{paths:?}");
+        for page in &pages {
+            console_blocks(&page.text).unwrap_or_else(|e| panic!("{}: {e}", page.path));
+        }
+        let example = workspace_root().join(CLIENT_EXAMPLE);
+        client_example_matches(&pages, &example).unwrap();
+        let moved: Vec<Page> = pages
+            .iter()
+            .filter(|p| p.path != CLIENT_EXAMPLE_PAGE)
+            .cloned()
+            .collect();
+        assert!(client_example_matches(&moved, &example).is_err());
+    }
+
+    #[test]
+    fn every_page_with_rust_blocks_is_a_doctest() {
+        let root = workspace_root();
+        let lib = std::fs::read_to_string(root.join("tests/src/lib.rs")).unwrap();
+        for page in pages(&root).unwrap() {
+            if !fenced(&page.text, "rust").is_empty() {
+                let include = format!("include_str!(\"../../{}\")", page.path);
+                assert!(
+                    lib.contains(&include),
+                    "tests/src/lib.rs does not make {} a doctest: add `#[doc = {include}] mod ...`",
+                    page.path
+                );
+            }
+        }
     }
 
     #[test]

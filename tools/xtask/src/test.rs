@@ -63,7 +63,7 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     if scale != ExitCode::SUCCESS {
         return Err("cargo xtask scale --quick failed".to_owned());
     }
-    eprintln!("xtask: readme: the README's console examples against a gsm8k server");
+    eprintln!("xtask: readme: the console examples of the README and the guides against gsm8k");
     crate::readme::run()?;
     eprintln!("xtask: new-crate: a crate from `ors new`, tested, served and checked");
     crate::newcrate::run()?;
@@ -79,7 +79,7 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     crate::bench::quick_against(args.against.as_deref());
     eprintln!(
         "xtask: test: fmt, clippy, import circles, cargo test, the report in Chromium, fuzz, \
-         interop, conformance, scale, README, ors new and bench all passed"
+         interop, conformance, scale, README and guides, ors new and bench all passed"
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -203,8 +203,8 @@ impl<T: Serialize + DeserializeOwned> WireTask for T {
 /// it, a client, a connection). One type served twice with two states under two names is two
 /// environments of one server.
 ///
-/// `ors_server::Server::environment_with` shows one served twice; the README's "Write an
-/// environment" one with a data file given on the command line.
+/// `ors_server::Server::environment_with` shows one served twice; `docs/environments.md`
+/// ("Start-up state") one with a data file given on the command line.
 ///
 /// Write the impl with `#[environment]` on it; the macro implements [`EnvironmentMeta`] (the
 /// name, the state type, the tool table, and the start-up functions given the state) beside it.

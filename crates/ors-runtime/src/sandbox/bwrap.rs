@@ -419,7 +419,7 @@ fn diagnose(said: &str) -> SandboxError {
 fn unavailable(cause: &str) -> SandboxError {
     SandboxError::Unavailable {
         cause: cause.to_owned(),
-        fix: "see the README's \"Tools that run programs\" section".to_owned(),
+        fix: "see docs/programs.md, \"Tools that run programs\"".to_owned(),
     }
 }
 

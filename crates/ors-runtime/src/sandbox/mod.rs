@@ -36,8 +36,8 @@
 //!
 //! The backend is [bubblewrap](https://github.com/containers/bubblewrap) (`bwrap`, Debian's
 //! `bubblewrap`), as an external program, so nothing here is `unsafe`: it needs unprivileged
-//! user namespaces, which a container only allows with the settings the README's "Tools that
-//! run programs" section lists. Other backends (a container or a microVM per episode) can
+//! user namespaces, which a container only allows with the settings `docs/programs.md` ("Tools
+//! that run programs") lists. Other backends (a container or a microVM per episode) can
 //! implement [`Backend`].
 //!
 //! **What it does not protect against**: the sandbox shares the host's kernel, so a kernel

@@ -220,8 +220,8 @@ pub fn check_manifests(docs: &[(String, Value)], ors_conf: &str) -> Vec<String> 
                 pod["securityContext"]["runAsNonRoot"] == true,
                 "the pods may run as root",
             );
-            // What the sandboxes of environments that run code need (README "Tools that run
-            // programs"); each missing one is named by the server at start-up too.
+            // What the sandboxes of environments that run code need (docs/programs.md, "Tools
+            // that run programs"); each missing one is named by the server at start-up too.
             check(
                 pod["hostUsers"] == false,
                 "the pods share the host's user namespace (hostUsers: false is what procMount: \
