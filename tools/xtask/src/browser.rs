@@ -18,16 +18,68 @@ pub fn run() -> Result<(), String> {
             ));
         }
     }
-    // `--workspace` (ors-cli is the one package with a `report` test): the features are
-    // unified as in `cargo test --workspace`, so nothing that step built is compiled again
-    // (`-p ors-cli` alone would rebuild tokio and all above it with other features).
-    crate::procs::cargo(&[
-        "test",
-        "--workspace",
-        "--test",
-        "report",
-        "--",
-        "--ignored",
-        "--nocapture",
-    ])
+    let test = report_test_binary()?;
+    eprintln!("xtask: browser: {} --ignored --nocapture", test.display());
+    let root = crate::workspace::workspace_root();
+    crate::procs::run_to_success(
+        std::process::Command::new(&test)
+            .args(["--ignored", "--nocapture"])
+            // Where cargo test runs a package's tests.
+            .current_dir(root.join("crates").join("ors-cli")),
+        "the browser test",
+    )
+}
+
+/// The executable of ors-cli's `report` test as `cargo test --workspace` (the step before this
+/// one) built it. Asked with that step's own arguments and `--no-run`, cargo builds nothing:
+/// any narrower selection (`--test report`, `-p ors-cli`) resolves features and dev-dependencies
+/// its own way and recompiled about seventy crates, two minutes on 2 cores.
+fn report_test_binary() -> Result<std::path::PathBuf, String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = std::process::Command::new(cargo)
+        .args(["test", "--workspace", "--no-run", "--message-format=json"])
+        .current_dir(crate::workspace::workspace_root())
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not run cargo: {e}"))?;
+    if !out.status.success() {
+        return Err("`cargo test --workspace --no-run` failed".to_owned());
+    }
+    report_executable(&String::from_utf8_lossy(&out.stdout))
+        .ok_or_else(|| "cargo built no `report` test of ors-cli".to_owned())
+}
+
+/// In cargo's JSON messages, the executable of ors-cli's test target `report`.
+fn report_executable(messages: &str) -> Option<std::path::PathBuf> {
+    messages.lines().find_map(|line| {
+        let m: serde_json::Value = serde_json::from_str(line).ok()?;
+        let target = m.get("target")?;
+        let is_report = m.get("reason")?.as_str()? == "compiler-artifact"
+            && target.get("name")?.as_str()? == "report"
+            && target.get("kind")?.as_array()?.iter().any(|k| k == "test")
+            && m.get("package_id")?.as_str()?.contains("ors-cli");
+        is_report.then(|| m.get("executable")?.as_str().map(Into::into))?
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_test_is_found_among_cargos_messages() {
+        let messages = [
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/ors-cli#0.1.0","target":{"name":"report","kind":["bin"]},"executable":"/t/debug/report"}"#,
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/ors-server#0.1.0","target":{"name":"report","kind":["test"]},"executable":"/t/debug/deps/report-1"}"#,
+            "not json",
+            r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/ors-cli#0.1.0","target":{"name":"report","kind":["test"]},"executable":"/t/debug/deps/report-2"}"#,
+            r#"{"reason":"build-finished","success":true}"#,
+        ]
+        .join("\n");
+        assert_eq!(
+            report_executable(&messages),
+            Some("/t/debug/deps/report-2".into())
+        );
+        assert_eq!(report_executable(r#"{"reason":"build-finished"}"#), None);
+    }
 }

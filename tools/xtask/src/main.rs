@@ -84,7 +84,32 @@ enum Command {
     Lines(lines::LinesArgs),
 }
 
+/// `cargo run` (which `cargo xtask` is) describes the package it runs to this process
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_NAME`, ...), and every cargo run from here would inherit
+/// that. Build scripts that watch those variables (ring's) then saw other values than in the
+/// `cargo run` that built xtask, so each `cargo xtask` rebuilt ring, rustls and every crate
+/// above them twice. `CARGO` stays: it names the cargo to run. Called before any thread starts.
+fn forget_cargo_run() {
+    let set_by_cargo_run = |name: &str| {
+        name.starts_with("CARGO_PKG_")
+            || matches!(
+                name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_BIN_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+            )
+    };
+    for (name, _) in std::env::vars_os() {
+        if name.to_str().is_some_and(set_by_cargo_run) {
+            std::env::remove_var(name);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    forget_cargo_run();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Test(args) => test::run(args),
