@@ -140,6 +140,10 @@ struct LoadArgs {
     /// Text every answer of that tool must contain.
     #[arg(long)]
     expect: Option<String>,
+    /// Make each session's first call while setting it up, before the window (for a tool
+    /// whose first call starts what later ones reuse, such as a sandbox); reported as `prime`.
+    #[arg(long)]
+    prime: bool,
 }
 
 fn secs(s: f64) -> Duration {
@@ -204,6 +208,7 @@ fn load(args: LoadArgs) -> Result<(), String> {
         warmup: secs(args.warmup),
         threads: args.threads,
         sources: args.sources,
+        prime: args.prime,
     };
     let limit = secs(args.time_limit);
     let opts = LoadOpts {
