@@ -16,6 +16,7 @@ mod lines;
 mod memprobe;
 mod modtree;
 mod newcrate;
+mod pages;
 mod procs;
 mod python;
 mod readme;

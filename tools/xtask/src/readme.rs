@@ -16,6 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::interop::{build_examples, our_server};
+use crate::pages::{pages, Page};
 use crate::procs::{cargo_build, run_captured};
 use crate::workspace::workspace_root;
 
@@ -25,48 +26,11 @@ const BLOCK_TIMEOUT: Duration = Duration::from_secs(600);
 /// The file the client example must equal.
 const CLIENT_EXAMPLE: &str = "crates/ors-client/examples/quickstart.rs";
 
-/// The page that shows the client example.
-const CLIENT_EXAMPLE_PAGE: &str = "docs/client-and-eval.md";
-
-/// The guides' folder, and the file in it that is notes, not a guide.
-const GUIDES: &str = "docs";
-const NOT_A_GUIDE: &str = "PROTOCOL_NOTES.md";
-
 /// Separates the outputs of a block's commands.
 const MARK: &str = "@@ors-readme-command@@";
 
-/// A page of the documentation whose examples are checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page {
-    /// Its path from the workspace root, with `/`: `README.md`, `docs/serving.md`.
-    pub path: String,
-    /// Its text.
-    pub text: String,
-}
-
-/// The pages under `root`: `README.md`, then the guides `docs/*.md` (but the protocol notes)
-/// in the order of their names.
-pub fn pages(root: &Path) -> Result<Vec<Page>, String> {
-    let read = |path: String| {
-        std::fs::read_to_string(root.join(&path))
-            .map(|text| Page {
-                path: path.clone(),
-                text,
-            })
-            .map_err(|e| format!("reading {path}: {e}"))
-    };
-    let dir = root.join(GUIDES);
-    let mut guides: Vec<String> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("reading {}: {e}", dir.display()))?
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| name.ends_with(".md") && name != NOT_A_GUIDE)
-        .collect();
-    guides.sort();
-    std::iter::once("README.md".to_owned())
-        .chain(guides.into_iter().map(|name| format!("{GUIDES}/{name}")))
-        .map(read)
-        .collect()
-}
+/// The page that shows the client example.
+const CLIENT_EXAMPLE_PAGE: &str = "docs/client-and-eval.md";
 
 /// One `$ command` and what it should print.
 #[derive(Debug, Clone, PartialEq)]
@@ -320,7 +284,10 @@ mod tests {
         assert_eq!(paths[0], "README.md");
         assert!(paths.contains(&CLIENT_EXAMPLE_PAGE), "{paths:?}");
         assert!(paths.contains(&"docs/serving.md"), "{paths:?}");
-        assert!(!paths.iter().any(|p| p.ends_with(NOT_A_GUIDE)), "{paths:?}");
+        assert!(
+            !paths.iter().any(|p| p.ends_with(crate::pages::NOT_A_GUIDE)),
+            "{paths:?}"
+        );
         for page in &pages {
             console_blocks(&page.text).unwrap_or_else(|e| panic!("{}: {e}", page.path));
         }

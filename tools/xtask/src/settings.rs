@@ -8,7 +8,7 @@
 
 use ors_core::settings::Setting;
 
-use crate::readme::Page;
+use crate::pages::Page;
 
 /// The opening of a table's marker, before its name.
 const OPEN: &str = "<!-- settings: ";
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn the_settings_tables_are_made_from_the_declarations() {
-        let pages = crate::readme::pages(&crate::workspace::workspace_root()).expect("pages");
+        let pages = crate::pages::pages(&crate::workspace::workspace_root()).expect("pages");
         check(&pages).unwrap();
     }
 
