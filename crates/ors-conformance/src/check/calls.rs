@@ -17,52 +17,43 @@ use super::fuzz::{self, Strategy};
 use super::report::shown_exactly;
 use super::report::{count, id_part, Recorder};
 use super::rng::{hash_str, Rng};
+use super::schema::{Schema, Verdict};
 use super::{shell_quote, show_input, CheckItem, CheckOptions};
 
 /// Episodes open at once while fuzzing.
 const CONCURRENCY: usize = 8;
 
-/// A tool to call, with the validator of its input schema.
+/// A tool to call, with its input schema read.
 pub(super) struct ToolUnderTest {
     spec: ToolSpec,
     /// `None` when the schema is unusable: validity is then unknown.
-    validator: Option<Arc<jsonschema::Validator>>,
+    schema: Option<Schema>,
 }
 
 impl ToolUnderTest {
     pub(super) fn new(spec: ToolSpec) -> Self {
-        let validator = spec.input_schema.as_ref().and_then(|s| {
+        let schema = spec.input_schema.as_ref().and_then(|s| {
             if super::discovery::schema_problem(&spec).is_some() {
                 return None;
             }
-            jsonschema::validator_for(&Value::Object(s.clone()))
-                .ok()
-                .map(Arc::new)
+            Schema::new(Value::Object(s.clone())).ok()
         });
-        Self { spec, validator }
+        Self { spec, schema }
     }
 
-    /// Whether the schema accepts `input`: always for a tool without a schema, unknown for an
+    /// What the schema says of `input`: valid for a tool without a schema, unknown for an
     /// unusable schema.
-    fn accepts(&self, input: &Value) -> Option<bool> {
-        match (&self.spec.input_schema, &self.validator) {
-            (None, _) => Some(true),
-            (Some(_), Some(v)) => Some(v.is_valid(input)),
-            (Some(_), None) => None,
+    fn verdict(&self, input: &Value) -> Verdict {
+        match (&self.spec.input_schema, &self.schema) {
+            (None, _) => Verdict::Valid,
+            (Some(_), Some(schema)) => schema.verdict(input),
+            (Some(_), None) => Verdict::Unknown,
         }
     }
 
     /// Whether inputs can be told valid or invalid (not with an unusable schema).
     fn validity_known(&self) -> bool {
-        self.spec.input_schema.is_none() || self.validator.is_some()
-    }
-
-    /// Why the schema rejects `input` (the validator's first error).
-    fn rejection(&self, input: &Value) -> String {
-        self.validator
-            .as_ref()
-            .and_then(|v| v.iter_errors(input).next().map(|e| e.to_string()))
-            .unwrap_or_default()
+        self.spec.input_schema.is_none() || self.schema.is_some()
     }
 }
 
@@ -71,8 +62,8 @@ impl ToolUnderTest {
 struct Probe {
     input: Value,
     strategy: Strategy,
-    /// What the schema says of it (`None`: unknown).
-    valid: Option<bool>,
+    /// What the schema says of it.
+    verdict: Verdict,
 }
 
 /// What a call came back with.
@@ -119,7 +110,7 @@ pub(super) async fn fuzz(
             fuzz::inputs(tool.spec.input_schema.as_ref(), opts.fuzz, &mut rng)
                 .into_iter()
                 .map(|g| Probe {
-                    valid: tool.accepts(&g.input),
+                    verdict: tool.verdict(&g.input),
                     input: g.input,
                     strategy: g.strategy,
                 })
@@ -179,7 +170,7 @@ async fn call_all(
     for (t, tool) in tools.iter().enumerate() {
         let mut shared: Vec<(usize, Value)> = Vec::new();
         for (p, probe) in probes[t].iter().enumerate() {
-            if probe.valid == Some(false) {
+            if matches!(probe.verdict, Verdict::Invalid(_)) {
                 shared.push((p, probe.input.clone()));
             } else {
                 let lane = Lane {
@@ -299,10 +290,10 @@ impl Context<'_> {
 
     /// Where a probe ran (`more`: how many others did the same) and how to run it again.
     fn at(&self, probe: &Probe, more: &str) -> String {
-        let validity = match probe.valid {
-            Some(true) => ", valid",
-            Some(false) => ", invalid",
-            None => "",
+        let validity = match probe.verdict {
+            Verdict::Valid => ", valid",
+            Verdict::Invalid(_) => ", invalid",
+            Verdict::Unknown => "",
         };
         let again = format!("ors check {} {}", self.env, self.opts.reproduce_args());
         let reproduce = if shown_exactly(&probe.input) {
@@ -356,7 +347,11 @@ fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
     let mut wire = Vec::new();
     let mut finite = Vec::new();
     for (probe, answer) in results {
-        let invalid_input = probe.valid == Some(false);
+        let rejection = match &probe.verdict {
+            Verdict::Invalid(why) => Some(why),
+            _ => None,
+        };
+        let invalid_input = rejection.is_some();
         match answer {
             Answer::Ok(_) if invalid_input => invalid.push((
                 *probe,
@@ -364,7 +359,7 @@ fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
                     "'{name}' accepted an input its schema rejects ({}): it answered ok: true; \
                      validate the input (or make the input_schema say what the tool accepts) \
                      so the model learns what it got wrong",
-                    ctx.tool.rejection(&probe.input)
+                    rejection.map_or("", String::as_str)
                 ),
             )),
             Answer::Ok(out) => {
@@ -448,7 +443,9 @@ fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
         .count();
     let invalid_tried = results
         .iter()
-        .filter(|(p, a)| p.valid == Some(false) && !matches!(a, Answer::NoEpisode(_)))
+        .filter(|(p, a)| {
+            matches!(p.verdict, Verdict::Invalid(_)) && !matches!(a, Answer::NoEpisode(_))
+        })
         .count();
     let mut items = vec![ctx.item("no-crash", &crash, Some(count(tried, "input")))];
     if ctx.tool.validity_known() {

@@ -191,12 +191,10 @@ pub(super) fn tool_spec(rec: &mut Recorder<'_>, spec: &ToolSpec, what: &str) {
 pub(super) fn schema_problem(spec: &ToolSpec) -> Option<String> {
     let schema = spec.input_schema.as_ref()?;
     let value = Value::Object(schema.clone());
-    if let Err(e) = jsonschema::validator_for(&value) {
-        let at = e.instance_path.to_string();
-        let at = if at.is_empty() { "/".to_owned() } else { at };
+    if let Err(e) = super::schema::Schema::new(value) {
         return Some(format!(
-            "is not a valid JSON Schema: {e} (at {at}); providers reject such a tool \
-             definition: fix the schema (or set input_schema to null for no input)"
+            "is not a valid JSON Schema: {e}; providers reject such a tool definition: fix the \
+             schema (or set input_schema to null for no input)"
         ));
     }
     match schema.get("type") {

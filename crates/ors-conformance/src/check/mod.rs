@@ -36,6 +36,7 @@ pub mod fuzz;
 mod options;
 mod report;
 pub mod rng;
+mod schema;
 
 use std::time::Duration;
 
