@@ -5,12 +5,14 @@ mod args;
 mod call;
 mod check;
 mod eval;
+#[cfg(feature = "mcp")]
 mod mcp;
 mod new;
 mod play;
 mod render;
 mod report;
 mod results;
+#[cfg(feature = "mcp")]
 mod shutdown;
 mod stats;
 mod trajectories;
@@ -122,7 +124,12 @@ enum Command {
     Report(report::ReportArgs),
     /// Serve one episode to an MCP client (Claude Code, Codex, IDE agents): the episode's tools
     /// as MCP tools, its prompt as the `task` prompt, over stdio or streamable HTTP.
+    #[cfg(feature = "mcp")]
     Mcp(mcp::McpArgs),
+    /// Serve one episode to an MCP client (needs an `ors` built with the `mcp` feature:
+    /// `cargo install --path crates/ors-cli --features mcp`).
+    #[cfg(not(feature = "mcp"))]
+    Mcp(WithoutMcp),
     /// Create a new environment crate in DIR: a small working environment (two splits, a
     /// typed task, a multi-step tool, a test), ready for `cargo run` and `ors check`.
     New(new::NewArgs),
@@ -188,6 +195,23 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `ors mcp`'s arguments in a build without the `mcp` feature: taken as they come, so the
+/// answer is the one thing missing (the feature), not a complaint about a flag.
+#[cfg(not(feature = "mcp"))]
+#[derive(Args, Debug)]
+struct WithoutMcp {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    _args: Vec<String>,
+}
+
+#[cfg(not(feature = "mcp"))]
+impl WithoutMcp {
+    /// Why `ors mcp` did nothing, and how to get one that does. The MCP SDK and its HTTP
+    /// server are a third of the CLI's build, so a first install leaves them out.
+    const MESSAGE: &'static str = "this ors was built without MCP support (the `mcp` \
+        feature); install one with it: cargo install --path crates/ors-cli --features mcp";
 }
 
 /// A client builder for the global options: URL, API key, CA file and roots.
@@ -276,7 +300,13 @@ async fn run(cli: Cli, builder: ClientBuilder) -> Result<ExitCode, Error> {
         Command::Play { env, split, index } => {
             play::run(&client.environment(env), &split, index).await?;
         }
+        #[cfg(feature = "mcp")]
         Command::Mcp(args) => return mcp::run(client.environment(args.env.clone()), args).await,
+        #[cfg(not(feature = "mcp"))]
+        Command::Mcp(_) => {
+            eprintln!("ors: error: {}", WithoutMcp::MESSAGE);
+            return Ok(ExitCode::from(2));
+        }
         Command::Check(_) | Command::Conformance(_) | Command::Report(_) | Command::New(_) => {
             unreachable!("handled in main")
         }

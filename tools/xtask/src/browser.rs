@@ -38,6 +38,7 @@ fn report_test_binary() -> Result<std::path::PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let out = std::process::Command::new(cargo)
         .args(["test", "--workspace", "--no-run", "--message-format=json"])
+        .args(crate::procs::WORKSPACE_FEATURES)
         .current_dir(crate::workspace::workspace_root())
         .stderr(std::process::Stdio::inherit())
         .output()

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::procs::{cargo_build, run_captured, run_to_success, ServerProcess};
+use crate::procs::{ors_binary, run_captured, run_to_success, ServerProcess};
 use crate::workspace::workspace_root;
 
 /// Limit on the built server's start and on `ors check`.
@@ -21,11 +21,11 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 pub fn run() -> Result<(), String> {
     let started = Instant::now();
     let root = workspace_root();
-    let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
-    let ors = debug.join("ors");
-    let target = debug
+    let ors = ors_binary()?;
+    let target = ors
         .parent()
-        .ok_or("the target directory has no parent")?
+        .and_then(Path::parent)
+        .ok_or("`ors` is not in a target directory")?
         .to_path_buf();
     let scratch = target.join("tmp").join("ors-new");
     let _ = std::fs::remove_dir_all(&scratch);

@@ -181,6 +181,20 @@ pub fn build_examples(bins: &[&str], release: bool) -> Result<std::path::PathBuf
     cargo_build(&args, release)
 }
 
+/// The opt-in features every `cargo xtask` build of the workspace turns on, so the parts a
+/// first install leaves out (`ors mcp`) are linted and tested too. Every `cargo test`,
+/// `clippy` and `--no-run` here passes them: a step then reuses the step before's build.
+pub const WORKSPACE_FEATURES: [&str; 2] = ["--features", "ors-cli/mcp"];
+
+/// Build the `ors` command as the tests use it (debug, with `ors mcp`) and return its path.
+pub fn ors_binary() -> Result<std::path::PathBuf, String> {
+    Ok(cargo_build(
+        &["-p", "ors-cli", "--features", "mcp", "--bin", "ors"],
+        false,
+    )?
+    .join("ors"))
+}
+
 /// `cargo build` the given packages/binaries (release or debug), returning the target dir.
 pub fn cargo_build(args: &[&str], release: bool) -> Result<std::path::PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());

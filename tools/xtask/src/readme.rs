@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use crate::interop::{build_examples, our_server};
 use crate::pages::{pages, Page};
-use crate::procs::{cargo_build, run_captured};
+use crate::procs::run_captured;
 use crate::workspace::workspace_root;
 
 /// Limit on one block (the client example may have to compile first).
@@ -59,12 +59,13 @@ pub fn run() -> Result<(), String> {
     if blocks.is_empty() {
         return Err("neither README.md nor a guide has a ```console block".to_owned());
     }
-    let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
+    let ors = crate::procs::ors_binary()?;
+    let debug = ors.parent().ok_or("`ors` has no directory")?;
     let bins = build_examples()?;
     let server = our_server(&bins, "gsm8k", &[])?;
     let mut failures = Vec::new();
     for (name, block) in &blocks {
-        match run_block(block, &server.url, &debug) {
+        match run_block(block, &server.url, debug) {
             Ok(()) => println!("PASS {name} ({} command(s))", block.len()),
             Err(e) => {
                 println!("FAIL {name}: {e}");

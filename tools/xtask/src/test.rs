@@ -41,10 +41,13 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     cargo(&["fmt", "--all", "--check"])?;
+    let [features, list] = crate::procs::WORKSPACE_FEATURES;
     cargo(&[
         "clippy",
         "--workspace",
         "--all-targets",
+        features,
+        list,
         "--",
         "-D",
         "warnings",
@@ -53,7 +56,7 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     crate::circles::check()?;
     // The sandboxes' tests run Debian's real bubblewrap.
     crate::debian::ensure("sandboxes", "bwrap", "bubblewrap")?;
-    cargo(&["test", "--workspace"])?;
+    cargo(&["test", "--workspace", features, list])?;
     eprintln!("xtask: browser: the HTML report in Chromium");
     crate::browser::run()?;
     fuzz_briefly()?;

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use super::rust_client::{Ors, Run};
 use super::servers::python_server;
-use crate::procs::cargo_build;
 use crate::python::Peer;
 
 /// Problems the reference fixture may show, with why they are right: its tools are meant to
@@ -52,8 +51,7 @@ const BROKEN: [&str; 10] = [
 
 /// The step: build `ors`, then check the fixture and the broken environments.
 pub fn ors_check_against_reference() -> Result<(), String> {
-    let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
-    let exe = debug.join("ors");
+    let exe = crate::procs::ors_binary()?;
     let fixture = {
         let server = python_server(Peer::OrsSdk, "conformance_env.py", "reference-check")?;
         check_fixture(&exe, &server.url)

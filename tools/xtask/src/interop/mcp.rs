@@ -13,7 +13,7 @@ use super::check::problems;
 use super::rust_client::Ors;
 use super::servers::{build_examples, interop_dir, our_server, python_script, START_TIMEOUT};
 use crate::conformance;
-use crate::procs::{cargo_build, ServerProcess};
+use crate::procs::ServerProcess;
 use crate::python::Peer;
 use crate::workspace::workspace_root;
 
@@ -33,7 +33,7 @@ const TASKS: &str = "{\"prompt\": \"Add 2 and 3 with the add tool.\"}\n\
 /// Build `ors` and the examples (separately, as the other steps do, so each build is found
 /// done); the directory of the examples and the path of `ors`.
 fn build() -> Result<(PathBuf, PathBuf), String> {
-    let ors = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?.join("ors");
+    let ors = crate::procs::ors_binary()?;
     Ok((build_examples()?, ors))
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::servers::peer_server;
-use crate::procs::{cargo_build, run_captured};
+use crate::procs::run_captured;
 use crate::python::Peer;
 
 /// Limit on one run of the example or the CLI, so a hang fails the step instead of CI.
@@ -25,7 +25,8 @@ const SHARED_TOOLS: [&str; 9] = [
 
 /// The step: build the CLI, start the peer's server, run the library and the CLI against it.
 pub fn rust_client_against(peer: Peer) -> Result<(), String> {
-    let debug = cargo_build(&["-p", "ors-cli", "--bin", "ors"], false)?;
+    let ors = crate::procs::ors_binary()?;
+    let debug = ors.parent().ok_or("`ors` has no directory")?;
     let server = peer_server(peer)?;
     let expect = match peer {
         Peer::OrsSdk => super::library::Expect::Reference,
