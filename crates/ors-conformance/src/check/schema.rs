@@ -102,8 +102,7 @@ impl Schema {
     /// Evaluate `schema` below `at` extended by `step`.
     fn sub(&self, schema: &Value, v: &Value, at: &mut String, step: &str, depth: usize) -> Verdict {
         let len = at.len();
-        at.push('/');
-        at.push_str(&step.replace('~', "~0").replace('/', "~1"));
+        push_step(at, step);
         let verdict = self.eval(schema, v, at, depth + 1);
         at.truncate(len);
         verdict
@@ -309,22 +308,22 @@ impl Schema {
                 .skip(from)
                 .map(|(i, item)| self.sub(schema, item, at, &i.to_string(), depth)))
         };
+        // The first items, each under its own schema.
+        let tuple = |schemas: &[Value], at: &mut String| {
+            all(schemas
+                .iter()
+                .zip(a)
+                .enumerate()
+                .map(|(i, (schema, item))| self.sub(schema, item, at, &i.to_string(), depth)))
+        };
         match key {
             "prefixItems" => match arg.as_array() {
-                Some(schemas) => all(schemas
-                    .iter()
-                    .zip(a)
-                    .enumerate()
-                    .map(|(i, (schema, item))| self.sub(schema, item, at, &i.to_string(), depth))),
+                Some(schemas) => tuple(schemas, at),
                 None => Verdict::Unknown,
             },
             // Draft-07's tuples: `items` as an array, the rest under `additionalItems`.
             "items" => match arg.as_array() {
-                Some(schemas) => all(schemas
-                    .iter()
-                    .zip(a)
-                    .enumerate()
-                    .map(|(i, (schema, item))| self.sub(schema, item, at, &i.to_string(), depth))),
+                Some(schemas) => tuple(schemas, at),
                 None => {
                     let from = s
                         .get("prefixItems")
@@ -617,8 +616,7 @@ fn well_formed(schema: &Value, root: &Value, at: &mut String) -> Result<(), Malf
     };
     for (key, arg) in s {
         let len = at.len();
-        at.push('/');
-        at.push_str(&key.replace('~', "~0").replace('/', "~1"));
+        push_step(at, key);
         well_formed_keyword(key, arg, root, at)?;
         at.truncate(len);
     }
@@ -766,12 +764,17 @@ fn each_schema<'a>(
 ) -> Result<(), Malformed> {
     for (step, member) in members {
         let len = at.len();
-        at.push('/');
-        at.push_str(&step.replace('~', "~0").replace('/', "~1"));
+        push_step(at, &step);
         well_formed(member, root, at)?;
         at.truncate(len);
     }
     Ok(())
+}
+
+/// Extend the JSON Pointer `at` by one step (a key or an index), escaped.
+fn push_step(at: &mut String, step: &str) {
+    at.push('/');
+    at.push_str(&step.replace('~', "~0").replace('/', "~1"));
 }
 
 fn bad(at: &str, problem: impl Into<String>) -> Malformed {
