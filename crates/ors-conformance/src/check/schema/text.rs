@@ -1,0 +1,40 @@
+//! How the reader writes what it finds: values in messages, and JSON Pointers.
+
+use serde_json::Value;
+
+/// A value as a message shows it: whole when short.
+pub(super) fn short(v: &Value) -> String {
+    let text = v.to_string();
+    if text.chars().count() <= 60 {
+        return text;
+    }
+    let head: String = text.chars().take(57).collect();
+    format!("{head}...")
+}
+
+/// A `$ref`'s fragment with its `%XX` escapes decoded (`#/$defs/a%20b`).
+pub(super) fn percent_decoded(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Extend the JSON Pointer `at` by one step (a key or an index), escaped.
+pub(super) fn push_step(at: &mut String, step: &str) {
+    at.push('/');
+    at.push_str(&step.replace('~', "~0").replace('/', "~1"));
+}
