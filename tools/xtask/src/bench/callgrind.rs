@@ -159,8 +159,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
     valgrind_present()?;
     let old = match &args.against {
         Some(rev) => {
-            let rev = super::against::resolve(rev)?;
-            let (bin, _) = super::against::old_binary(&rev)?;
+            let rev = super::revision::resolve(rev)?;
+            let (bin, _) = super::revision::old_binary(&rev)?;
             Some((rev, bin))
         }
         None => None,
@@ -171,7 +171,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
             .failure
             .unwrap_or_else(|| "our server did not build".into())
     })?;
-    let target = super::against::target_dir();
+    let target = super::revision::target_dir();
     let dir = target.join("callgrind");
     let logs = target.join("bench-logs");
     for d in [&dir, &logs] {
@@ -190,14 +190,14 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
     let mut columns: Vec<Column> = Vec::new();
     if let Some((rev, bin)) = &old {
         columns.push(Column {
-            name: format!("old ({})", super::against::short(&rev.commit)),
+            name: format!("old ({})", super::revision::short(&rev.commit)),
             tag: "old",
             kind: Kind::Ours,
             launcher: launcher(bin.clone()),
         });
     }
     columns.push(Column {
-        name: format!("new ({})", super::against::describe_head()),
+        name: format!("new ({})", super::revision::describe_head()),
         tag: "new",
         kind: Kind::Ours,
         launcher: launcher(new_bin.clone()),

@@ -18,6 +18,7 @@ mod measured;
 mod metrics;
 mod plan;
 mod report;
+mod revision;
 mod sandbox;
 pub(crate) mod servers;
 
