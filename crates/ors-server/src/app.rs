@@ -212,10 +212,15 @@ impl App {
 
     /// An environment and its index by name, compared without case.
     pub(crate) fn env_named(&self, name: &str) -> Result<(usize, &HostedEnv), ApiError> {
-        self.envs
-            .iter()
-            .enumerate()
-            .find(|(_, e)| e.name.eq_ignore_ascii_case(name))
+        // The name as served first: comparing without case costs on every request.
+        let exact = self.envs.iter().position(|e| e.name == name);
+        exact
+            .or_else(|| {
+                self.envs
+                    .iter()
+                    .position(|e| e.name.eq_ignore_ascii_case(name))
+            })
+            .and_then(|i| self.envs.get(i).map(|e| (i, e)))
             .ok_or_else(|| ApiError::UnknownEnvironment {
                 name: name.to_owned(),
                 known: self
@@ -256,7 +261,15 @@ impl App {
         );
         let started = Instant::now();
         let mut route = None;
-        let mut resp = match self.handle(req, &mut route).instrument(span.clone()).await {
+        let handled = self.handle(req, &mut route);
+        // With debug logs off (the default) the span is disabled: entering it on every poll
+        // would cost for nothing.
+        let handled = if span.is_disabled() {
+            handled.await
+        } else {
+            handled.instrument(span.clone()).await
+        };
+        let mut resp = match handled {
             Ok(resp) => resp,
             Err(err) => {
                 if err.status().is_server_error() {
@@ -312,7 +325,7 @@ impl App {
             self.authorize(&parts)?;
         }
         if let Some(env) = env {
-            tracing::Span::current().record("env", env);
+            note("env", env);
         }
         self.dispatch(endpoint, env, &parts, body).await
     }
@@ -322,5 +335,14 @@ impl App {
             Some(key) if !request::authorized(&parts.headers, key) => Err(ApiError::Unauthorized),
             _ => Ok(()),
         }
+    }
+}
+
+/// Record a field of the request's span ([`App::serve`]). The span is a debug one: with
+/// debug logs off everywhere (the default), asking for the current span would cost on every
+/// request for nothing.
+pub(crate) fn note(field: &str, value: &str) {
+    if tracing::level_enabled!(tracing::Level::DEBUG) {
+        tracing::Span::current().record(field, value);
     }
 }

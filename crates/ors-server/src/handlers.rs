@@ -13,7 +13,7 @@ use ors_core::types::{
     TaskSource, VersionInfo,
 };
 
-use crate::app::{listing, App, HostedEnv};
+use crate::app::{listing, note, App, HostedEnv};
 use crate::body::{json_bytes, sse_full, Resp};
 use crate::call;
 use crate::error::{json, to_json, ApiError};
@@ -66,7 +66,7 @@ impl App {
 
     async fn ping(&self, req: Req<'_>) -> Result<Resp, ApiError> {
         let sid = request::session_id(&req.parts.headers)?;
-        tracing::Span::current().record("session", sid);
+        note("session", sid);
         self.sessions.get(sid)?;
         Ok(json_bytes(Bytes::from_static(HEALTH)))
     }
@@ -175,7 +175,7 @@ impl App {
     /// The session of the request's `X-Session-ID`, once its setup has finished.
     async fn ready_session(&self, parts: &Parts) -> Result<Arc<Session>, ApiError> {
         let sid = request::session_id(&parts.headers)?;
-        tracing::Span::current().record("session", sid);
+        note("session", sid);
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
         session.ready_within(self.config.setup_wait).await?;
@@ -210,7 +210,7 @@ impl App {
             return Err(ApiError::ShuttingDown);
         }
         let sid = request::session_id(&parts.headers)?;
-        tracing::Span::current().record("session", sid);
+        note("session", sid);
         // Before the body: an id this server did not issue costs no more than its headers.
         self.sessions.check_new_id(sid)?;
         let header_secrets = request::header_secrets(&parts.headers)?;
@@ -223,7 +223,7 @@ impl App {
             Some(name) => self.env_named(name)?,
             None => (0, &self.envs[0]),
         };
-        tracing::Span::current().record("env", env.name.as_str());
+        note("env", env.name.as_str());
         if let Some(name) = &create.toolset_name {
             let known = env.env.toolset_names();
             if !known.contains(&name.as_str()) {
@@ -282,7 +282,7 @@ impl App {
 
     async fn end_session(&self, parts: &Parts, lenient: bool) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
-        tracing::Span::current().record("session", sid);
+        note("session", sid);
         match self.sessions.remove(sid) {
             Some(session) => {
                 session
@@ -304,7 +304,7 @@ impl App {
     /// Start a tool call (or reconnect to one by `task_id`) and stream its events.
     async fn call(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
-        tracing::Span::current().record("session", sid);
+        note("session", sid);
         let body = self.body(parts, body).await?;
         let request::CallBody {
             name,
@@ -312,7 +312,7 @@ impl App {
             task_id,
         } = request::parse_call(&body)?;
         drop(body);
-        tracing::Span::current().record("tool", name.as_str());
+        note("tool", name.as_str());
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
         let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
@@ -329,7 +329,7 @@ impl App {
     /// is a 404 before any stream opens, so a client tells "unsupported" from a failure.
     async fn score_group(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
         let sid = request::session_id(&parts.headers)?;
-        tracing::Span::current().record("session", sid);
+        note("session", sid);
         let body = self.body(parts, body).await?;
         let session = self.sessions.get(sid)?;
         self.record_env(&session);
@@ -350,7 +350,7 @@ impl App {
             return Err(ApiError::GroupTooLarge { parsed, limit });
         }
         let reserved = request_body::Reserved::new(&self.body_limits.budget, body, parsed)?;
-        tracing::Span::current().record("tool", call::SCORE_GROUP);
+        note("tool", call::SCORE_GROUP);
         let request = call::CallRequest {
             name: call::SCORE_GROUP.to_owned(),
             work: call::Work::Exclusive(call::Exclusive::ScoreGroup(candidates, reserved)),
@@ -365,7 +365,7 @@ impl App {
     /// (PROTOCOL_NOTES row `path-env-not-validated`); the span shows that one.
     fn record_env(&self, session: &Session) {
         if let Some(env) = self.envs.get(session.env) {
-            tracing::Span::current().record("env", env.name.as_str());
+            note("env", env.name.as_str());
         }
     }
 }

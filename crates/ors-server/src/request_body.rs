@@ -3,8 +3,10 @@
 //! segment; within the size limit, the time limit, and the server-wide budget of body bytes
 //! in memory.
 
+use std::future::Future as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -151,7 +153,14 @@ pub(crate) async fn read_body(
     if content_length.is_some_and(|n| n > limits.max as u64) {
         return Err(ApiError::PayloadTooLarge { limit: limits.max });
     }
-    match tokio::time::timeout(limits.timeout, collect(body, content_length, limits)).await {
+    let mut read = std::pin::pin!(collect(body, content_length, limits));
+    // A small body has usually arrived with the head: read in one poll, without arming a
+    // timer (a timeout reads the clock and the runtime's handle: about 500 instructions).
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    if let Poll::Ready(read) = first {
+        return read;
+    }
+    match tokio::time::timeout(limits.timeout, read).await {
         Ok(read) => read,
         Err(_) => Err(ApiError::BodyTimeout {
             after: limits.timeout,

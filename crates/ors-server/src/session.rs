@@ -221,6 +221,11 @@ impl Session {
     /// [`Session::wait_ready`] for at most `wait`; a setup still running then is 503
     /// `session_starting` (PROTOCOL_NOTES row `slow-setup`), for the client to ask again.
     pub(crate) async fn ready_within(&self, wait: Duration) -> Result<(), ApiError> {
+        // Every call asks this of a session that is long ready: answered without a timer (a
+        // timeout reads the clock and the runtime's handle: about 500 instructions a call).
+        if self.state.load(Ordering::Acquire) == READY {
+            return Ok(());
+        }
         match tokio::time::timeout(wait, self.wait_ready()).await {
             Ok(ready) => ready,
             Err(_) => {
