@@ -52,6 +52,9 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         "-D",
         "warnings",
     ])?;
+    // Everything else builds with the opt-in features; the `ors` a first `cargo install`
+    // gives (no `ors mcp`) is linted as it is installed.
+    cargo(&["clippy", "-p", "ors-cli", "--bins", "--", "-D", "warnings"])?;
     eprintln!("xtask: circles: no import circle inside any crate");
     crate::circles::check()?;
     // The sandboxes' tests run Debian's real bubblewrap.
