@@ -149,7 +149,8 @@ impl Tree {
     }
 }
 
-fn git(root: &Path, args: &[&str]) -> Result<String, String> {
+/// Run `git ARGS` in `root`; its standard output.
+pub(crate) fn git(root: &Path, args: &[&str]) -> Result<String, String> {
     let out = Command::new("git")
         .args(args)
         .current_dir(root)

@@ -22,20 +22,9 @@ pub(crate) struct Revision {
     pub(crate) commit: String,
 }
 
+/// `git ARGS` in `dir`, its output trimmed (a commit, a branch).
 fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("could not run git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    crate::workspace::git(dir, args).map(|out| out.trim().to_owned())
 }
 
 /// The commit `rev` names in this repository.
