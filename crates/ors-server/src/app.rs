@@ -10,7 +10,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue};
 use http::request::Parts;
-use http::Request;
+use http::{Request, Response};
 use hyper::body::Incoming;
 use ors_core::types::{ListToolsOutput, ToolSpec};
 use ors_runtime::env::DynEnvironment;
@@ -23,6 +23,7 @@ use crate::body::Resp;
 use crate::call::CallShared;
 use crate::config::ServerConfig;
 use crate::error::{self, ApiError, ServerError};
+use crate::idle::{Answering, Tracked};
 use crate::metrics::Metrics;
 use crate::request;
 use crate::request_body::{BodyBudget, BodyLimits};
@@ -247,8 +248,13 @@ impl App {
         self.closing.load(Ordering::Acquire)
     }
 
-    /// Serve one request; never fails (errors become their responses).
-    pub(crate) async fn serve(self: Arc<Self>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+    /// Serve one request; never fails (errors become their responses). The response body
+    /// holds `answering` until it is dropped, so its connection is not taken for idle.
+    pub(crate) async fn serve(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        answering: Answering,
+    ) -> Result<Response<Tracked>, Infallible> {
         let span = tracing::debug_span!(
             "request",
             method = %req.method(),
@@ -292,7 +298,7 @@ impl App {
             span.record("latency_us", started.elapsed().as_micros() as u64);
             tracing::debug!(parent: &span, "request");
         }
-        Ok(resp)
+        Ok(resp.map(|body| Tracked::new(body, answering)))
     }
 
     /// Route, authorize and dispatch; `route` is set to the endpoint once it is known.

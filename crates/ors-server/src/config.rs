@@ -51,6 +51,11 @@ ors_core::settings! {
         /// `request_timeout` and its connection closed.
         body_timeout: Duration = Duration::from_secs(30), POSITIVE_SECS,
             env "ORS_BODY_TIMEOUT_SECS";
+        /// Time a connection may go without a request, from when it opens or its last answer
+        /// ends until the next request head has arrived in full; past it (checked every half of
+        /// it, so after at most one and a half times it) the connection is closed.
+        head_timeout: Duration = Duration::from_secs(30), POSITIVE_SECS,
+            env "ORS_HEAD_TIMEOUT_SECS";
         /// Request-body bytes the whole server holds at once (bodies being read, call inputs
         /// not yet handed to their tool, group scorings waiting their turn with their parsed
         /// candidates), at least `max_body_bytes`; a request that would go beyond is answered

@@ -72,7 +72,8 @@ impl Harness {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let app = Arc::clone(&self.app);
-        let service = service_fn(move |req| Arc::clone(&app).serve(req));
+        let activity = Arc::new(crate::idle::Activity::default());
+        let service = service_fn(move |req| Arc::clone(&app).serve(req, activity.begin()));
         let _ = self
             .builder
             .serve_connection(TokioIo::new(io), service)

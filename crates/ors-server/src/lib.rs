@@ -184,6 +184,7 @@ mod call;
 mod config;
 mod error;
 mod handlers;
+mod idle;
 mod limits;
 #[cfg(feature = "init_tracing")]
 mod logging;

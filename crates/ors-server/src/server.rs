@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
 use ors_runtime::env::{DynEnvironment, EnvHandle, Environment};
 use tokio::net::{TcpListener, TcpSocket};
@@ -20,6 +20,7 @@ use crate::app::App;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::error::ServerError;
+use crate::idle::Activity;
 use crate::ops::{Signal, Signals};
 use crate::session::Ending;
 use crate::stats::ServerStats;
@@ -364,9 +365,8 @@ async fn listen(host: &str, port: u16) -> std::io::Result<TcpListener> {
 pub(crate) fn connection_builder(config: &ServerConfig) -> http1::Builder {
     let mut builder = http1::Builder::new();
     builder
-        .timer(TokioTimer::new())
         .keep_alive(true)
-        .header_read_timeout(Duration::from_secs(30))
+        // No timer per request head: `crate::idle` watches each connection with one timer.
         .max_header_size(config.max_header_bytes)
         // hyper's minimum; the read buffer must hold at least a whole head.
         .max_buf_size(config.max_header_bytes.max(8192) + 8192)
@@ -497,10 +497,13 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
             continue;
         };
         let service_app = Arc::clone(&app);
-        let service = service_fn(move |req| Arc::clone(&service_app).serve(req));
+        let activity = Arc::new(Activity::default());
+        let service_activity = Arc::clone(&activity);
+        let service =
+            service_fn(move |req| Arc::clone(&service_app).serve(req, service_activity.begin()));
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
         let kill = kill.clone();
-        tokio::spawn(async move {
+        let connection = tokio::spawn(async move {
             tokio::select! {
                 r = conn => if let Err(e) = r {
                     tracing::debug!(error = %e, "connection ended with an error");
@@ -509,12 +512,31 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
             }
             drop(slot);
         });
+        // Its own task, so the connection's task polls no timer when it wakes for a request.
+        tokio::spawn(close_when_idle(
+            connection,
+            activity,
+            app.config.head_timeout,
+        ));
     }
     drop(listener);
     shut_down(&app, graceful).await;
     reaper.abort();
     expiry.abort();
     kill.cancel();
+}
+
+/// Close `connection` (drop its task, and so its socket) once it has gone `timeout` without
+/// a request ([`Activity::idle_for`]); return when it ends.
+async fn close_when_idle(connection: JoinHandle<()>, activity: Arc<Activity>, timeout: Duration) {
+    let abort = connection.abort_handle();
+    tokio::select! {
+        _ = connection => {}
+        _ = activity.idle_for(timeout) => {
+            tracing::debug!(secs = timeout.as_secs_f64(), "connection closed: no request");
+            abort.abort();
+        }
+    }
 }
 
 /// How long the streams of calls stopped at shutdown get to deliver their `error` event.

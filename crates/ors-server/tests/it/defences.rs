@@ -76,6 +76,80 @@ async fn a_body_that_stalls_is_408_and_its_connection_closed() {
     server.shutdown().await;
 }
 
+/// Read from `tcp` until the server closes it (within a minute of paused time); what arrived
+/// and when the close came.
+async fn read_until_closed(tcp: &mut tokio::net::TcpStream) -> (String, tokio::time::Instant) {
+    use tokio::io::AsyncReadExt as _;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let read = tokio::time::timeout(Duration::from_secs(60), tcp.read(&mut buf)).await;
+        match read.expect("the server closed the connection within a minute") {
+            Ok(0) | Err(_) => {
+                return (
+                    String::from_utf8_lossy(&got).into_owned(),
+                    tokio::time::Instant::now(),
+                )
+            }
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+// Paused time: the server's idle watch sleeps on tokio's clock, which jumps to the next timer
+// whenever the runtime has nothing to do (the client here is async, so nothing holds it).
+#[tokio::test(start_paused = true)]
+async fn a_connection_without_a_request_is_closed_after_the_head_timeout() {
+    use tokio::io::AsyncWriteExt as _;
+    let server = start_with(|c| {
+        c.head_timeout = Duration::from_secs(10);
+        // No keep-alive comments: the long call below writes nothing while it runs.
+        c.keepalive = Duration::from_secs(3600);
+    })
+    .await;
+    let addr = server.local_addr();
+    let within_timeout = |since: tokio::time::Instant, closed: tokio::time::Instant| {
+        let idle = closed - since;
+        assert!(
+            idle >= Duration::from_secs(10) && idle <= Duration::from_secs(15),
+            "closed after {idle:?} without a request (timeout 10 s)"
+        );
+    };
+
+    // Half a head, then silence: closed unanswered.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n")
+        .await
+        .unwrap();
+    let sent = tokio::time::Instant::now();
+    let (got, closed) = read_until_closed(&mut tcp).await;
+    assert_eq!(got, "", "no answer to half a head");
+    within_timeout(sent, closed);
+
+    // A request answered, then no next one: closed a timeout after the answer.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let sent = tokio::time::Instant::now();
+    let (got, closed) = read_until_closed(&mut tcp).await;
+    assert!(got.starts_with("HTTP/1.1 200"), "{got}");
+    within_timeout(sent, closed);
+
+    // A call that runs for 25 s, three timeouts, without writing: its connection is answering
+    // a request, not idle, and the result arrives.
+    let sid = ready_episode(addr, task(1)).await;
+    let body = json!({"name": "sleep", "input": {"ms": 25_000, "key": "head-timeout-call"}});
+    let (stream, _, raw) = open_call(addr, &sid, &body.to_string()).await;
+    // Reading the stream runs on a blocking thread, which holds the clock: move it by hand,
+    // a second at a time so the idle watch looks at the connection every 5 s.
+    for _ in 0..26 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+    }
+    assert_eq!(text_of(&finish(stream, raw).await), "slept 1");
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bodies_beyond_the_servers_budget_are_503_until_it_frees() {
     let server = start_with(|c| {

@@ -1,0 +1,153 @@
+//! Closing connections that send no request (`head_timeout`): a client that opens connections
+//! and sends nothing, or a request head a byte at a time, must not hold the server's file
+//! descriptors.
+//!
+//! hyper can time each request head itself, but it arms a timer for every request (a boxed
+//! sleep registered with tokio's timer wheel and removed again when the head arrives: about
+//! 1,500 instructions of a tool call's 34,000). Here a connection counts its requests instead,
+//! and one timer per connection looks at the counts every half of the timeout: a connection
+//! that has been answering nothing and started nothing for two half timeouts in a row is
+//! closed, so after between one and one and a half times the timeout without a request.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, SizeHint};
+
+use crate::body::RespBody;
+
+/// What one connection has been doing, as its idle watch sees it.
+#[derive(Default)]
+pub(crate) struct Activity {
+    /// Requests whose head has arrived, ever.
+    started: AtomicUsize,
+    /// Requests being answered: their response body has not been dropped yet.
+    open: AtomicUsize,
+}
+
+impl Activity {
+    /// A request's head arrived: it counts as being answered until the returned guard drops.
+    // Relaxed: the counts are written and read by the connection's own task (its service and
+    // body run in it, and so does the watch), and a stale count only delays a close.
+    pub(crate) fn begin(self: &Arc<Self>) -> Answering {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        self.open.fetch_add(1, Ordering::Relaxed);
+        Answering(Arc::clone(self))
+    }
+
+    /// Resolves once the connection has gone `timeout` (up to one and a half times it)
+    /// without starting a request and without one being answered.
+    pub(crate) async fn idle_for(&self, timeout: Duration) {
+        let look_every = timeout / 2;
+        let mut seen = self.started.load(Ordering::Relaxed);
+        let mut was_open = self.open.load(Ordering::Relaxed) > 0;
+        let mut quiet_looks = 0;
+        // A look is quiet when nothing started since the last one and nothing was being
+        // answered at either: then the whole half timeout between them was idle.
+        while quiet_looks < 2 {
+            tokio::time::sleep(look_every).await;
+            let started = self.started.load(Ordering::Relaxed);
+            let open = self.open.load(Ordering::Relaxed) > 0;
+            if started == seen && !open && !was_open {
+                quiet_looks += 1;
+            } else {
+                quiet_looks = 0;
+            }
+            (seen, was_open) = (started, open);
+        }
+    }
+}
+
+/// A request being answered, until its response body is dropped (sent in full, or given up).
+pub(crate) struct Answering(Arc<Activity>);
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A response body that keeps its request counted as being answered while it lives.
+pub(crate) struct Tracked {
+    body: RespBody,
+    _answering: Answering,
+}
+
+impl Tracked {
+    pub(crate) fn new(body: RespBody, answering: Answering) -> Self {
+        Self {
+            body,
+            _answering: answering,
+        }
+    }
+}
+
+impl Body for Tracked {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_is_idle_only_while_no_request_starts_or_is_answered() {
+        let activity = Arc::new(Activity::default());
+        let timeout = Duration::from_secs(30);
+        let start = tokio::time::Instant::now();
+        activity.idle_for(timeout).await;
+        assert_eq!(start.elapsed(), timeout, "two quiet looks, 15 s apart");
+
+        // A request answered for a minute keeps the connection; it is closed a timeout after
+        // its answer ends, at most half a timeout more.
+        let answering = activity.begin();
+        let start = tokio::time::Instant::now();
+        let watch = tokio::spawn({
+            let activity = Arc::clone(&activity);
+            async move { activity.idle_for(timeout).await }
+        });
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!watch.is_finished());
+        drop(answering);
+        watch.await.unwrap();
+        let after_answer = start.elapsed() - Duration::from_secs(60);
+        assert!(
+            after_answer >= timeout && after_answer <= timeout * 3 / 2,
+            "{after_answer:?}"
+        );
+
+        // Requests that start and end between two looks count too.
+        let start = tokio::time::Instant::now();
+        let watch = tokio::spawn({
+            let activity = Arc::clone(&activity);
+            async move { activity.idle_for(timeout).await }
+        });
+        for _ in 0..6 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            drop(activity.begin());
+        }
+        watch.await.unwrap();
+        assert!(start.elapsed() >= Duration::from_secs(50 + 30));
+    }
+}
