@@ -72,7 +72,7 @@ impl Harness {
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let app = Arc::clone(&self.app);
-        let activity = Arc::new(crate::idle::Activity::default());
+        let activity = Arc::new(crate::connection::Activity::default());
         let service = service_fn(move |req| Arc::clone(&app).serve(req, activity.begin()));
         let _ = self
             .builder

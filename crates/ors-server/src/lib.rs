@@ -182,9 +182,9 @@ mod app;
 mod body;
 mod call;
 mod config;
+mod connection;
 mod error;
 mod handlers;
-mod idle;
 mod limits;
 #[cfg(feature = "init_tracing")]
 mod logging;

@@ -10,7 +10,6 @@ use std::time::Duration;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-use hyper_util::server::graceful::GracefulShutdown;
 use ors_runtime::env::{DynEnvironment, EnvHandle, Environment};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
@@ -18,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::App;
 use crate::config::ServerConfig;
+use crate::connection::{Activity, Connections};
 use crate::error::ApiError;
 use crate::error::ServerError;
-use crate::idle::Activity;
 use crate::ops::{Signal, Signals};
 use crate::session::Ending;
 use crate::stats::ServerStats;
@@ -471,8 +470,7 @@ impl AcceptWarnings {
 /// Accept connections until `stop`, then shut down.
 async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
     let builder = connection_builder(&app.config);
-    let graceful = GracefulShutdown::new();
-    let kill = CancellationToken::new();
+    let connections = Arc::new(Connections::default());
     let reaper = tokio::spawn(reap(Arc::clone(&app), stop.clone()));
     let expiry = tokio::spawn(Arc::clone(&app.calls.results).run_expiry(stop.clone()));
     let mut warnings = AcceptWarnings::default();
@@ -497,20 +495,17 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
             continue;
         };
         let service_app = Arc::clone(&app);
-        let activity = Arc::new(Activity::default());
+        let (activity, registered) = connections.add();
         let service_activity = Arc::clone(&activity);
         let service =
             service_fn(move |req| Arc::clone(&service_app).serve(req, service_activity.begin()));
-        let conn = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
-        let kill = kill.clone();
+        let conn = builder.serve_connection(TokioIo::new(tcp), service);
+        let served = Arc::clone(&activity);
         let connection = tokio::spawn(async move {
-            tokio::select! {
-                r = conn => if let Err(e) = r {
-                    tracing::debug!(error = %e, "connection ended with an error");
-                },
-                _ = kill.cancelled() => {}
+            if let Err(e) = served.serve(conn).await {
+                tracing::debug!(error = %e, "connection ended with an error");
             }
-            drop(slot);
+            drop((slot, registered));
         });
         // Its own task, so the connection's task polls no timer when it wakes for a request.
         tokio::spawn(close_when_idle(
@@ -520,10 +515,10 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
         ));
     }
     drop(listener);
-    shut_down(&app, graceful).await;
+    shut_down(&app, &connections).await;
     reaper.abort();
     expiry.abort();
-    kill.cancel();
+    connections.stop_all(true);
 }
 
 /// Close `connection` (drop its task, and so its socket) once it has gone `timeout` without
@@ -548,10 +543,11 @@ const FLUSH_AFTER_ABORT: Duration = Duration::from_secs(2);
 /// `error` event saying the server shut down (its session's cancellation fires only after
 /// that, so a tool cannot turn it into an `ok: false` result instead). Then every session is
 /// torn down.
-async fn shut_down(app: &App, graceful: GracefulShutdown) {
+async fn shut_down(app: &App, open: &Connections) {
     app.closing.store(true, Ordering::Release);
     let deadline = tokio::time::Instant::now() + app.config.shutdown_grace;
-    let connections = graceful.shutdown();
+    open.stop_all(false);
+    let connections = open.closed();
     tokio::pin!(connections);
     let connections_closed = tokio::time::timeout_at(deadline, &mut connections)
         .await

@@ -30,6 +30,32 @@ async fn shutdown_tears_every_session_down() {
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
 
+// Paused time, an async client: nothing holds the clock, so a shutdown that waited for the
+// grace period would jump to its end instead of hanging the test.
+#[tokio::test(start_paused = true)]
+async fn shutdown_closes_an_idle_keep_alive_connection_at_once() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let server = start_with(|c| c.shutdown_grace = Duration::from_secs(600)).await;
+    let mut tcp = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    tcp.write_all(b"GET /health HTTP/1.1\r\nHost: t\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = [0u8; 4096];
+    let n = tcp.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200"));
+    // The connection stays open for the next request; shutdown closes it without waiting.
+    let start = tokio::time::Instant::now();
+    server.shutdown().await;
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(tcp.read(&mut buf).await.unwrap(), 0, "closed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_an_in_flight_call_finish() {
     let server = start().await;
