@@ -153,14 +153,12 @@ fn check<'p>(route: &'static Route, method: &Method, env: Option<&'p str>) -> Ro
 pub fn route<'p>(method: &Method, path: &'p str) -> RouteMatch<'p> {
     let trimmed = path.strip_prefix('/').unwrap_or(path);
     let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-    let mut parts = trimmed.split('/');
-    let (first, second, rest) = (parts.next(), parts.next(), parts.next());
-    let (route, env) = match (first, second, rest) {
-        (Some(first), None, None) if !first.is_empty() => (
-            lookup(Scope::Root, first).or_else(|| lookup(Scope::Env, first)),
+    let (route, env) = match trimmed.split_once('/') {
+        None if !trimmed.is_empty() => (
+            lookup(Scope::Root, trimmed).or_else(|| lookup(Scope::Env, trimmed)),
             None,
         ),
-        (Some(env), Some(action), None) if !env.is_empty() => {
+        Some((env, action)) if !env.is_empty() && !action.contains('/') => {
             (lookup(Scope::Env, action), Some(env))
         }
         _ => (None, None),
