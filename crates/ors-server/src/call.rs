@@ -168,7 +168,8 @@ fn new_task_id() -> Arc<str> {
     let (k1, k2) = *KEY.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair());
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let id = uuid::Uuid::from_u64_pair(splitmix64(n ^ k1), splitmix64(n.wrapping_add(k2)));
-    id.simple().to_string().into()
+    // Written in place and copied once into the `Arc`, not through a `String` first.
+    Arc::from(&*id.simple().encode_lower(&mut uuid::Uuid::encode_buffer()))
 }
 
 /// The SplitMix64 finaliser: a bijection on `u64` that scatters consecutive inputs.

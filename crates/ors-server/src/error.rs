@@ -335,8 +335,10 @@ pub(crate) fn json<T: Serialize + ?Sized>(value: &T) -> Result<Resp, ApiError> {
 
 /// A value rendered as JSON bytes.
 pub(crate) fn to_json<T: Serialize + ?Sized>(value: &T) -> Result<Bytes, ApiError> {
-    serde_json::to_vec(value)
-        .map(Bytes::from)
+    // Most answers are a few hundred bytes: room for them up front, not three regrowths.
+    let mut out = Vec::with_capacity(256);
+    serde_json::to_writer(&mut out, value)
+        .map(|()| Bytes::from(out))
         .map_err(|e| ApiError::Internal(format!("could not encode the response: {e}")))
 }
 
