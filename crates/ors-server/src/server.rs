@@ -365,7 +365,7 @@ pub(crate) fn connection_builder(config: &ServerConfig) -> http1::Builder {
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
-        // No timer per request head: `crate::idle` watches each connection with one timer.
+        // No timer per request head: `crate::connection` watches each connection with one timer.
         .max_header_size(config.max_header_bytes)
         // hyper's minimum; the read buffer must hold at least a whole head.
         .max_buf_size(config.max_header_bytes.max(8192) + 8192)
