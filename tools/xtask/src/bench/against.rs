@@ -4,7 +4,10 @@
 //! so a change in the machine's load falls on both sides alike. Each figure is printed as its
 //! ratio new ÷ old with the spread of the rounds' own ratios; nothing is judged.
 //!
-//! REV's server is built by [`super::revision`].
+//! REV's server is built by [`super::revision`]. `--against bare` puts the bare hyper server
+//! (canned answers, the machine's limit for this traffic) on the old side instead, so the
+//! issue's "≥ 0.9× the limit" is judged from alternating rounds too, not from two runs one
+//! after the other.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -22,6 +25,33 @@ use super::revision::{
 };
 use super::servers::{Kind, Launcher};
 use crate::procs::ServerProcess;
+
+/// The `--against` value that compares with the bare hyper server instead of a revision.
+pub(crate) const BARE: &str = "bare";
+
+/// What the old side runs.
+enum Baseline {
+    /// Another revision's `conformance` server.
+    Revision(Revision),
+    /// The bare hyper server (`ors-bench bare`), which has no sessions to hold idle.
+    Bare,
+}
+
+impl Baseline {
+    fn describe(&self) -> String {
+        match self {
+            Baseline::Revision(rev) => format!("{} ({})", rev.rev, short(&rev.commit)),
+            Baseline::Bare => "bare (the bare hyper server with canned answers)".into(),
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Baseline::Revision(_) => Kind::Ours,
+            Baseline::Bare => Kind::Limit,
+        }
+    }
+}
 
 /// Sessions of the calls workload and concurrent episodes (the issue's figures).
 const SESSIONS: usize = 16;
@@ -306,7 +336,7 @@ fn render(rounds: &Rounds, plan: &RoundsPlan, context: &str) -> String {
 }
 
 /// The JSON form: every round's figures and the summary.
-fn to_json(rounds: &Rounds, plan: &RoundsPlan, old: &Revision, new: &str) -> Value {
+fn to_json(rounds: &Rounds, plan: &RoundsPlan, old: &Baseline, new: &str) -> Value {
     let figures: serde_json::Map<String, Value> = Figure::ALL
         .iter()
         .map(|&f| {
@@ -326,7 +356,10 @@ fn to_json(rounds: &Rounds, plan: &RoundsPlan, old: &Revision, new: &str) -> Val
         })
         .collect();
     json!({
-        "old": {"rev": old.rev, "commit": old.commit},
+        "old": match old {
+            Baseline::Revision(rev) => json!({"rev": rev.rev, "commit": rev.commit}),
+            Baseline::Bare => json!({"rev": BARE}),
+        },
         "new": new,
         "rounds": plan.rounds,
         "window_s": plan.window.0,
@@ -342,6 +375,8 @@ fn to_json(rounds: &Rounds, plan: &RoundsPlan, old: &Revision, new: &str) -> Val
 struct Sides {
     old: Launcher,
     new: Launcher,
+    /// What the old side's launcher starts: our server, or the bare one.
+    old_kind: Kind,
 }
 
 impl Sides {
@@ -349,6 +384,13 @@ impl Sides {
         match side {
             Side::Old => &self.old,
             Side::New => &self.new,
+        }
+    }
+
+    fn kind(&self, side: Side) -> Kind {
+        match side {
+            Side::Old => self.old_kind,
+            Side::New => Kind::Ours,
         }
     }
 }
@@ -380,7 +422,7 @@ fn measure(sides: &Sides, args: &BenchArgs, plan: &RoundsPlan) -> Rounds {
                     .as_ref()
                     .is_some_and(|s| super::servers::alive(s.pid))
                 {
-                    match sides.get(side).start(Kind::Ours, None) {
+                    match sides.get(side).start(sides.kind(side), None) {
                         Ok((s, _)) => *server = Some(s),
                         Err(e) => {
                             rounds
@@ -399,7 +441,8 @@ fn measure(sides: &Sides, args: &BenchArgs, plan: &RoundsPlan) -> Rounds {
                     &base,
                     &["--pid", &pid],
                 );
-                match super::load::run_load(&sides.get(side).bench, &s.url, false, &load_args) {
+                let canned = sides.kind(side) == Kind::Limit;
+                match super::load::run_load(&sides.get(side).bench, &s.url, canned, &load_args) {
                     Ok(v) => {
                         eprintln!(
                             "bench: against: {}: {workload}: {}",
@@ -431,7 +474,8 @@ fn measure(sides: &Sides, args: &BenchArgs, plan: &RoundsPlan) -> Rounds {
                 }
             }
         }
-        if args.runs(Only::Idle) {
+        // The bare server keeps no sessions, so it has no idle figure to compare.
+        if args.runs(Only::Idle) && sides.old_kind == Kind::Ours {
             for side in order {
                 match super::idle::idle_once(
                     Kind::Ours,
@@ -460,7 +504,7 @@ fn measure(sides: &Sides, args: &BenchArgs, plan: &RoundsPlan) -> Rounds {
             for side in order {
                 let n = plan.concurrency_sessions;
                 let run = super::concurrency::run_once(
-                    Kind::Ours,
+                    sides.kind(side),
                     sides.get(side),
                     n,
                     plan.concurrency_window,
@@ -493,10 +537,16 @@ fn measure(sides: &Sides, args: &BenchArgs, plan: &RoundsPlan) -> Rounds {
 }
 
 /// Build both servers and the load generator; the launchers of both sides.
-fn prepare(rev: &Revision) -> Result<(Sides, Option<Duration>), String> {
+fn prepare(base: &Baseline) -> Result<(Sides, Option<Duration>), String> {
     // The old side first: this tree's build then links its own binary in the shared target
     // directory again.
-    let (old_bin, old_build) = old_binary(rev)?;
+    let (old_bin, old_build) = match base {
+        Baseline::Revision(rev) => {
+            let (bin, took) = old_binary(rev)?;
+            (Some(bin), took)
+        }
+        Baseline::Bare => (None, None),
+    };
     let built = super::build::build(&[Kind::Ours], false, false)?;
     let new_bin = match (built.ours, built.failure) {
         (Some(bin), _) => bin,
@@ -505,11 +555,11 @@ fn prepare(rev: &Revision) -> Result<(Sides, Option<Duration>), String> {
         }
     };
     let logs = target_dir().join("bench-logs");
-    let launcher = |bin: PathBuf, name: &str| -> Result<Launcher, String> {
+    let launcher = |bin: Option<PathBuf>, name: &str| -> Result<Launcher, String> {
         let dir = logs.join(name);
         std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
         Ok(Launcher {
-            ours: Some(bin),
+            ours: bin,
             model: None,
             code: None,
             bench: built.bench.clone(),
@@ -522,16 +572,17 @@ fn prepare(rev: &Revision) -> Result<(Sides, Option<Duration>), String> {
     Ok((
         Sides {
             old: launcher(old_bin, "against-old")?,
-            new: launcher(new_bin, "against-new")?,
+            new: launcher(Some(new_bin), "against-new")?,
+            old_kind: base.kind(),
         },
         old_build,
     ))
 }
 
 /// Compare this tree with `rev`; the rounds, the table and the context line.
-fn compare(rev: &Revision, args: &BenchArgs) -> Result<(Rounds, RoundsPlan, String), String> {
+fn compare(base: &Baseline, args: &BenchArgs) -> Result<(Rounds, RoundsPlan, String), String> {
     let plan = RoundsPlan::new(args);
-    let (sides, old_build) = prepare(rev)?;
+    let (sides, old_build) = prepare(base)?;
     if args.runs(Only::Concurrency) {
         super::concurrency::raise_fd_limit(plan.concurrency_sessions)?;
     }
@@ -539,10 +590,9 @@ fn compare(rev: &Revision, args: &BenchArgs) -> Result<(Rounds, RoundsPlan, Stri
     let started = Instant::now();
     let rounds = measure(&sides, args, &plan);
     let context = format!(
-        "bench --against {} ({}) = old, this tree ({}) = new: {} rounds in turns, {} s windows; \
+        "bench --against {} = old, this tree ({}) = new: {} rounds in turns, {} s windows; \
          {} s in all{}; load average {} before, {} after",
-        rev.rev,
-        short(&rev.commit),
+        base.describe(),
         describe_head(),
         plan.rounds,
         plan.window.0,
@@ -560,11 +610,15 @@ fn compare(rev: &Revision, args: &BenchArgs) -> Result<(Rounds, RoundsPlan, Stri
 /// `cargo xtask bench --against REV`: fails only when a workload had errors or a side could
 /// not be measured; the ratios themselves are printed, never judged.
 pub(crate) fn run(rev: &str, args: &BenchArgs) -> Result<ExitCode, String> {
-    let rev = resolve(rev)?;
-    let (rounds, plan, context) = compare(&rev, args)?;
+    let base = if rev == BARE {
+        Baseline::Bare
+    } else {
+        Baseline::Revision(resolve(rev)?)
+    };
+    let (rounds, plan, context) = compare(&base, args)?;
     print!("{}", render(&rounds, &plan, &context));
     if let Some(path) = &args.json {
-        let doc = to_json(&rounds, &plan, &rev, &describe_head());
+        let doc = to_json(&rounds, &plan, &base, &describe_head());
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         std::fs::write(path, text + "\n")
             .map_err(|e| format!("writing {}: {e}", path.display()))?;
@@ -608,12 +662,10 @@ pub(crate) fn quick_in_test(rev: Option<&str>) {
     }
     let mut args = BenchArgs::quick();
     args.only = vec![Only::Calls, Only::Episodes, Only::Idle, Only::Concurrency];
-    match compare(&rev, &args) {
+    let commit = short(&rev.commit).to_owned();
+    match compare(&Baseline::Revision(rev), &args) {
         Ok((rounds, plan, context)) => print!("{}", render(&rounds, &plan, &context)),
-        Err(e) => eprintln!(
-            "xtask: bench --against {}: SKIPPED: {e}",
-            short(&rev.commit)
-        ),
+        Err(e) => eprintln!("xtask: bench --against {commit}: SKIPPED: {e}"),
     }
 }
 

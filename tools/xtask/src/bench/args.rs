@@ -28,6 +28,7 @@ pub struct BenchArgs {
     /// Compare with revision REV instead: build its server in a worktree and run the calls,
     /// episodes, idle and concurrency workloads on both in alternating rounds, printing each
     /// figure as new / old with the rounds' spread (`--only` picks among those four).
+    /// `bare` compares with the bare hyper server instead (calls, episodes, concurrency).
     #[arg(long, value_name = "REV")]
     pub(super) against: Option<String>,
     /// Rounds of `--against` (default 3, `--quick` 2).

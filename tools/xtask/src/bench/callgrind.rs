@@ -158,6 +158,8 @@ fn valgrind_present() -> Result<(), String> {
 pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
     valgrind_present()?;
     let old = match &args.against {
+        // The bare server is a column of every count already.
+        Some(rev) if rev == super::against::BARE => None,
         Some(rev) => {
             let rev = super::revision::resolve(rev)?;
             let (bin, _) = super::revision::old_binary(&rev)?;
