@@ -199,7 +199,7 @@ impl App {
             events.extend_from_slice(&sse::encode_event(sse::EVENT_END, ""));
             Ok(sse_full(Bytes::from(events)))
         } else {
-            json(&SessionId { sid })
+            sid_reply(&sid)
         }
     }
 
@@ -256,17 +256,17 @@ impl App {
             }
             return Err(ApiError::ShuttingDown);
         }
-        session.spawn_setup(
-            env.env
-                .create(task, secrets, create.toolset_name.as_deref()),
-        );
+        session
+            .start_setup(
+                env.env
+                    .create(task, secrets, create.toolset_name.as_deref()),
+            )
+            .await;
         if let Some(m) = &self.metrics {
             m.session_created();
         }
         tracing::debug!(session = sid, env = %env.name, "session created");
-        json(&SessionId {
-            sid: sid.to_owned(),
-        })
+        sid_reply(sid)
     }
 
     /// `delete` tears the episode down (404 never seen or reaped, 410 already deleted:
@@ -296,9 +296,7 @@ impl App {
             None if lenient => {}
             None => return Err(self.sessions.missing(sid)),
         }
-        json(&SessionId {
-            sid: sid.to_owned(),
-        })
+        sid_reply(sid)
     }
 
     /// Start a tool call (or reconnect to one by `task_id`) and stream its events.
@@ -481,6 +479,20 @@ fn unknown_toolset(env: &str, name: &str, known: &[&str]) -> ApiError {
 }
 
 /// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.
+/// `{"sid": ...}`. Every id this server issues is hex and hyphens, which JSON takes as they
+/// are: written straight out (three of an episode's five answers are this), through serde
+/// only for an id that might need escaping.
+fn sid_reply(sid: &str) -> Result<Resp, ApiError> {
+    if !sid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return json(&SessionId { sid: sid.into() });
+    }
+    let mut out = Vec::with_capacity(sid.len() + 11);
+    out.extend_from_slice(b"{\"sid\":\"");
+    out.extend_from_slice(sid.as_bytes());
+    out.extend_from_slice(b"\"}");
+    Ok(json_bytes(Bytes::from(out)))
+}
+
 async fn tasks_reply(env: &HostedEnv, split: &str) -> Result<Resp, ApiError> {
     let tasks = env.tasks_json(split).await?;
     let name = to_json(&env.name)?;
@@ -495,7 +507,22 @@ async fn tasks_reply(env: &HostedEnv, split: &str) -> Result<Resp, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use super::last_row;
+    use super::{last_row, sid_reply};
+    use http_body_util::BodyExt as _;
+
+    #[tokio::test]
+    async fn a_session_id_reply_is_the_json_serde_writes_escapes_included() {
+        for sid in [
+            "00000007-3f2a-4c1b-8d9e-0123456789ab",
+            "MyRun-42",
+            "with \"quotes\" and \\ and \u{7}",
+        ] {
+            let resp = sid_reply(sid).unwrap();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            let expected = serde_json::to_vec(&serde_json::json!({ "sid": sid })).unwrap();
+            assert_eq!(body, expected, "{sid:?}");
+        }
+    }
 
     #[test]
     fn the_notes_revision_is_the_number_of_the_last_row() {

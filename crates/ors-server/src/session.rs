@@ -11,6 +11,7 @@
 use std::future::Future;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -242,14 +243,16 @@ impl Session {
         self.setup_done.notify_waiters();
     }
 
-    /// Run the environment's constructor in the background; the session is usable when it
-    /// succeeds. Deleting the session meanwhile drops the constructor.
-    pub(crate) fn spawn_setup(
+    /// Run the environment's constructor; the session is usable when it succeeds. It is
+    /// polled once here, so a constructor with nothing to wait for has made the session ready
+    /// before `/create` answers, with no task and no wake-up; one that waits goes on in a task
+    /// of its own. Deleting the session meanwhile drops the constructor.
+    pub(crate) async fn start_setup(
         self: &Arc<Self>,
         setup: impl Future<Output = Result<Box<dyn DynSession>, TaskError>> + Send + 'static,
     ) {
         let session = Arc::clone(self);
-        tokio::spawn(async move {
+        let mut run = Box::pin(async move {
             let started = Instant::now();
             let result = tokio::select! {
                 biased;
@@ -288,6 +291,12 @@ impl Session {
                 }
             }
         });
+        // One poll with this request's waker; a setup left pending is re-polled (and so
+        // re-registers its wakers) by the task it moves to.
+        let polled = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
+        if polled.is_pending() {
+            tokio::spawn(run);
+        }
     }
 
     /// Make the session ready with `episode`, as a finished setup would (for unit tests that
@@ -626,6 +635,34 @@ mod tests {
         assert!(store.take_stale().is_empty());
         tokio::time::advance(Duration::from_millis(5)).await;
         assert_eq!(store.take_stale().len(), 1);
+    }
+
+    fn unknown_split() -> TaskError {
+        TaskError::UnknownSplit {
+            split: "nope".into(),
+            known: vec!["train".into()],
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_setup_with_nothing_to_wait_for_has_settled_when_start_returns() {
+        let s = session("a");
+        s.start_setup(async { Err(unknown_split()) }).await;
+        // Settled in place: on a current-thread runtime no spawned task could have run yet.
+        assert_eq!(s.state.load(Ordering::Acquire), FAILED);
+
+        let s = session("b");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        s.start_setup(async move {
+            let _ = rx.await;
+            Err(unknown_split())
+        })
+        .await;
+        assert_eq!(s.state.load(Ordering::Acquire), PENDING);
+        tx.send(()).unwrap();
+        // The setup goes on in a task of its own, woken by the send.
+        let err = s.wait_ready().await.unwrap_err();
+        assert!(matches!(err, ApiError::SetupFailed(_)), "{err:?}");
     }
 
     #[tokio::test]
