@@ -266,6 +266,10 @@ fn check_task_id(id: &str) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// Largest result copied into one buffer with its `task_id` event when a call finishes in
+/// its first poll; a larger one is sent as its own piece, sharing the stored copy's memory.
+const JOIN_AT_MOST: usize = 16 * 1024;
+
 /// One call on a ready session, from its first poll to its stored result.
 struct Job {
     session: Arc<Session>,
@@ -288,7 +292,7 @@ impl Job {
     /// Poll the call once in place, and answer with its complete events if it finished, else
     /// with a live stream while it goes on in its own task.
     async fn start(self) -> Resp {
-        let first = Bytes::from(sse::encode_task_id(self.record.id()));
+        let first = sse::encode_task_id(self.record.id());
         let keepalive = self.shared.keepalive;
         let (listener, record) = (Arc::clone(&self.session), Arc::clone(&self.record));
         let mut job = Box::pin(self.run());
@@ -296,12 +300,21 @@ impl Job {
         // re-registers its wakers) by the task it moves to.
         let polled = std::future::poll_fn(|cx| Poll::Ready(job.as_mut().poll(cx))).await;
         if let Poll::Ready(done) = polled {
+            if done.unheard.is_empty() && done.events.len() <= JOIN_AT_MOST {
+                // One piece: hyper handles each piece of a body on its own.
+                let mut joined = Vec::with_capacity(first.len() + done.events.len());
+                joined.extend_from_slice(&first);
+                joined.extend_from_slice(&done.events);
+                return sse_full(Bytes::from(joined));
+            }
+            let first = Bytes::from(first);
             let mut frames = Vec::with_capacity(done.unheard.len() + 2);
             frames.push(first);
             frames.extend(done.unheard);
             frames.push(done.events);
             return sse_frames(frames);
         }
+        let first = Bytes::from(first);
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         if let Err(events) = record.attach(tx) {
             // Unreachable in practice (the job is ours and pending), but an answer either way.
