@@ -32,11 +32,12 @@ pub(super) struct ToolUnderTest {
 
 impl ToolUnderTest {
     pub(super) fn new(spec: ToolSpec) -> Self {
+        // Built once: `schema_problem` would build it again only to report what is wrong.
         let schema = spec.input_schema.as_ref().and_then(|s| {
-            if super::discovery::schema_problem(&spec).is_some() {
-                return None;
-            }
-            Schema::new(Value::Object(s.clone())).ok()
+            let schema = Schema::new(Value::Object(s.clone())).ok()?;
+            super::discovery::root_type_problem(s)
+                .is_none()
+                .then_some(schema)
         });
         Self { spec, schema }
     }

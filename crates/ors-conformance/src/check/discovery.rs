@@ -197,6 +197,11 @@ pub(super) fn schema_problem(spec: &ToolSpec) -> Option<String> {
              schema (or set input_schema to null for no input)"
         ));
     }
+    root_type_problem(schema)
+}
+
+/// What is wrong with the root of a valid input schema, if anything: it must be an object.
+pub(super) fn root_type_problem(schema: &serde_json::Map<String, Value>) -> Option<String> {
     match schema.get("type") {
         Some(Value::String(t)) if t == "object" => None,
         other => Some(format!(
