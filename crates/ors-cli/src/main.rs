@@ -354,4 +354,30 @@ mod tests {
         use clap::CommandFactory;
         Cli::command().debug_assert();
     }
+
+    /// A first install has no `ors mcp`: whatever flags a user copied from the docs, the
+    /// answer must be the missing feature and how to get it, not a complaint about a flag.
+    /// (`cargo xtask test` runs this crate's unit tests without the feature for this.)
+    #[cfg(not(feature = "mcp"))]
+    #[test]
+    fn ors_mcp_without_the_feature_takes_any_flags_and_names_the_feature() {
+        let cli = Cli::try_parse_from([
+            "ors",
+            "mcp",
+            "gsm8k",
+            "--split",
+            "test",
+            "--http",
+            "127.0.0.1:0",
+            "--token",
+            "t",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Command::Mcp(_)), "{:?}", cli.command);
+        assert!(
+            WithoutMcp::MESSAGE.contains("--features mcp"),
+            "{}",
+            WithoutMcp::MESSAGE
+        );
+    }
 }

@@ -55,6 +55,8 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     // Everything else builds with the opt-in features; the `ors` a first `cargo install`
     // gives (no `ors mcp`) is linted as it is installed.
     cargo(&["clippy", "-p", "ors-cli", "--bins", "--", "-D", "warnings"])?;
+    // And its unit tests run as installed: `ors mcp` there must name the missing feature.
+    cargo(&["test", "-p", "ors-cli", "--bin", "ors"])?;
     eprintln!("xtask: circles: no import circle inside any crate");
     crate::circles::check()?;
     // The sandboxes' tests run Debian's real bubblewrap.
