@@ -12,8 +12,8 @@
 //! event and the result go out as separate frames, never joined into a copy.
 
 use std::future::Future as _;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use futures_util::future::BoxFuture;
 use futures_util::FutureExt as _;
 use ors_core::sse;
 use ors_core::types::{GroupCandidate, RunToolOutput, ScoreGroupOutput};
-use ors_runtime::env::{CallInput, DynSession, ProgressSink, ToolContext};
+use ors_runtime::env::{CallInput, CallLink, DynSession, ToolContext};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -355,19 +355,19 @@ impl Job {
         let (outcome, kind, ran) = match work {
             Work::Concurrent(input) => {
                 let slot = session.episode.shared().await;
-                let (ctx, cancel) = call.context();
+                let (ctx, scope) = call.context();
                 let tool = slot.as_deref().map(|e| {
                     e.call_concurrent(ctx, &name, input)
                         .map(Outcome::Result)
                         .boxed()
                 });
-                call.run(tool, cancel).await
+                call.run(tool, &scope).await
             }
             Work::Exclusive(work) => {
                 let mut slot = session.episode.lock().await;
-                let (ctx, cancel) = call.context();
+                let (ctx, scope) = call.context();
                 let tool = slot.as_deref_mut().map(|e| work.start(e, &name, ctx));
-                call.run(tool, cancel).await
+                call.run(tool, &scope).await
             }
         };
         let events = outcome.encode();
@@ -395,7 +395,7 @@ impl Job {
 
 /// A running job as its work sees it.
 struct Call<'a> {
-    session: &'a Session,
+    session: &'a Arc<Session>,
     record: &'a Arc<CallRecord>,
     name: &'a str,
     limits: Limits,
@@ -403,19 +403,21 @@ struct Call<'a> {
 }
 
 impl Call<'_> {
-    /// The tool's context (its progress goes to the call's streams) and the token that stops
+    /// The tool's context (its progress goes to the call's streams) and the scope that stops
     /// what the tool left running.
-    fn context(&self) -> (ToolContext, CancellationToken) {
-        let cancel = self.session.cancel().child_token();
-        let sink_record = Arc::clone(self.record);
-        let sink: ProgressSink = Arc::new(move |v: Value| sink_record.progress(&v));
-        let ctx = ToolContext::new(
+    fn context(&self) -> (ToolContext, Arc<CallScope>) {
+        let scope = Arc::new(CallScope {
+            record: Arc::clone(self.record),
+            session: Arc::downgrade(self.session),
+            token: OnceLock::new(),
+            stopped: AtomicBool::new(false),
+        });
+        let ctx = ToolContext::linked(
             Arc::clone(&self.session.id),
             Arc::clone(self.record.id()),
-            cancel.clone(),
-            Some(sink),
+            Arc::clone(&scope) as Arc<dyn CallLink>,
         );
-        (ctx, cancel)
+        (ctx, scope)
     }
 
     /// Run the work (`None`: the session was deleted before it could) under its time limit,
@@ -424,9 +426,9 @@ impl Call<'_> {
     async fn run(
         &self,
         work: Option<BoxFuture<'_, Outcome>>,
-        cancel: CancellationToken,
+        scope: &CallScope,
     ) -> (Outcome, CallOutcome, Duration) {
-        let (session, name) = (self.session, self.name);
+        let (session, name) = (&**self.session, self.name);
         let Some(work) = work else {
             let msg = format!(
                 "session '{}' was deleted before tool '{name}' could run",
@@ -483,9 +485,60 @@ impl Call<'_> {
         };
         if matches!(kind, CallOutcome::timed_out | CallOutcome::cancelled) {
             // Anything the tool left running (spawned work holding its context) stops too.
-            cancel.cancel();
+            scope.stop();
         }
         (outcome, kind, started.elapsed())
+    }
+}
+
+/// One call as its tool's context sees it: progress goes to the call's streams, and the
+/// call's token, a child of the session's, is made when the tool first asks for it.
+struct CallScope {
+    record: Arc<CallRecord>,
+    /// Not kept alive by work a tool left running.
+    session: Weak<Session>,
+    token: OnceLock<CancellationToken>,
+    /// Set when the call timed out or was cancelled: a token made after that is cancelled
+    /// as it is made.
+    stopped: AtomicBool,
+}
+
+impl CallScope {
+    /// Stop what the tool left running. Each side (the flag here, the token in
+    /// `cancellation`) writes, fences, then reads the other's, so at least one of them sees
+    /// both and cancels.
+    fn stop(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+        if let Some(token) = self.token.get() {
+            token.cancel();
+        }
+    }
+}
+
+impl CallLink for CallScope {
+    fn progress(&self, value: Value) {
+        self.record.progress(&value);
+    }
+
+    fn cancellation(&self) -> &CancellationToken {
+        if let Some(token) = self.token.get() {
+            return token;
+        }
+        let token = self.token.get_or_init(|| match self.session.upgrade() {
+            Some(session) => session.cancel().child_token(),
+            None => {
+                // The session is gone: so is any reason to go on.
+                let token = CancellationToken::new();
+                token.cancel();
+                token
+            }
+        });
+        fence(Ordering::SeqCst);
+        if self.stopped.load(Ordering::Relaxed) {
+            token.cancel();
+        }
+        token
     }
 }
 
@@ -615,6 +668,42 @@ mod tests {
         assert_eq!(again, first);
         assert_eq!(again[1].as_ptr(), stored(&session, "c1"));
         assert_eq!(shared.results.bytes(), first[1].len(), "kept once");
+    }
+
+    fn scope(session: &Arc<Session>) -> CallScope {
+        CallScope {
+            record: Arc::new(CallRecord::new(CallId::new("c".into()))),
+            session: Arc::downgrade(session),
+            token: OnceLock::new(),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    #[test]
+    fn a_calls_token_fires_on_stop_and_on_delete_whenever_it_is_made() {
+        let shared = shared();
+        let session = Arc::new(Session::new("s".into(), 0, Arc::clone(&shared.results)));
+        // Made before the stop: fired by it; the session's token stays as it was.
+        let early = scope(&session);
+        let token = early.cancellation().clone();
+        assert!(!token.is_cancelled());
+        early.stop();
+        assert!(token.is_cancelled());
+        assert!(!session.cancel().is_cancelled());
+        // Made after the stop (work the tool left running asks late): fired as it is made.
+        let late = scope(&session);
+        late.stop();
+        assert!(late.cancellation().is_cancelled());
+        // A child of the session's: deleting the session fires it.
+        let child = scope(&session);
+        let token = child.cancellation().clone();
+        session.cancel().cancel();
+        assert!(token.is_cancelled());
+        // Asked for after the session is gone (never deleted, only dropped): fired.
+        let other = Arc::new(Session::new("t".into(), 0, Arc::clone(&shared.results)));
+        let orphan = scope(&other);
+        drop((session, other));
+        assert!(orphan.cancellation().is_cancelled());
     }
 
     #[test]

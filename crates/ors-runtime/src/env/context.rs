@@ -10,14 +10,36 @@ use tokio_util::sync::CancellationToken;
 /// Progress sink handed to a [`ToolContext`] by the server.
 pub type ProgressSink = Arc<dyn Fn(Value) + Send + Sync>;
 
+/// What a server ties one call's context to: the call's progress stream and its
+/// cancellation. One value per call, so the token can be made when a tool first asks for it:
+/// most tools never do, and a child token takes its parent's lock when made and again when
+/// dropped.
+pub trait CallLink: Send + Sync {
+    /// Send a `progress` event with this value to the call's streams.
+    fn progress(&self, value: Value);
+    /// The call's cancellation token, the same one each time.
+    fn cancellation(&self) -> &CancellationToken;
+}
+
 /// What a running tool may know about its call: ids, cancellation, and a progress channel.
 #[derive(Clone)]
 pub struct ToolContext {
     session_id: Arc<str>,
     call_id: Arc<str>,
-    cancel: CancellationToken,
-    progress: Option<ProgressSink>,
+    link: Link,
     reasoning: Option<Arc<str>>,
+}
+
+/// Where cancellation and progress come from.
+#[derive(Clone)]
+enum Link {
+    /// Given whole ([`ToolContext::new`]).
+    Parts {
+        cancel: CancellationToken,
+        progress: Option<ProgressSink>,
+    },
+    /// A server's link ([`ToolContext::linked`]).
+    Linked(Arc<dyn CallLink>),
 }
 
 impl fmt::Debug for ToolContext {
@@ -25,7 +47,7 @@ impl fmt::Debug for ToolContext {
         f.debug_struct("ToolContext")
             .field("session_id", &self.session_id)
             .field("call_id", &self.call_id)
-            .field("cancelled", &self.cancel.is_cancelled())
+            .field("cancelled", &self.is_cancelled())
             .field("reasoning", &self.reasoning)
             .finish()
     }
@@ -42,8 +64,21 @@ impl ToolContext {
         Self {
             session_id: session_id.into(),
             call_id: call_id.into(),
-            cancel,
-            progress,
+            link: Link::Parts { cancel, progress },
+            reasoning: None,
+        }
+    }
+
+    /// A context whose cancellation and progress are the server's `link` for this call.
+    pub fn linked(
+        session_id: impl Into<Arc<str>>,
+        call_id: impl Into<Arc<str>>,
+        link: Arc<dyn CallLink>,
+    ) -> Self {
+        Self {
+            session_id: session_id.into(),
+            call_id: call_id.into(),
+            link: Link::Linked(link),
             reasoning: None,
         }
     }
@@ -79,26 +114,38 @@ impl ToolContext {
 
     /// The token that fires when the session is deleted or reaped, or the call times out.
     pub fn cancellation(&self) -> &CancellationToken {
-        &self.cancel
+        match &self.link {
+            Link::Parts { cancel, .. } => cancel,
+            Link::Linked(link) => link.cancellation(),
+        }
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.cancellation().is_cancelled()
     }
 
     /// Resolves when the call is cancelled; `select!` on it in long-running tools.
     pub async fn cancelled(&self) {
-        self.cancel.cancelled().await
+        self.cancellation().cancelled().await
     }
 
     /// Send a `progress` SSE event with this JSON value to the caller.
     pub fn progress(&self, value: impl Serialize) {
-        if let Some(sink) = &self.progress {
-            match serde_json::to_value(value) {
-                Ok(v) => sink(v),
-                Err(e) => sink(Value::String(format!("unserializable progress: {e}"))),
+        let send = |v: Value| match &self.link {
+            Link::Parts { progress, .. } => {
+                if let Some(sink) = progress {
+                    sink(v);
+                }
             }
+            Link::Linked(link) => link.progress(v),
+        };
+        if matches!(&self.link, Link::Parts { progress: None, .. }) {
+            return;
+        }
+        match serde_json::to_value(value) {
+            Ok(v) => send(v),
+            Err(e) => send(Value::String(format!("unserializable progress: {e}"))),
         }
     }
 }

@@ -21,7 +21,7 @@ mod handle;
 mod input;
 mod table;
 
-pub use context::{ProgressSink, ToolContext};
+pub use context::{CallLink, ProgressSink, ToolContext};
 pub use dynamic::{DynEnvironment, DynSession, TaskError};
 pub use dynamic_tools::{valid_tool_name, DynamicHandler, DynamicTool, DynamicTools};
 pub use environment::{EnvError, Environment, EnvironmentMeta, WireTask};
