@@ -153,8 +153,9 @@ impl fmt::Debug for CallInput {
 
 fn from_text<T: DeserializeOwned>(text: &[u8]) -> Result<T, InputError> {
     // Most inputs fit: read once, plainly. Tracking the path costs as much again as the
-    // read, so only an input that fails is read a second time, to name the field.
-    if let Ok(value) = serde_json::from_slice(text) {
+    // read, so only an input that fails is read a second time, to name the field. UTF-8 is
+    // checked once, up front, not string by string as a read from bytes does.
+    if let Ok(Ok(value)) = std::str::from_utf8(text).map(serde_json::from_str) {
         return Ok(value);
     }
     let mut de = serde_json::Deserializer::from_slice(text);
