@@ -486,7 +486,8 @@ fn sid_reply(sid: &str) -> Result<Resp, ApiError> {
     if !sid.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
         return json(&SessionId { sid: sid.into() });
     }
-    let mut out = Vec::with_capacity(sid.len() + 11);
+    // Exactly the answer's length: `Bytes` takes over a full `Vec` without allocating.
+    let mut out = Vec::with_capacity(sid.len() + 10);
     out.extend_from_slice(b"{\"sid\":\"");
     out.extend_from_slice(sid.as_bytes());
     out.extend_from_slice(b"\"}");
