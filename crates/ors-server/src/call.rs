@@ -8,12 +8,13 @@
 //! for reconnects by `task_id` within its session ([`crate::results`]; PROTOCOL_NOTES rows
 //! `tool-crash-error-event`, `task-id-bound-to-session`, `client-task-id`).
 //!
-//! A result is encoded once, and that one buffer is what every response sends: the `task_id`
-//! event and the result go out as separate frames, never joined into a copy.
+//! A result is encoded once and kept; a reconnect sends that buffer itself. The answer of a
+//! job that finished in place copies a small result (up to [`JOIN_AT_MOST`]) after the
+//! `task_id` event into one piece, as hyper handles each piece of a body on its own; a larger
+//! one goes out as the kept buffer, not a copy.
 
-use std::future::Future as _;
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -23,7 +24,6 @@ use futures_util::FutureExt as _;
 use ors_core::sse;
 use ors_core::types::{GroupCandidate, RunToolOutput, ScoreGroupOutput};
 use ors_runtime::env::{CallInput, CallLink, DynSession, ToolContext};
-use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -33,8 +33,9 @@ use crate::error::ApiError;
 use crate::metrics::{CallOutcome, Metrics};
 use crate::record::{CallId, CallRecord, STREAM_BUFFER};
 use crate::results::{Found, ResultStore};
+use crate::scope::CallScope;
 use crate::session::Session;
-use crate::util::{caught, lock};
+use crate::util::{caught, lock, poll_once};
 
 /// Longest `task_id` a client may choose (as long as a session id may be).
 const MAX_TASK_ID_LEN: usize = ors_core::protocol::MAX_SESSION_ID_LEN;
@@ -296,10 +297,7 @@ impl Job {
         let keepalive = self.shared.keepalive;
         let (listener, record) = (Arc::clone(&self.session), Arc::clone(&self.record));
         let mut job = Box::pin(self.run());
-        // One poll with this request's waker; a job left pending is re-polled (and so
-        // re-registers its wakers) by the task it moves to.
-        let polled = std::future::poll_fn(|cx| Poll::Ready(job.as_mut().poll(cx))).await;
-        if let Poll::Ready(done) = polled {
+        if let Poll::Ready(done) = poll_once(&mut job).await {
             if done.unheard.is_empty() && done.events.len() <= JOIN_AT_MOST {
                 // One piece: hyper handles each piece of a body on its own.
                 let mut joined = Vec::with_capacity(first.len() + done.events.len());
@@ -406,12 +404,7 @@ impl Call<'_> {
     /// The tool's context (its progress goes to the call's streams) and the scope that stops
     /// what the tool left running.
     fn context(&self) -> (ToolContext, Arc<CallScope>) {
-        let scope = Arc::new(CallScope {
-            record: Arc::clone(self.record),
-            session: Arc::downgrade(self.session),
-            token: OnceLock::new(),
-            stopped: AtomicBool::new(false),
-        });
+        let scope = Arc::new(CallScope::new(self.session, Arc::clone(self.record)));
         let ctx = ToolContext::linked(
             Arc::clone(&self.session.id),
             Arc::clone(self.record.id()),
@@ -488,57 +481,6 @@ impl Call<'_> {
             scope.stop();
         }
         (outcome, kind, started.elapsed())
-    }
-}
-
-/// One call as its tool's context sees it: progress goes to the call's streams, and the
-/// call's token, a child of the session's, is made when the tool first asks for it.
-struct CallScope {
-    record: Arc<CallRecord>,
-    /// Not kept alive by work a tool left running.
-    session: Weak<Session>,
-    token: OnceLock<CancellationToken>,
-    /// Set when the call timed out or was cancelled: a token made after that is cancelled
-    /// as it is made.
-    stopped: AtomicBool,
-}
-
-impl CallScope {
-    /// Stop what the tool left running. Each side (the flag here, the token in
-    /// `cancellation`) writes, fences, then reads the other's, so at least one of them sees
-    /// both and cancels.
-    fn stop(&self) {
-        self.stopped.store(true, Ordering::Relaxed);
-        fence(Ordering::SeqCst);
-        if let Some(token) = self.token.get() {
-            token.cancel();
-        }
-    }
-}
-
-impl CallLink for CallScope {
-    fn progress(&self, value: Value) {
-        self.record.progress(&value);
-    }
-
-    fn cancellation(&self) -> &CancellationToken {
-        if let Some(token) = self.token.get() {
-            return token;
-        }
-        let token = self.token.get_or_init(|| match self.session.upgrade() {
-            Some(session) => session.cancel().child_token(),
-            None => {
-                // The session is gone: so is any reason to go on.
-                let token = CancellationToken::new();
-                token.cancel();
-                token
-            }
-        });
-        fence(Ordering::SeqCst);
-        if self.stopped.load(Ordering::Relaxed) {
-            token.cancel();
-        }
-        token
     }
 }
 
@@ -668,42 +610,6 @@ mod tests {
         assert_eq!(again, first);
         assert_eq!(again[1].as_ptr(), stored(&session, "c1"));
         assert_eq!(shared.results.bytes(), first[1].len(), "kept once");
-    }
-
-    fn scope(session: &Arc<Session>) -> CallScope {
-        CallScope {
-            record: Arc::new(CallRecord::new(CallId::new("c".into()))),
-            session: Arc::downgrade(session),
-            token: OnceLock::new(),
-            stopped: AtomicBool::new(false),
-        }
-    }
-
-    #[test]
-    fn a_calls_token_fires_on_stop_and_on_delete_whenever_it_is_made() {
-        let shared = shared();
-        let session = Arc::new(Session::new("s".into(), 0, Arc::clone(&shared.results)));
-        // Made before the stop: fired by it; the session's token stays as it was.
-        let early = scope(&session);
-        let token = early.cancellation().clone();
-        assert!(!token.is_cancelled());
-        early.stop();
-        assert!(token.is_cancelled());
-        assert!(!session.cancel().is_cancelled());
-        // Made after the stop (work the tool left running asks late): fired as it is made.
-        let late = scope(&session);
-        late.stop();
-        assert!(late.cancellation().is_cancelled());
-        // A child of the session's: deleting the session fires it.
-        let child = scope(&session);
-        let token = child.cancellation().clone();
-        session.cancel().cancel();
-        assert!(token.is_cancelled());
-        // Asked for after the session is gone (never deleted, only dropped): fired.
-        let other = Arc::new(Session::new("t".into(), 0, Arc::clone(&shared.results)));
-        let orphan = scope(&other);
-        drop((session, other));
-        assert!(orphan.cancellation().is_cancelled());
     }
 
     #[test]

@@ -478,7 +478,6 @@ fn unknown_toolset(env: &str, name: &str, known: &[&str]) -> ApiError {
     ))
 }
 
-/// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.
 /// `{"sid": ...}`. Every id this server issues is hex and hyphens, which JSON takes as they
 /// are: written straight out (three of an episode's five answers are this), through serde
 /// only for an id that might need escaping.
@@ -494,6 +493,7 @@ fn sid_reply(sid: &str) -> Result<Resp, ApiError> {
     Ok(json_bytes(Bytes::from(out)))
 }
 
+/// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.
 async fn tasks_reply(env: &HostedEnv, split: &str) -> Result<Resp, ApiError> {
     let tasks = env.tasks_json(split).await?;
     let name = to_json(&env.name)?;

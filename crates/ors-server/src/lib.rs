@@ -195,6 +195,7 @@ mod request;
 mod request_body;
 mod results;
 mod router;
+mod scope;
 mod server;
 mod session;
 mod sid;

@@ -11,7 +11,6 @@
 use std::future::Future;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -24,7 +23,7 @@ use crate::error::{ApiError, SetupFailure};
 use crate::results::{CallTable, HasCalls, ResultStore};
 use crate::sid::{Origin, SessionIds};
 use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
-use crate::util::{caught, clock_ms};
+use crate::util::{caught, clock_ms, poll_once};
 
 const PENDING: u8 = 0;
 const READY: u8 = 1;
@@ -291,10 +290,7 @@ impl Session {
                 }
             }
         });
-        // One poll with this request's waker; a setup left pending is re-polled (and so
-        // re-registers its wakers) by the task it moves to.
-        let polled = std::future::poll_fn(|cx| Poll::Ready(run.as_mut().poll(cx))).await;
-        if polled.is_pending() {
+        if poll_once(&mut run).await.is_pending() {
             tokio::spawn(run);
         }
     }

@@ -1,9 +1,11 @@
 //! Small helpers shared by the session store and the call machinery: the monotonic clock of
-//! `last_seen` and tombstones, poison-free locking, and the server's one panic boundary.
+//! `last_seen` and tombstones, poison-free locking, the server's one panic boundary, and the
+//! one poll in place that calls and setups get before they would need a task.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
@@ -50,6 +52,13 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "non-string panic payload".to_owned()
     }
+}
+
+/// Poll `fut` once with the caller's waker. What finishes here costs no task and no wake-up;
+/// what is left pending is moved to a task by the caller, whose first poll registers its own
+/// wakers in place of the caller's.
+pub(crate) async fn poll_once<F: Future + Unpin>(fut: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(std::pin::Pin::new(&mut *fut).poll(cx))).await
 }
 
 #[cfg(test)]

@@ -26,20 +26,26 @@ pub trait CallLink: Send + Sync {
 pub struct ToolContext {
     session_id: Arc<str>,
     call_id: Arc<str>,
-    link: Link,
+    link: Arc<dyn CallLink>,
     reasoning: Option<Arc<str>>,
 }
 
-/// Where cancellation and progress come from.
-#[derive(Clone)]
-enum Link {
-    /// Given whole ([`ToolContext::new`]).
-    Parts {
-        cancel: CancellationToken,
-        progress: Option<ProgressSink>,
-    },
-    /// A server's link ([`ToolContext::linked`]).
-    Linked(Arc<dyn CallLink>),
+/// The link of a context given its token and sink whole ([`ToolContext::new`]).
+struct Parts {
+    cancel: CancellationToken,
+    progress: Option<ProgressSink>,
+}
+
+impl CallLink for Parts {
+    fn progress(&self, value: Value) {
+        if let Some(sink) = &self.progress {
+            sink(value);
+        }
+    }
+
+    fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
 }
 
 impl fmt::Debug for ToolContext {
@@ -54,7 +60,8 @@ impl fmt::Debug for ToolContext {
 }
 
 impl ToolContext {
-    /// A context for the given session and call; the server builds these.
+    /// A context given its token and progress sink whole (tests, direct dispatch); a server
+    /// links each call's context with [`ToolContext::linked`] instead.
     pub fn new(
         session_id: impl Into<Arc<str>>,
         call_id: impl Into<Arc<str>>,
@@ -64,7 +71,7 @@ impl ToolContext {
         Self {
             session_id: session_id.into(),
             call_id: call_id.into(),
-            link: Link::Parts { cancel, progress },
+            link: Arc::new(Parts { cancel, progress }),
             reasoning: None,
         }
     }
@@ -78,7 +85,7 @@ impl ToolContext {
         Self {
             session_id: session_id.into(),
             call_id: call_id.into(),
-            link: Link::Linked(link),
+            link,
             reasoning: None,
         }
     }
@@ -114,10 +121,7 @@ impl ToolContext {
 
     /// The token that fires when the session is deleted or reaped, or the call times out.
     pub fn cancellation(&self) -> &CancellationToken {
-        match &self.link {
-            Link::Parts { cancel, .. } => cancel,
-            Link::Linked(link) => link.cancellation(),
-        }
+        self.link.cancellation()
     }
 
     /// Whether the call has been cancelled.
@@ -132,20 +136,8 @@ impl ToolContext {
 
     /// Send a `progress` SSE event with this JSON value to the caller.
     pub fn progress(&self, value: impl Serialize) {
-        let send = |v: Value| match &self.link {
-            Link::Parts { progress, .. } => {
-                if let Some(sink) = progress {
-                    sink(v);
-                }
-            }
-            Link::Linked(link) => link.progress(v),
-        };
-        if matches!(&self.link, Link::Parts { progress: None, .. }) {
-            return;
-        }
-        match serde_json::to_value(value) {
-            Ok(v) => send(v),
-            Err(e) => send(Value::String(format!("unserializable progress: {e}"))),
-        }
+        let value = serde_json::to_value(value)
+            .unwrap_or_else(|e| Value::String(format!("unserializable progress: {e}")));
+        self.link.progress(value);
     }
 }
