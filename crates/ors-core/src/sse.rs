@@ -153,7 +153,9 @@ pub fn encode_result(result: &RunToolOutput) -> Vec<u8> {
     result.write_json(&mut out);
     if out.len() - HEAD.len() <= CHUNK_SIZE {
         out.extend_from_slice(b"\n\n");
-        return out;
+        // Results are kept for reconnects, freed later and often on another thread: an
+        // exact-size copy keeps no slack and lets the scratch buffer go back at once.
+        return out.as_slice().to_vec();
     }
     match std::str::from_utf8(&out[HEAD.len()..]) {
         Ok(json) => encode_result_json(json),
@@ -189,6 +191,13 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A server keeps each result for reconnects: a small one holds no unused capacity.
+    #[test]
+    fn a_small_results_events_hold_no_slack() {
+        let out = encode_result(&RunToolOutput::Success(ToolOutput::text("short")));
+        assert_eq!(out.capacity(), out.len());
     }
 
     /// The hand-written JSON of a result is serde's, byte for byte, whatever it holds.
