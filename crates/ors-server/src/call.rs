@@ -13,6 +13,7 @@
 //! `task_id` event into one piece, as hyper handles each piece of a body on its own; a larger
 //! one goes out as the kept buffer, not a copy.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::Poll;
@@ -435,52 +436,77 @@ impl Call<'_> {
             return (Outcome::Error(msg), CallOutcome::cancelled, Duration::ZERO);
         }
         let started = std::time::Instant::now();
-        let (outcome, kind) = {
-            let deadline = async {
-                match self.limits.timeout {
-                    Some(d) => tokio::time::sleep(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            let deleted = async {
-                session.cancel().cancelled().await;
-                tokio::time::sleep(self.limits.grace).await;
-            };
-            tokio::select! {
-                biased;
-                r = caught(work) => match r {
-                    Ok(Outcome::Result(out)) => {
-                        let out = crate::limits::check_result(name, out, self.limits.max_result_bytes);
-                        let kind = if out.is_ok() { CallOutcome::ok } else { CallOutcome::tool_error };
-                        (Outcome::Result(out), kind)
-                    }
-                    Ok(scores @ Outcome::Scores(_)) => (scores, CallOutcome::ok),
-                    Ok(failed @ Outcome::Error(_)) => (failed, CallOutcome::crashed),
-                    Err(msg) => {
-                        tracing::warn!(session = %session.id, tool = name, panic = %msg, "tool panicked");
-                        (Outcome::Error(format!("tool '{name}' panicked: {msg}")), CallOutcome::crashed)
-                    }
-                },
-                _ = deadline => {
-                    let secs = self.limits.timeout.unwrap_or_default().as_secs_f64();
-                    tracing::debug!(session = %session.id, tool = name, secs, "tool timed out");
-                    let msg = format!("tool '{name}' timed out after {secs}s");
-                    (Outcome::Result(RunToolOutput::error(msg)), CallOutcome::timed_out)
-                }
-                _ = deleted => (Outcome::Error(format!(
-                    "session '{}' was deleted while tool '{name}' was running", session.id
-                )), CallOutcome::cancelled),
-                _ = self.shared.abort.cancelled() => (Outcome::Error(format!(
-                    "the server shut down while tool '{name}' was running"
-                )), CallOutcome::cancelled),
-            }
-            // Whatever won, the tool's future is dropped here, before its token fires.
+        let mut work = caught(work);
+        // Most tools answer in their first poll, which needs no timer, no watch on the session
+        // or the server, and no room for them in the call's future.
+        let (outcome, kind) = match poll_once(&mut work).await {
+            Poll::Ready(r) => self.ended(r),
+            // The tool's future is dropped in there, before its token fires below.
+            Poll::Pending => Box::pin(self.watched(work)).await,
         };
         if matches!(kind, CallOutcome::timed_out | CallOutcome::cancelled) {
             // Anything the tool left running (spawned work holding its context) stops too.
             scope.stop();
         }
         (outcome, kind, started.elapsed())
+    }
+
+    /// How the work ended on its own: its result held to the size limit, or its panic.
+    fn ended(&self, r: Result<Outcome, String>) -> (Outcome, CallOutcome) {
+        let (session, name) = (&**self.session, self.name);
+        match r {
+            Ok(Outcome::Result(out)) => {
+                let out = crate::limits::check_result(name, out, self.limits.max_result_bytes);
+                let kind = if out.is_ok() {
+                    CallOutcome::ok
+                } else {
+                    CallOutcome::tool_error
+                };
+                (Outcome::Result(out), kind)
+            }
+            Ok(scores @ Outcome::Scores(_)) => (scores, CallOutcome::ok),
+            Ok(failed @ Outcome::Error(_)) => (failed, CallOutcome::crashed),
+            Err(msg) => {
+                tracing::warn!(session = %session.id, tool = name, panic = %msg, "tool panicked");
+                let msg = format!("tool '{name}' panicked: {msg}");
+                (Outcome::Error(msg), CallOutcome::crashed)
+            }
+        }
+    }
+
+    /// Work that did not finish in its first poll, raced against its time limit, its
+    /// session's deletion (and then `grace`) and the server's abort.
+    async fn watched(
+        &self,
+        work: impl Future<Output = Result<Outcome, String>> + Unpin,
+    ) -> (Outcome, CallOutcome) {
+        let (session, name) = (&**self.session, self.name);
+        let deadline = async {
+            match self.limits.timeout {
+                Some(d) => tokio::time::sleep(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let deleted = async {
+            session.cancel().cancelled().await;
+            tokio::time::sleep(self.limits.grace).await;
+        };
+        tokio::select! {
+            biased;
+            r = work => self.ended(r),
+            _ = deadline => {
+                let secs = self.limits.timeout.unwrap_or_default().as_secs_f64();
+                tracing::debug!(session = %session.id, tool = name, secs, "tool timed out");
+                let msg = format!("tool '{name}' timed out after {secs}s");
+                (Outcome::Result(RunToolOutput::error(msg)), CallOutcome::timed_out)
+            }
+            _ = deleted => (Outcome::Error(format!(
+                "session '{}' was deleted while tool '{name}' was running", session.id
+            )), CallOutcome::cancelled),
+            _ = self.shared.abort.cancelled() => (Outcome::Error(format!(
+                "the server shut down while tool '{name}' was running"
+            )), CallOutcome::cancelled),
+        }
     }
 }
 

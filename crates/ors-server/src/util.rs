@@ -36,11 +36,11 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Every piece of environment code the server runs (setup, a tool call or group scoring, a
 /// listing, the prompt, teardown) runs inside it, so a panicking environment fails one
 /// request, never a server thread.
-pub(crate) async fn caught<F: Future>(fut: F) -> Result<F::Output, String> {
+/// (`Unpin` when `fut` is, so a caller may poll it in place and move it on.)
+pub(crate) fn caught<F: Future>(fut: F) -> impl Future<Output = Result<F::Output, String>> {
     AssertUnwindSafe(fut)
         .catch_unwind()
-        .await
-        .map_err(|panic| panic_message(&*panic))
+        .map(|r| r.map_err(|panic| panic_message(&*panic)))
 }
 
 /// The text of a panic payload.
