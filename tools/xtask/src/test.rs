@@ -1,6 +1,7 @@
 //! `cargo xtask test`: everything CI checks, in order, stopping at the first failure.
 
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use crate::procs::cargo;
 
@@ -34,57 +35,121 @@ fn fuzz_briefly() -> Result<(), String> {
     crate::fuzz::check(&outcomes)
 }
 
+/// The steps run so far with their wall-clock time, printed after each step and as a table at
+/// the end (or at the failure), because CI's budget is in minutes and its log has no clock.
+#[derive(Default)]
+struct Steps(Vec<(&'static str, Duration)>);
+
+impl Steps {
+    /// Run one step, announcing it and recording how long it took whatever its outcome.
+    fn run<T>(
+        &mut self,
+        name: &'static str,
+        step: impl FnOnce() -> Result<T, String>,
+    ) -> Result<T, String> {
+        eprintln!("xtask: step {name}");
+        let start = Instant::now();
+        let outcome = step();
+        let took = start.elapsed();
+        eprintln!("xtask: step {name} took {:.0} s", took.as_secs_f64());
+        self.0.push((name, took));
+        if outcome.is_err() {
+            self.print();
+        }
+        outcome
+    }
+
+    /// The table of steps and their times, longest first, with the total.
+    fn print(&self) {
+        let mut steps = self.0.clone();
+        steps.sort_by_key(|s| std::cmp::Reverse(s.1));
+        let total: Duration = steps.iter().map(|s| s.1).sum();
+        eprintln!(
+            "xtask: test: time per step (total {:.1} min)",
+            total.as_secs_f64() / 60.0
+        );
+        for (name, took) in steps {
+            eprintln!("  {:>7.0} s  {name}", took.as_secs_f64());
+        }
+    }
+}
+
 /// Run every check.
 pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     if args.interop_only {
         crate::interop::run_all()?;
         return Ok(ExitCode::SUCCESS);
     }
-    cargo(&["fmt", "--all", "--check"])?;
+    let mut steps = Steps::default();
+    steps.run("fmt", || cargo(&["fmt", "--all", "--check"]))?;
     let [features, list] = crate::procs::WORKSPACE_FEATURES;
-    cargo(&[
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        features,
-        list,
-        "--",
-        "-D",
-        "warnings",
-    ])?;
+    steps.run("clippy", || {
+        cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            features,
+            list,
+            "--",
+            "-D",
+            "warnings",
+        ])
+    })?;
     // Everything else builds with the opt-in features; the `ors` a first `cargo install`
-    // gives (no `ors mcp`) is linted as it is installed.
-    cargo(&["clippy", "-p", "ors-cli", "--bins", "--", "-D", "warnings"])?;
-    // And its unit tests run as installed: `ors mcp` there must name the missing feature.
-    cargo(&["test", "-p", "ors-cli", "--bin", "ors"])?;
-    eprintln!("xtask: circles: no import circle inside any crate");
-    crate::circles::check()?;
-    // The sandboxes' tests run Debian's real bubblewrap.
-    crate::debian::ensure("sandboxes", "bwrap", "bubblewrap")?;
-    cargo(&["test", "--workspace", features, list])?;
-    eprintln!("xtask: browser: the HTML report in Chromium");
-    crate::browser::run()?;
-    fuzz_briefly()?;
-    crate::interop::run_all()?;
-    eprintln!("xtask: scale: replicas behind nginx (short form)");
-    let scale = crate::scale::run(crate::scale::ScaleArgs { quick: true })?;
-    if scale != ExitCode::SUCCESS {
-        return Err("cargo xtask scale --quick failed".to_owned());
-    }
-    eprintln!("xtask: readme: the console examples of the README and the guides against gsm8k");
-    crate::readme::run()?;
-    eprintln!("xtask: new-crate: a crate from `ors new`, tested, served and checked");
-    crate::newcrate::run()?;
+    // gives (no `ors mcp`) is linted as it is installed, and its unit tests run as installed:
+    // `ors mcp` there must name the missing feature.
+    steps.run("the default ors", || {
+        cargo(&["clippy", "-p", "ors-cli", "--bins", "--", "-D", "warnings"])?;
+        cargo(&["test", "-p", "ors-cli", "--bin", "ors"])
+    })?;
+    steps.run("circles", || {
+        eprintln!("xtask: circles: no import circle inside any crate");
+        crate::circles::check()
+    })?;
+    steps.run("cargo test", || {
+        // The sandboxes' tests run Debian's real bubblewrap.
+        crate::debian::ensure("sandboxes", "bwrap", "bubblewrap")?;
+        cargo(&["test", "--workspace", features, list])
+    })?;
+    steps.run("browser", || {
+        eprintln!("xtask: browser: the HTML report in Chromium");
+        crate::browser::run()
+    })?;
+    steps.run("fuzz", fuzz_briefly)?;
+    steps.run("interop", crate::interop::run_all)?;
+    steps.run("scale", || {
+        eprintln!("xtask: scale: replicas behind nginx (short form)");
+        match crate::scale::run(crate::scale::ScaleArgs { quick: true })? {
+            ExitCode::SUCCESS => Ok(()),
+            _ => Err("cargo xtask scale --quick failed".to_owned()),
+        }
+    })?;
+    steps.run("readme", || {
+        eprintln!("xtask: readme: the console examples of the README and the guides against gsm8k");
+        crate::readme::run()
+    })?;
+    steps.run("new-crate", || {
+        eprintln!("xtask: new-crate: a crate from `ors new`, tested, served and checked");
+        crate::newcrate::run()
+    })?;
     // Only proves the benchmark runs and every response checks out; its figures are not
     // asserted (shared, noisy machines), and an error in any workload fails the run.
-    let bench = crate::bench::run(crate::bench::BenchArgs::quick())?;
-    if bench != ExitCode::SUCCESS {
-        return Err("cargo xtask bench --quick reported errors".to_owned());
-    }
+    steps.run("bench", || {
+        match crate::bench::run(crate::bench::BenchArgs::quick())? {
+            ExitCode::SUCCESS => Ok(()),
+            _ => Err("cargo xtask bench --quick reported errors".to_owned()),
+        }
+    })?;
     // Ratios against the revision before this change, printed for whoever looks: never
     // judged, as a second per workload on a shared machine decides nothing.
-    eprintln!("xtask: bench --against: this tree against the one it changes (quick, not judged)");
-    crate::bench::quick_against(args.against.as_deref());
+    steps.run("bench --against", || {
+        eprintln!(
+            "xtask: bench --against: this tree against the one it changes (quick, not judged)"
+        );
+        crate::bench::quick_against(args.against.as_deref());
+        Ok(())
+    })?;
+    steps.print();
     eprintln!(
         "xtask: test: fmt, clippy, import circles, cargo test, the report in Chromium, fuzz, \
          interop, conformance, scale, README and guides, ors new and bench all passed"
