@@ -5,14 +5,11 @@ use std::future::{Future, IntoFuture};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use base64::Engine as _;
 use futures_util::future::BoxFuture;
-use http::header::{HeaderName, HeaderValue, CONTENT_TYPE};
-use ors_core::protocol::{routes, HEADER_SECRETS};
-use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
+use ors_core::protocol::routes;
 use ors_core::{
     Blocks, CreateSession, ErrorCode, GroupCandidate, GroupScore, ListToolsOutput, Message,
-    RunToolOutput, ScoreGroupOutput, Secrets, SessionId, TerminalToolSpec, ToolOutput, ToolSpec,
+    RunToolOutput, ScoreGroupOutput, Secrets, TerminalToolSpec, ToolOutput, ToolSpec,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -23,49 +20,15 @@ use crate::call::{run_call, CallSpec, Payload, Progress, ProgressFn};
 use crate::client::Environment;
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
-use crate::http::{decode_json, Http, Req, Retry};
+use crate::http::{Req, Retry};
 
-/// Which task a session runs: given inline, or resolved by the server from split and index.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TaskRef {
-    /// The task itself (`task_spec`), a JSON object.
-    Spec(Value),
-    /// The task at `index` of `split`.
-    At {
-        /// The split name.
-        split: String,
-        /// The index in the split.
-        index: i64,
-    },
-}
+mod create;
+mod life;
+mod task;
 
-impl TaskRef {
-    /// The task at `index` of `split`.
-    pub fn at(split: impl Into<String>, index: i64) -> Self {
-        TaskRef::At {
-            split: split.into(),
-            index,
-        }
-    }
-
-    /// A task given inline, from any serializable value that is a JSON object.
-    pub fn spec<T: Serialize + ?Sized>(task: &T) -> Result<Self> {
-        let v = serde_json::to_value(task)
-            .map_err(|e| Error::InvalidArgument(format!("the task is not serializable: {e}")))?;
-        if !v.is_object() {
-            return Err(Error::InvalidArgument(
-                "a task given inline must be a JSON object".into(),
-            ));
-        }
-        Ok(TaskRef::Spec(v))
-    }
-}
-
-impl From<Value> for TaskRef {
-    fn from(v: Value) -> Self {
-        TaskRef::Spec(v)
-    }
-}
+use create::{create_request, create_session_id, refuses_body_secrets, release_id};
+use life::{delete, ping_loop, Shared};
+pub use task::TaskRef;
 
 impl Environment {
     /// Start opening a session on a task: `env.session(TaskRef::at("test", 0)).await?`, or add
@@ -204,215 +167,6 @@ impl IntoFuture for SessionBuilder {
 
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(self.open())
-    }
-}
-
-/// `POST /create_session`, accepting a JSON `{"sid"}` reply or an SSE `task_id` event.
-async fn create_session_id(http: &Http) -> Result<String> {
-    // JSON is asked for; the reference server answers SSE regardless, and both are read.
-    let req = Req::post(routes::CREATE_SESSION);
-    // A repeat only mints another unused id, so this is safe to retry.
-    let (headers, body) = http.fetch(&req, Retry::Idempotent).await?;
-    let is_sse = headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("text/event-stream"));
-    let sid = if is_sse || !body.trim_ascii_start().starts_with(b"{") {
-        let mut decoder = SseDecoder::new();
-        let events = decoder.push(&body);
-        events
-            .into_iter()
-            .find(|e| e.event == EVENT_TASK_ID)
-            .map(|e| e.data.trim().to_owned())
-            .ok_or_else(|| {
-                Error::Protocol("/create_session sent neither {\"sid\"} nor a task_id event".into())
-            })?
-    } else {
-        decode_json::<SessionId>(routes::CREATE_SESSION, &body)?.sid
-    };
-    if sid.is_empty() {
-        return Err(Error::Protocol(
-            "/create_session sent an empty session id".into(),
-        ));
-    }
-    Ok(sid)
-}
-
-/// The `/create` request with the secrets where `mode` puts them (`Auto`: the body).
-fn create_request(
-    sid: &str,
-    mut body: CreateSession,
-    secrets: &Secrets,
-    mode: SecretsMode,
-) -> Result<Req> {
-    let mut req = Req::post(routes::CREATE).sid(sid);
-    if !secrets.is_empty() {
-        if matches!(
-            mode,
-            SecretsMode::Auto | SecretsMode::Body | SecretsMode::Both
-        ) {
-            body = body.secrets(secrets.clone());
-        }
-        if matches!(mode, SecretsMode::Header | SecretsMode::Both) {
-            req = req.header(
-                HeaderName::from_static(HEADER_SECRETS),
-                secrets_header(secrets)?,
-            );
-        }
-    }
-    req.json(&body)
-}
-
-/// Whether `/create` was refused for its body's `secrets` field: the `openreward` server's
-/// 422 `extra_forbidden` naming it (PROTOCOL_NOTES row `secrets-forms`).
-fn refuses_body_secrets(e: &Error) -> bool {
-    matches!(e, Error::Http { status: 422, detail, .. } if detail.contains("secrets"))
-}
-
-/// Best-effort `POST /delete_session` for an id whose `/create` failed.
-async fn release_id(http: &Http, sid: &str) {
-    let req = Req::post(routes::DELETE_SESSION).sid(sid);
-    if let Err(e) = http.fetch(&req, Retry::Refused).await {
-        tracing::debug!(sid, error = %e, "delete_session after a failed create also failed");
-    }
-}
-
-/// The `X-Secrets` header: base64 of `{"KEY": {"value": "V", "allowed_domains": [...]}}`
-/// (the domains only when given).
-fn secrets_header(secrets: &Secrets) -> Result<HeaderValue> {
-    let map: Map<String, Value> = secrets
-        .iter()
-        .map(|(k, v)| {
-            let mut entry = serde_json::json!({ "value": v });
-            if let Some(domains) = secrets.allowed_domains(k) {
-                entry["allowed_domains"] = serde_json::json!(domains);
-            }
-            (k.to_owned(), entry)
-        })
-        .collect();
-    let encoded = base64::engine::general_purpose::STANDARD.encode(Value::Object(map).to_string());
-    let mut v = HeaderValue::from_str(&encoded)
-        .map_err(|e| Error::InvalidArgument(format!("secrets header: {e}")))?;
-    v.set_sensitive(true);
-    Ok(v)
-}
-
-/// Why a session died.
-#[derive(Debug, Clone)]
-struct Death {
-    reason: String,
-    /// The server said the session no longer exists, so deleting it is pointless.
-    gone: bool,
-}
-
-/// State shared by a session and its ping task.
-struct Shared {
-    env: Environment,
-    sid: String,
-    task: TaskRef,
-    progress: Option<ProgressFn>,
-    death: watch::Sender<Option<Death>>,
-    no_task_tools: AtomicBool,
-}
-
-impl Shared {
-    fn http(&self) -> &Http {
-        &self.env.client().http
-    }
-
-    fn mark_dead(&self, reason: String, gone: bool) {
-        let changed = self.death.send_if_modified(|d| {
-            if d.is_none() {
-                *d = Some(Death {
-                    reason: reason.clone(),
-                    gone,
-                });
-                true
-            } else {
-                false
-            }
-        });
-        if changed {
-            tracing::info!(sid = %self.sid, %reason, "session terminated");
-        }
-    }
-
-    fn terminated(&self) -> Option<Error> {
-        self.death
-            .borrow()
-            .as_ref()
-            .map(|d| Error::SessionTerminated {
-                sid: self.sid.clone(),
-                reason: d.reason.clone(),
-            })
-    }
-
-    /// Turn a "this session does not exist" answer, or a gateway's "its server does not
-    /// answer", into the session's death.
-    fn absorb(&self, e: Error) -> Error {
-        if session_gone(&e) {
-            self.mark_dead(format!("the server answered {e}"), true);
-            return self.terminated().unwrap_or(e);
-        }
-        if server_unreachable(&e) {
-            self.mark_dead(format!("the server is unreachable: {e}"), false);
-            return self.terminated().unwrap_or(e);
-        }
-        e
-    }
-}
-
-/// Whether an error answer to a session-scoped request comes from a gateway that cannot reach
-/// the session's server: 502 or 504 without an ORS `code`. ORS servers do not answer these
-/// themselves; a proxy in front of them does (`deploy/nginx/ors.conf` answers 502 for a
-/// replica that stopped), and only the server it cannot reach holds the session.
-fn server_unreachable(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::Http {
-            status: 502 | 504,
-            code: None,
-            ..
-        }
-    )
-}
-
-/// Whether an error answer to a session-scoped request means the session is gone. Decided on
-/// the server's `code` (PROTOCOL_NOTES row `error-codes`), never on the words of `detail`;
-/// from a server without codes (the Python reference) 404 and 410 mean gone; a code this
-/// version does not know is gone only with 410.
-fn session_gone(e: &Error) -> bool {
-    let Error::Http { status, code, .. } = e else {
-        return false;
-    };
-    match code.as_deref().map(str::parse::<ErrorCode>) {
-        Some(Ok(code)) => code.means_session_gone(),
-        Some(Err(_)) => *status == 410,
-        None => *status == 404 || *status == 410,
-    }
-}
-
-async fn ping_loop(shared: Arc<Shared>, every: std::time::Duration) {
-    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        ticker.tick().await;
-        let req = Req::post(routes::PING).sid(&shared.sid);
-        match shared.http().fetch(&req, Retry::Idempotent).await {
-            Ok(_) => {}
-            Err(e) if session_gone(&e) => {
-                shared.mark_dead(format!("ping answered {e}"), true);
-                return;
-            }
-            Err(e)
-                if matches!(e, Error::Transport(_) | Error::Timeout(_))
-                    || server_unreachable(&e) =>
-            {
-                shared.mark_dead(format!("the server is unreachable: {e}"), false);
-                return;
-            }
-            Err(e) => tracing::warn!(sid = %shared.sid, error = %e, "ping failed"),
-        }
     }
 }
 
@@ -704,25 +458,6 @@ impl Session {
     }
 }
 
-async fn delete(shared: &Shared) -> Result<()> {
-    if shared.death.borrow().as_ref().is_some_and(|d| d.gone) {
-        return Ok(());
-    }
-    let req = Req::post(routes::DELETE).sid(&shared.sid);
-    // Deleting twice is harmless (the second answers 410), so every failure may be retried.
-    match shared.http().fetch(&req, Retry::Idempotent).await {
-        Ok(_) => {
-            tracing::debug!(sid = %shared.sid, "session deleted");
-            Ok(())
-        }
-        Err(e) if session_gone(&e) => {
-            tracing::debug!(sid = %shared.sid, error = %e, "session already gone");
-            Ok(())
-        }
-        Err(e) => Err(e),
-    }
-}
-
 impl Drop for Session {
     fn drop(&mut self) {
         if let Some(ping) = self.ping.take() {
@@ -751,75 +486,5 @@ fn into_output(r: RunToolOutput) -> Result<ToolOutput> {
             message: e.error,
             reason: e.reason,
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn http(status: u16, code: Option<&str>, detail: &str) -> Error {
-        Error::Http {
-            status,
-            code: code.map(str::to_owned),
-            detail: detail.to_owned(),
-        }
-    }
-
-    #[test]
-    fn gone_is_decided_on_the_code() {
-        for code in ["session_not_found", "session_timed_out", "no_episode_yet"] {
-            assert!(
-                session_gone(&http(404, Some(code), "whatever the words")),
-                "{code}"
-            );
-        }
-        assert!(session_gone(&http(410, Some("session_deleted"), "x")));
-        // The words of the detail do not matter, the code does.
-        assert!(!session_gone(&http(
-            404,
-            Some("unknown_environment"),
-            "session not found"
-        )));
-        assert!(!session_gone(&http(
-            404,
-            Some("no_route"),
-            "Active environment not found"
-        )));
-        assert!(!session_gone(&http(
-            400,
-            Some("session_exists"),
-            "session gone"
-        )));
-        // A code from a newer server: only 410 says gone.
-        assert!(!session_gone(&http(404, Some("brand_new"), "x")));
-        assert!(session_gone(&http(410, Some("brand_new"), "x")));
-        assert!(!session_gone(&Error::Timeout("session".into())));
-    }
-
-    #[test]
-    fn without_a_code_404_and_410_mean_gone() {
-        // The Python reference sends no codes: its 404 "Active environment not found" and
-        // 410 "Session deleted" are decided by status.
-        assert!(session_gone(&http(
-            404,
-            None,
-            "Active environment not found"
-        )));
-        assert!(session_gone(&http(410, None, "Session deleted")));
-        assert!(!session_gone(&http(400, None, "Session already exists")));
-        assert!(!session_gone(&http(500, None, "session crashed")));
-    }
-
-    #[test]
-    fn secrets_header_is_the_reference_form() {
-        let s: Secrets = [("KEY", "v")].into_iter().collect();
-        let h = secrets_header(&s).unwrap();
-        let raw = base64::engine::general_purpose::STANDARD
-            .decode(h.as_bytes())
-            .unwrap();
-        let v: Value = serde_json::from_slice(&raw).unwrap();
-        assert_eq!(v, serde_json::json!({"KEY": {"value": "v"}}));
-        assert!(h.is_sensitive());
     }
 }

@@ -1,0 +1,48 @@
+//! Which task a session runs.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Which task a session runs: given inline, or resolved by the server from split and index.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskRef {
+    /// The task itself (`task_spec`), a JSON object.
+    Spec(Value),
+    /// The task at `index` of `split`.
+    At {
+        /// The split name.
+        split: String,
+        /// The index in the split.
+        index: i64,
+    },
+}
+
+impl TaskRef {
+    /// The task at `index` of `split`.
+    pub fn at(split: impl Into<String>, index: i64) -> Self {
+        TaskRef::At {
+            split: split.into(),
+            index,
+        }
+    }
+
+    /// A task given inline, from any serializable value that is a JSON object.
+    pub fn spec<T: Serialize + ?Sized>(task: &T) -> Result<Self> {
+        let v = serde_json::to_value(task)
+            .map_err(|e| Error::InvalidArgument(format!("the task is not serializable: {e}")))?;
+        if !v.is_object() {
+            return Err(Error::InvalidArgument(
+                "a task given inline must be a JSON object".into(),
+            ));
+        }
+        Ok(TaskRef::Spec(v))
+    }
+}
+
+impl From<Value> for TaskRef {
+    fn from(v: Value) -> Self {
+        TaskRef::Spec(v)
+    }
+}
