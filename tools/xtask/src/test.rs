@@ -41,13 +41,15 @@ fn fuzz_briefly() -> Result<(), String> {
 struct Steps(Vec<(&'static str, Duration)>);
 
 impl Steps {
-    /// Run one step, announcing it and recording how long it took whatever its outcome.
+    /// Run one step, announcing it and what it checks, and record how long it took whatever
+    /// its outcome.
     fn run<T>(
         &mut self,
         name: &'static str,
+        what: &str,
         step: impl FnOnce() -> Result<T, String>,
     ) -> Result<T, String> {
-        eprintln!("xtask: step {name}");
+        eprintln!("xtask: step {name}: {what}");
         let start = Instant::now();
         let outcome = step();
         let took = start.elapsed();
@@ -74,6 +76,15 @@ impl Steps {
     }
 }
 
+/// `Ok` for a command's success, else `failure`.
+fn succeeded(code: ExitCode, failure: &str) -> Result<(), String> {
+    if code == ExitCode::SUCCESS {
+        Ok(())
+    } else {
+        Err(failure.to_owned())
+    }
+}
+
 /// Run every check.
 pub fn run(args: TestArgs) -> Result<ExitCode, String> {
     if args.interop_only {
@@ -81,74 +92,92 @@ pub fn run(args: TestArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut steps = Steps::default();
-    steps.run("fmt", || cargo(&["fmt", "--all", "--check"]))?;
+    steps.run("fmt", "formatting", || cargo(&["fmt", "--all", "--check"]))?;
     let [features, list] = crate::procs::WORKSPACE_FEATURES;
-    steps.run("clippy", || {
-        cargo(&[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            features,
-            list,
-            "--",
-            "-D",
-            "warnings",
-        ])
-    })?;
+    steps.run(
+        "clippy",
+        "lints of the workspace, all targets and features",
+        || {
+            cargo(&[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                features,
+                list,
+                "--",
+                "-D",
+                "warnings",
+            ])
+        },
+    )?;
     // Everything else builds with the opt-in features; the `ors` a first `cargo install`
     // gives (no `ors mcp`) is linted as it is installed, and its unit tests run as installed:
     // `ors mcp` there must name the missing feature.
-    steps.run("the default ors", || {
-        cargo(&["clippy", "-p", "ors-cli", "--bins", "--", "-D", "warnings"])?;
-        cargo(&["test", "-p", "ors-cli", "--bin", "ors"])
-    })?;
-    steps.run("circles", || {
-        eprintln!("xtask: circles: no import circle inside any crate");
+    steps.run(
+        "the default ors",
+        "the `ors` of a first `cargo install`, linted and tested",
+        || {
+            cargo(&["clippy", "-p", "ors-cli", "--bins", "--", "-D", "warnings"])?;
+            cargo(&["test", "-p", "ors-cli", "--bin", "ors"])
+        },
+    )?;
+    steps.run("circles", "no import circle inside any crate", || {
         crate::circles::check()
     })?;
-    steps.run("cargo test", || {
+    steps.run("cargo test", "the tests of the workspace", || {
         // The sandboxes' tests run Debian's real bubblewrap.
         crate::debian::ensure("sandboxes", "bwrap", "bubblewrap")?;
         cargo(&["test", "--workspace", features, list])
     })?;
-    steps.run("browser", || {
-        eprintln!("xtask: browser: the HTML report in Chromium");
+    steps.run("browser", "the HTML report in Chromium", || {
         crate::browser::run()
     })?;
-    steps.run("fuzz", fuzz_briefly)?;
-    steps.run("interop", crate::interop::run_all)?;
-    steps.run("scale", || {
-        eprintln!("xtask: scale: replicas behind nginx (short form)");
-        match crate::scale::run(crate::scale::ScaleArgs { quick: true })? {
-            ExitCode::SUCCESS => Ok(()),
-            _ => Err("cargo xtask scale --quick failed".to_owned()),
-        }
+    steps.run("fuzz", "each fuzz target briefly", fuzz_briefly)?;
+    steps.run(
+        "interop",
+        "the Python SDKs, MCP and conformance runs",
+        crate::interop::run_all,
+    )?;
+    steps.run("scale", "replicas behind nginx (short form)", || {
+        let quick = crate::scale::ScaleArgs { quick: true };
+        succeeded(
+            crate::scale::run(quick)?,
+            "cargo xtask scale --quick failed",
+        )
     })?;
-    steps.run("readme", || {
-        eprintln!("xtask: readme: the console examples of the README and the guides against gsm8k");
-        crate::readme::run()
-    })?;
-    steps.run("new-crate", || {
-        eprintln!("xtask: new-crate: a crate from `ors new`, tested, served and checked");
-        crate::newcrate::run()
-    })?;
+    steps.run(
+        "readme",
+        "the console examples of the README and the guides against gsm8k",
+        crate::readme::run,
+    )?;
+    steps.run(
+        "new-crate",
+        "a crate from `ors new`, tested, served and checked",
+        crate::newcrate::run,
+    )?;
     // Only proves the benchmark runs and every response checks out; its figures are not
     // asserted (shared, noisy machines), and an error in any workload fails the run.
-    steps.run("bench", || {
-        match crate::bench::run(crate::bench::BenchArgs::quick())? {
-            ExitCode::SUCCESS => Ok(()),
-            _ => Err("cargo xtask bench --quick reported errors".to_owned()),
-        }
-    })?;
+    steps.run(
+        "bench",
+        "the quick benchmark, every response checked",
+        || {
+            let quick = crate::bench::BenchArgs::quick();
+            succeeded(
+                crate::bench::run(quick)?,
+                "cargo xtask bench --quick reported errors",
+            )
+        },
+    )?;
     // Ratios against the revision before this change, printed for whoever looks: never
     // judged, as a second per workload on a shared machine decides nothing.
-    steps.run("bench --against", || {
-        eprintln!(
-            "xtask: bench --against: this tree against the one it changes (quick, not judged)"
-        );
-        crate::bench::quick_against(args.against.as_deref());
-        Ok(())
-    })?;
+    steps.run(
+        "bench --against",
+        "this tree against the one it changes (quick, not judged)",
+        || {
+            crate::bench::quick_against(args.against.as_deref());
+            Ok(())
+        },
+    )?;
     steps.print();
     eprintln!(
         "xtask: test: fmt, clippy, import circles, cargo test, the report in Chromium, fuzz, \
