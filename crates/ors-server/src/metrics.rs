@@ -187,34 +187,11 @@ struct ToolSeries {
     seconds: Timings,
 }
 
-/// FNV-1a, for the tool tables: they are fixed when the server starts (a client's tool names
-/// are only looked up in them), so no key can be chosen to collide, and a short name hashes
-/// in a few instructions where SipHash takes a hundred and fifty.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl std::hash::Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// What is kept at hand for one environment.
 struct EnvSeries {
     name: Arc<str>,
-    tools: HashMap<Box<str>, ToolSeries, std::hash::BuildHasherDefault<Fnv>>,
+    tools:
+        HashMap<Box<str>, ToolSeries, std::hash::BuildHasherDefault<ors_runtime::env::NameHasher>>,
     reward: Counter<f64, AtomicU64>,
 }
 

@@ -31,6 +31,6 @@ pub use input::{CallInput, InputError};
 pub(crate) use environment::ENVIRONMENT_METHODS;
 pub(crate) use table::as_value;
 pub use table::{
-    BlockingFn, Prepared, ToolEntry, ToolFn, ToolFuture, ToolRun, ToolTable, ToolTableError,
-    Toolset, REASONING_FIELD,
+    BlockingFn, NameHasher, Prepared, ToolEntry, ToolFn, ToolFuture, ToolRun, ToolTable,
+    ToolTableError, Toolset, REASONING_FIELD,
 };

@@ -214,13 +214,14 @@ pub enum Prepared<'t, E> {
     Refused(RunToolOutput),
 }
 
-/// Hashes a tool name for the table's lookups with FNV-1a: a few instructions per byte of a
-/// short name, where std's SipHash costs about 150 per lookup (a call looks its tool up
-/// twice: whether it is concurrent, then to run it). SipHash's keyed resistance to chosen
-/// collisions is not needed here: the table is filled once, from the environment's own tool
-/// names, and a client only looks names up, which costs at most a probe through a table of a
-/// few dozen entries whatever name it sends.
-struct NameHasher(u64);
+/// FNV-1a for maps keyed by tool names, fixed when the server starts (this table's lookups,
+/// the server's metrics per tool): a few instructions per byte of a short name, where std's
+/// SipHash costs about 150 per lookup (a call looks its tool up twice: whether it is
+/// concurrent, then to run it). SipHash's keyed resistance to chosen collisions is not needed
+/// here: such a map is filled once, from the environment's own tool names, and a client only
+/// looks names up, which costs at most a probe through a table of a few dozen entries
+/// whatever name it sends.
+pub struct NameHasher(u64);
 
 impl Default for NameHasher {
     fn default() -> Self {
