@@ -26,6 +26,7 @@ use ors_core::sse;
 use ors_core::types::{GroupCandidate, RunToolOutput, ScoreGroupOutput};
 use ors_runtime::env::{CallInput, CallLink, DynSession, ToolContext};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::body::{sse_frames, sse_full, sse_stream, Resp, SseBody};
@@ -192,6 +193,7 @@ pub(crate) async fn serve(
     shared: &Arc<CallShared>,
 ) -> Result<Resp, ApiError> {
     // The id is hashed here, once: every lookup below and the result's keeping use its key.
+    let minted = call.task_id.is_none();
     let id = match call.task_id {
         None => CallId::new(new_task_id()),
         Some(id) => {
@@ -219,7 +221,14 @@ pub(crate) async fn serve(
     session.ready_within(limits.setup_wait).await?;
     let record = {
         let mut table = lock(&session.calls);
-        match table.find(&id) {
+        // An id this server minted is new by construction; a client's may have been taken
+        // while this request waited for the session's setup.
+        let found = if minted {
+            Found::Unknown
+        } else {
+            table.find(&id)
+        };
+        match found {
             Found::Unknown => {
                 let record = Arc::new(CallRecord::new(id));
                 table.insert(Arc::clone(&record));
@@ -351,7 +360,7 @@ impl Job {
         // The gate is asked in the job's first poll, before anything else can wait, so calls
         // queue in the order they arrived; it is let go (the arm's end) before the result is
         // stored.
-        let (outcome, kind, ran) = match work {
+        let (outcome, kind, started) = match work {
             Work::Concurrent(input) => {
                 let slot = session.episode.shared().await;
                 let (ctx, scope) = call.context();
@@ -369,10 +378,13 @@ impl Job {
                 call.run(tool, &scope).await
             }
         };
+        // The one reading of the clock at the call's end: how long the tool ran, and where the
+        // result's linger and the session's idle time start.
+        let now = Instant::now();
         let events = outcome.encode();
         let (listeners, unheard) = record.finish(events.clone());
-        shared.results.keep(&session, &record, events.len());
-        session.touch();
+        shared.results.keep(&session, &record, events.len(), now);
+        session.touch_at(now);
         session.active_calls.fetch_sub(1, Ordering::AcqRel);
         shared.active.fetch_sub(1, Ordering::AcqRel);
         if let Some(m) = &shared.metrics {
@@ -380,6 +392,7 @@ impl Job {
                 Outcome::Result(RunToolOutput::Success(out)) => out.reward,
                 _ => None,
             };
+            let ran = started.map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
             m.call(session.env, &name, kind, ran, reward);
         }
         // Never awaited: a stalled stream (say, the half-open connection a client has already
@@ -416,26 +429,27 @@ impl Call<'_> {
 
     /// Run the work (`None`: the session was deleted before it could) under its time limit,
     /// its panic caught, giving up `grace` after the session is deleted and at once when the
-    /// server aborts; how it ended, for the metrics, and how long it ran.
+    /// server aborts; how it ended, and when it started (for the metrics, which time it).
     async fn run(
         &self,
         work: Option<BoxFuture<'_, Outcome>>,
         scope: &CallScope,
-    ) -> (Outcome, CallOutcome, Duration) {
+    ) -> (Outcome, CallOutcome, Option<Instant>) {
         let (session, name) = (&**self.session, self.name);
         let Some(work) = work else {
             let msg = format!(
                 "session '{}' was deleted before tool '{name}' could run",
                 session.id
             );
-            return (Outcome::Error(msg), CallOutcome::cancelled, Duration::ZERO);
+            return (Outcome::Error(msg), CallOutcome::cancelled, None);
         };
         if self.shared.abort.is_cancelled() {
             // Shutdown stopped waiting for calls while this one waited its turn.
             let msg = format!("the server shut down before tool '{name}' could run");
-            return (Outcome::Error(msg), CallOutcome::cancelled, Duration::ZERO);
+            return (Outcome::Error(msg), CallOutcome::cancelled, None);
         }
-        let started = std::time::Instant::now();
+        // Only the metrics read how long the tool ran.
+        let started = self.shared.metrics.is_some().then(Instant::now);
         let mut work = caught(work);
         // Most tools answer in their first poll, which needs no timer, no watch on the session
         // or the server, and no room for them in the call's future.
@@ -448,7 +462,7 @@ impl Call<'_> {
             // Anything the tool left running (spawned work holding its context) stops too.
             scope.stop();
         }
-        (outcome, kind, started.elapsed())
+        (outcome, kind, started)
     }
 
     /// How the work ended on its own: its result held to the size limit, or its panic.

@@ -92,15 +92,16 @@ impl ResultStore {
         self.bytes.load(Ordering::Acquire)
     }
 
-    /// Keep the result of `record`, now finished with `size` bytes of events, for reconnects;
-    /// then make room server-wide if that went over the bound.
+    /// Keep the result of `record`, finished at `finished` with `size` bytes of events, for
+    /// reconnects; then make room server-wide if that went over the bound.
     pub(crate) fn keep<S: HasCalls + 'static>(
         &self,
         session: &Arc<S>,
         record: &Arc<CallRecord>,
         size: usize,
+        finished: Instant,
     ) {
-        let queue_at = lock(session.calls()).keep(record, size);
+        let queue_at = lock(session.calls()).keep(record, size, finished);
         if let Some(at) = queue_at {
             self.enqueue(at, Arc::downgrade(session) as Weak<dyn HasCalls>);
         }
@@ -267,14 +268,18 @@ impl CallTable {
 
     /// Keep a finished call's result; returns when the store must look at this session, if
     /// it has no entry in the store's queue yet.
-    fn keep(&mut self, record: &Arc<CallRecord>, size: usize) -> Option<Instant> {
+    fn keep(
+        &mut self,
+        record: &Arc<CallRecord>,
+        size: usize,
+        finished: Instant,
+    ) -> Option<Instant> {
         let key = record.call_id().key();
         let (t, store) = self.parts();
         if store.linger.is_zero() {
             t.forget(key);
             return None;
         }
-        let finished = Instant::now();
         t.kept.push_back(Kept {
             key,
             finished,
@@ -403,7 +408,7 @@ mod tests {
         let record = Arc::new(CallRecord::new(CallId::new(id.into())));
         lock(&session.calls).insert(Arc::clone(&record));
         record.finish(Bytes::from(vec![b'x'; size]));
-        store.keep(session, &record, size);
+        store.keep(session, &record, size, Instant::now());
     }
 
     fn found(session: &Session, id: &str) -> &'static str {

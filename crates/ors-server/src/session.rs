@@ -23,7 +23,7 @@ use crate::error::{ApiError, SetupFailure};
 use crate::results::{CallTable, HasCalls, ResultStore};
 use crate::sid::{Origin, SessionIds};
 use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
-use crate::util::{caught, clock_ms, poll_once};
+use crate::util::{caught, clock_ms, ms_at, poll_once};
 
 const PENDING: u8 = 0;
 const READY: u8 = 1;
@@ -194,6 +194,11 @@ impl Session {
     /// Mark the session active now (any request naming it, and the end of a call).
     pub(crate) fn touch(&self) {
         self.last_seen.store(clock_ms(), Ordering::Relaxed);
+    }
+
+    /// [`Session::touch`] with the clock already read.
+    pub(crate) fn touch_at(&self, now: tokio::time::Instant) {
+        self.last_seen.store(ms_at(now), Ordering::Relaxed);
     }
 
     /// Wait until background setup ends; its failure, or the session's deletion, is the error.

@@ -16,15 +16,17 @@ use futures_util::FutureExt as _;
 /// Counted from a day before the first reading, since a paused runtime's clock starts where
 /// std's was when that runtime was built, which may be before another runtime's first reading.
 pub(crate) fn clock_ms() -> u64 {
+    ms_at(tokio::time::Instant::now())
+}
+
+/// [`clock_ms`] at `now`, for a caller that reads the clock for something else too.
+pub(crate) fn ms_at(now: tokio::time::Instant) -> u64 {
     static EPOCH: OnceLock<std::time::Instant> = OnceLock::new();
     let epoch = EPOCH.get_or_init(|| {
         let now = std::time::Instant::now();
         now.checked_sub(Duration::from_secs(86_400)).unwrap_or(now)
     });
-    tokio::time::Instant::now()
-        .into_std()
-        .saturating_duration_since(*epoch)
-        .as_millis() as u64
+    now.into_std().saturating_duration_since(*epoch).as_millis() as u64
 }
 
 /// Lock a std mutex, ignoring poisoning: every critical section here leaves its data valid.
