@@ -1,5 +1,5 @@
-// Shared by the ui tests (included with `#[path]`, not a test itself): the items of an
-// `impl Environment` that no test is about, so each test shows only its mistake.
+// Shared by the ui tests and forms.rs (included with `#[path]`, not a test itself): the items
+// of an `impl Environment` that no test is about, so each test shows only its mistake.
 
 /// `type Task = JsonObject`, no splits, no tasks, an empty prompt, and `new` returning `$value`;
 /// `no_prompt: $value` leaves `prompt` to the test.

@@ -2,10 +2,6 @@
 // environment.
 use ors_server::prelude::*;
 
-#[macro_use]
-#[path = "../support/env.rs"]
-mod support;
-
 #[wire]
 struct Input {
     x: u32,
@@ -103,14 +99,11 @@ impl Gone {
     }
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(Forms::NAME, "custom-name");
     assert_eq!(Named::NAME, "renamed_env");
     let table = Forms::tool_table(&());
-    let names: Vec<_> = table
-        .all_specs()
-        .map(|s| s.name.as_str())
-        .collect();
+    let names: Vec<_> = table.all_specs().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
         [

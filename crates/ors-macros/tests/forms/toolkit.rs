@@ -42,7 +42,9 @@ impl Environment for Env {
         Ok(Some(3))
     }
     async fn task(_split: &str, index: usize) -> Result<Task, EnvError> {
-        Ok(Task { q: index.to_string() })
+        Ok(Task {
+            q: index.to_string(),
+        })
     }
     async fn new(_task: Task, _secrets: Secrets) -> Result<Self, EnvError> {
         Ok(Env)
@@ -72,7 +74,7 @@ impl Environment for Env {
     }
 }
 
-fn main() {
+pub fn main() {
     let names: Vec<String> = Env::tool_table(&())
         .shared_specs()
         .iter()

@@ -65,7 +65,10 @@ impl Environment for Card {
         })
     }
     async fn prompt(&self) -> Result<Blocks, EnvError> {
-        Ok(vec![Block::text(format!("{} {}", self.greeting, self.task.n))])
+        Ok(vec![Block::text(format!(
+            "{} {}",
+            self.greeting, self.task.n
+        ))])
     }
 
     /// Say the greeting.
@@ -75,7 +78,7 @@ impl Environment for Card {
     }
 }
 
-fn main() {
+pub fn main() {
     let small = EnvHandle::<Card>::new(Deck {
         size: 2,
         greeting: "hi".into(),
@@ -95,7 +98,10 @@ fn main() {
         assert_eq!(small.num_tasks("train").await.expect("counted"), 2);
         assert_eq!(big.num_tasks("train").await.expect("counted"), 52);
         let task = big.task("train", 7).await.expect("a task");
-        let episode = big.create(task, Secrets::default(), None).await.expect("an episode");
+        let episode = big
+            .create(task, Secrets::default(), None)
+            .await
+            .expect("an episode");
         let prompt = episode.prompt().await.expect("a prompt");
         assert_eq!(prompt[0].as_text(), Some("hello 7"));
     });

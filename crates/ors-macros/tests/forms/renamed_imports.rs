@@ -4,10 +4,6 @@ use ors_server::prelude::{environment, tool, wire, Blocks, EnvError, JsonObject,
 use ors_server::runtime::env::EnvHandle;
 use ors_server::{Environment as Env, RunToolOutput, ToolContext as Ctx};
 
-#[macro_use]
-#[path = "../support/env.rs"]
-mod support;
-
 type Context = ors_server::ToolContext;
 
 #[wire]
@@ -47,7 +43,7 @@ fn text(out: RunToolOutput) -> String {
     }
 }
 
-fn main() {
+pub fn main() {
     let served = EnvHandle::<Renamed>::default();
     let specs = served.table().shared_specs();
     let schema_keys: Vec<(&str, bool)> = specs
@@ -63,14 +59,19 @@ fn main() {
         .build()
         .expect("a runtime");
     rt.block_on(async {
-        let mut env = served.episode(Default::default(), Default::default()).await.expect("an episode");
+        let mut env = served
+            .episode(Default::default(), Default::default())
+            .await
+            .expect("an episode");
         let ctx = Ctx::detached();
         let input = ors_server::__private::serde_json::json!({ "x": 7 });
         let before = env.call(ctx.clone(), "before", input.clone()).await;
         assert_eq!(text(before), "detached 7");
         let after = env.call(ctx.clone(), "after", input).await;
         assert_eq!(text(after), "7 detached");
-        let aliased = env.call(ctx, "aliased", ors_server::__private::Value::Null).await;
+        let aliased = env
+            .call(ctx, "aliased", ors_server::__private::Value::Null)
+            .await;
         assert_eq!(text(aliased), "detached");
     });
 }

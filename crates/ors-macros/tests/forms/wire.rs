@@ -30,12 +30,12 @@ mod sdk {
     pub use ors_server::*;
 }
 
-#[wire(crate = crate::sdk)]
+#[wire(crate = crate::wire::sdk)]
 struct ThroughAnotherPath {
     value: u8,
 }
 
-fn main() {
+pub fn main() {
     use ors_server::__private::serde_json::{from_value, json, to_value};
 
     let task: Task = from_value(json!({"questionText": "2+2?"})).unwrap();

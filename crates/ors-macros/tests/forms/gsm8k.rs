@@ -73,7 +73,7 @@ impl Calculator {
     }
 }
 
-fn main() {
+pub fn main() {
     assert_eq!(Gsm8k::NAME, "gsm8k");
     let table = Gsm8k::tool_table(&());
     assert!(table.errors().is_empty());

@@ -1,10 +1,6 @@
 //! Two selectable toolsets may share tool names: a session has at most one of them.
 use ors_server::prelude::*;
 
-#[macro_use]
-#[path = "../support/env.rs"]
-mod support;
-
 struct Bash;
 
 #[toolset]
@@ -34,10 +30,13 @@ struct Env {
 
 #[environment(select_toolsets(bash, zsh = "z-shell"))]
 impl Environment for Env {
-    env_basics!(Env { bash: Bash, zsh: Zsh });
+    env_basics!(Env {
+        bash: Bash,
+        zsh: Zsh
+    });
 }
 
-fn main() {
+pub fn main() {
     let table = Env::tool_table(&());
     let names: Vec<&str> = table.selectable_names().collect();
     assert_eq!(names, ["bash", "z-shell"]);
