@@ -19,6 +19,10 @@ pub struct FuzzArgs {
     /// Only these targets (default: every one `cargo fuzz list` names).
     #[arg(long, value_delimiter = ',')]
     pub targets: Vec<String>,
+    /// Build without optimizations (`cargo fuzz --dev`): a faster build, far fewer inputs a
+    /// second; what `cargo xtask test`'s brief runs use.
+    #[arg(long)]
+    pub dev: bool,
 }
 
 /// The toolchain the targets build with.
@@ -166,23 +170,35 @@ fn failure_summary(stderr: &str) -> String {
     }
 }
 
+/// cargo-fuzz's flag for the build `dev` asks for (release, with debug assertions, is its
+/// default).
+fn profile(dev: bool) -> &'static str {
+    if dev {
+        "--dev"
+    } else {
+        "--release"
+    }
+}
+
 /// Build every target (streaming cargo's output).
-fn build() -> Result<(), String> {
-    eprintln!("xtask: fuzz: building the targets (cargo +{NIGHTLY} fuzz build)");
+fn build(dev: bool) -> Result<(), String> {
+    let profile = profile(dev);
+    eprintln!("xtask: fuzz: building the targets (cargo +{NIGHTLY} fuzz build {profile})");
     let mut cmd = nightly_cargo();
-    cmd.args(["fuzz", "build", "--fuzz-dir"]).arg(fuzz_dir());
+    cmd.args(["fuzz", "build", profile, "--fuzz-dir"])
+        .arg(fuzz_dir());
     crate::procs::run_to_success(&mut cmd, "cargo fuzz build")
 }
 
 /// Fuzz `target` for `secs` seconds.
-fn run_target(target: &str, secs: u64) -> Result<Outcome, String> {
+fn run_target(target: &str, secs: u64, dev: bool) -> Result<Outcome, String> {
     let dir = fuzz_dir();
     let corpus = dir.join("corpus").join(target);
     std::fs::create_dir_all(&corpus).map_err(|e| format!("creating {}: {e}", corpus.display()))?;
     let seeds = dir.join("seeds").join(target);
     let dict = dir.join("dict").join(format!("{target}.dict"));
     let mut cmd = nightly_cargo();
-    cmd.args(["fuzz", "run", "--fuzz-dir"])
+    cmd.args(["fuzz", "run", profile(dev), "--fuzz-dir"])
         .arg(&dir)
         .arg(target)
         .arg(&corpus);
@@ -210,9 +226,10 @@ fn run_target(target: &str, secs: u64) -> Result<Outcome, String> {
     })
 }
 
-/// Build and run the targets (all, or the ones named), `secs` each, and report each.
-pub fn fuzz(only: &[String], secs: u64) -> Result<Vec<Outcome>, String> {
-    build()?;
+/// Build and run the targets (all, or the ones named), `secs` each, and report each; `dev`:
+/// built without optimizations.
+pub fn fuzz(only: &[String], secs: u64, dev: bool) -> Result<Vec<Outcome>, String> {
+    build(dev)?;
     let all = targets()?;
     let chosen: Vec<String> = if only.is_empty() {
         all
@@ -227,7 +244,7 @@ pub fn fuzz(only: &[String], secs: u64) -> Result<Vec<Outcome>, String> {
     let mut outcomes = Vec::with_capacity(chosen.len());
     for target in &chosen {
         eprintln!("xtask: fuzz: {target} for {secs} s ...");
-        let outcome = run_target(target, secs)?;
+        let outcome = run_target(target, secs, dev)?;
         match &outcome.failure {
             None => eprintln!(
                 "xtask: fuzz: {target}: clean, {} inputs in {:.0} s",
@@ -267,7 +284,7 @@ fn artifacts_dir() -> PathBuf {
 /// `cargo xtask fuzz`.
 pub fn run(args: FuzzArgs) -> Result<ExitCode, String> {
     ensure_tools().map_err(|Unavailable(why)| format!("cannot fuzz: {why}"))?;
-    let outcomes = fuzz(&args.targets, args.secs.max(1))?;
+    let outcomes = fuzz(&args.targets, args.secs.max(1), args.dev)?;
     check(&outcomes)?;
     eprintln!(
         "xtask: fuzz: all {} targets ran clean for {} s each",

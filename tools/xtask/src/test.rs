@@ -22,8 +22,9 @@ pub struct TestArgs {
 const FUZZ_BUDGET_SECS: u64 = 60;
 
 /// Each fuzz target for its share of [`FUZZ_BUDGET_SECS`] (at least 5 s): enough to catch a
-/// target that no longer builds or fails at once. Without a nightly toolchain (or a way to
-/// install cargo-fuzz) the step is skipped, saying why.
+/// target that no longer builds or fails at once. Built without optimizations, which takes
+/// minutes less than cargo-fuzz's optimized build, the longest part of the step. Without a
+/// nightly toolchain (or a way to install cargo-fuzz) the step is skipped, saying why.
 fn fuzz_briefly() -> Result<(), String> {
     if let Err(crate::fuzz::Unavailable(why)) = crate::fuzz::ensure_tools() {
         eprintln!("xtask: fuzz: SKIPPED: {why}");
@@ -31,7 +32,7 @@ fn fuzz_briefly() -> Result<(), String> {
     }
     let targets = crate::fuzz::targets()?;
     let secs = (FUZZ_BUDGET_SECS / targets.len().max(1) as u64).max(5);
-    let outcomes = crate::fuzz::fuzz(&targets, secs)?;
+    let outcomes = crate::fuzz::fuzz(&targets, secs, true)?;
     crate::fuzz::check(&outcomes)
 }
 
