@@ -30,7 +30,7 @@ use hyper_util::server::graceful::GracefulConnection;
 use tokio::sync::Notify;
 
 use crate::body::RespBody;
-use crate::util::lock;
+use crate::util::{lock, wait_until};
 
 /// One connection as its requests, its idle watch and shutdown see it.
 #[derive(Default)]
@@ -141,15 +141,7 @@ impl Connections {
 
     /// Resolves once no connection is open.
     pub(crate) async fn closed(&self) {
-        loop {
-            let none_left = self.none_left.notified();
-            let mut none_left = std::pin::pin!(none_left);
-            none_left.as_mut().enable();
-            if lock(&self.open).is_empty() {
-                return;
-            }
-            none_left.await;
-        }
+        wait_until(&self.none_left, || lock(&self.open).is_empty()).await;
     }
 }
 

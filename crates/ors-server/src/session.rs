@@ -23,7 +23,7 @@ use crate::error::{ApiError, SetupFailure};
 use crate::results::{CallTable, HasCalls, ResultStore};
 use crate::sid::{Origin, SessionIds};
 use crate::tombstones::{Burial, Tombstones, TOMBSTONE_CAP};
-use crate::util::{caught, clock_ms, ms_at, poll_once};
+use crate::util::{caught, clock_ms, ms_at, poll_once, wait_until};
 
 const PENDING: u8 = 0;
 const READY: u8 = 1;
@@ -179,16 +179,7 @@ impl Session {
     /// `setup_done`'s waiters. Setup waits on this rather than on the token, so that an idle
     /// session never makes one.
     async fn closed(&self) {
-        loop {
-            let notified = self.setup_done.notified();
-            tokio::pin!(notified);
-            // Registered before the ending is read, so a close in between is not missed.
-            notified.as_mut().enable();
-            if self.is_closed() {
-                return;
-            }
-            notified.await;
-        }
+        wait_until(&self.setup_done, || self.is_closed()).await;
     }
 
     /// Mark the session active now (any request naming it, and the end of a call).
@@ -203,23 +194,19 @@ impl Session {
 
     /// Wait until background setup ends; its failure, or the session's deletion, is the error.
     pub(crate) async fn wait_ready(&self) -> Result<(), ApiError> {
-        loop {
-            let notified = self.setup_done.notified();
-            tokio::pin!(notified);
-            // Registered before the state is read, so a notification in between is not lost.
-            notified.as_mut().enable();
-            match self.state.load(Ordering::Acquire) {
-                READY => return Ok(()),
-                FAILED => {
-                    let failure = self.failure.get().cloned().unwrap_or(SetupFailure {
-                        bad_task: false,
-                        message: "unknown setup error".into(),
-                    });
-                    return Err(ApiError::SetupFailed(failure));
-                }
-                GONE => return Err(self.gone()),
-                _ => notified.await,
+        // A state never goes back to PENDING.
+        let state = || self.state.load(Ordering::Acquire);
+        wait_until(&self.setup_done, || state() != PENDING).await;
+        match state() {
+            READY => Ok(()),
+            FAILED => {
+                let failure = self.failure.get().cloned().unwrap_or(SetupFailure {
+                    bad_task: false,
+                    message: "unknown setup error".into(),
+                });
+                Err(ApiError::SetupFailed(failure))
             }
+            _ => Err(self.gone()),
         }
     }
 
@@ -478,14 +465,9 @@ impl SessionStore {
         }
     }
 
-    /// Remove this exact session (not a newer one with the same id).
-    fn remove_exact(&self, session: &Arc<Session>) -> bool {
-        self.remove_exact_if(session, Burial::Deleted, |_| true)
-    }
-
-    /// Remove `session` if it is still the one stored under its id and `keep_going` still
-    /// holds, checked under the shard's write lock (so a request that touched the session
-    /// after a scan saw it idle is not reaped from under it).
+    /// Remove `session` if it is still the one stored under its id (not a newer one with the
+    /// same id) and `keep_going` still holds, checked under the shard's write lock (so a
+    /// request that touched the session after a scan saw it idle is not reaped from under it).
     fn remove_exact_if(
         &self,
         session: &Arc<Session>,
@@ -535,7 +517,9 @@ impl SessionStore {
     /// Remove every session (shutdown).
     pub(crate) fn drain(&self) -> Vec<Arc<Session>> {
         let all: Vec<Arc<Session>> = self.map.iter().map(|e| Arc::clone(e.value())).collect();
-        all.into_iter().filter(|s| self.remove_exact(s)).collect()
+        all.into_iter()
+            .filter(|s| self.remove_exact_if(s, Burial::Deleted, |_| true))
+            .collect()
     }
 }
 

@@ -1,6 +1,7 @@
 //! Small helpers shared by the session store and the call machinery: the monotonic clock of
 //! `last_seen` and tombstones, poison-free locking, the server's one panic boundary, and the
-//! one poll in place that calls and setups get before they would need a task.
+//! one poll in place that calls and setups get before they would need a task, and the one
+//! way to wait on a [`Notify`] for a condition.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -9,6 +10,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use futures_util::FutureExt as _;
+use tokio::sync::Notify;
 
 /// Milliseconds on tokio's monotonic clock, as the server's timers read it: tests pause and
 /// advance it (`start_paused`, `tokio::time::advance`) to age sessions without waiting.
@@ -53,6 +55,19 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
+    }
+}
+
+/// Wait until `done` holds, looked at again each time `notify` wakes its waiters. The wait
+/// is registered before each look, so a wake-up between the look and the wait is not lost.
+pub(crate) async fn wait_until(notify: &Notify, done: impl Fn() -> bool) {
+    loop {
+        let mut notified = std::pin::pin!(notify.notified());
+        notified.as_mut().enable();
+        if done() {
+            return;
+        }
+        notified.await;
     }
 }
 
