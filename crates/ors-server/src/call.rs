@@ -543,7 +543,7 @@ fn attach(session: &Arc<Session>, record: &CallRecord, shared: &CallShared) -> R
 /// Count a call request naming a call its session already knows.
 fn reconnected(shared: &CallShared) {
     if let Some(m) = &shared.metrics {
-        m.sse_reconnect();
+        m.sse_reconnects.inc();
     }
 }
 

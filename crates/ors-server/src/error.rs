@@ -237,8 +237,8 @@ impl From<TaskError> for ApiError {
         match e {
             TaskError::UnknownSplit { .. }
             | TaskError::InvalidIndex { .. }
-            | TaskError::TooMany { .. } => ApiError::BadRequest(e.to_string()),
-            TaskError::Env(EnvError::Unsupported(_)) | TaskError::Env(EnvError::InvalidTask(_)) => {
+            | TaskError::TooMany { .. }
+            | TaskError::Env(EnvError::Unsupported(_) | EnvError::InvalidTask(_)) => {
                 ApiError::BadRequest(e.to_string())
             }
             TaskError::Json(_) | TaskError::Env(_) => ApiError::Internal(e.to_string()),

@@ -263,7 +263,7 @@ impl App {
             )
             .await;
         if let Some(m) = &self.metrics {
-            m.session_created();
+            m.sessions_created.inc();
         }
         tracing::debug!(session = sid, env = %env.name, "session created");
         sid_reply(sid)
@@ -290,7 +290,7 @@ impl App {
                     .await;
                 tracing::debug!(session = sid, "session deleted");
                 if let Some(m) = &self.metrics {
-                    m.session_deleted();
+                    m.sessions_deleted.inc();
                 }
             }
             None if lenient => {}

@@ -131,14 +131,6 @@ impl Timings {
         }))
     }
 
-    fn requests() -> Self {
-        Self::new(REQUEST_BOUNDS)
-    }
-
-    fn calls() -> Self {
-        Self::new(CALL_BOUNDS)
-    }
-
     fn observe(&self, took: Duration) {
         let secs = took.as_secs_f64();
         let t = &self.0;
@@ -209,13 +201,14 @@ pub(crate) struct Metrics {
     /// add, not a hash of its labels and a lock of the family.
     route_ok: Vec<OnceLock<Counter>>,
     rejected: Family<ReasonLabels, Counter>,
-    sessions_created: Counter,
-    sessions_deleted: Counter,
-    sessions_reaped: Counter,
+    // Counted where they happen.
+    pub(crate) sessions_created: Counter,
+    pub(crate) sessions_deleted: Counter,
+    pub(crate) sessions_reaped: Counter,
     calls: Family<CallLabels, Counter>,
     call_seconds: Histograms<ToolLabels>,
     reward: Family<EnvLabels, Counter<f64, AtomicU64>>,
-    sse_reconnects: Counter,
+    pub(crate) sse_reconnects: Counter,
     // Read when scraped.
     sessions_active: Family<EnvLabels, Gauge>,
     sessions_max: Gauge,
@@ -231,7 +224,7 @@ impl Metrics {
     /// order).
     pub(crate) fn new(envs: Vec<(Arc<str>, Vec<String>)>) -> Self {
         let request_seconds: Histograms<RouteLabels> =
-            Family::new_with_constructor(Timings::requests);
+            Family::new_with_constructor(|| Timings::new(REQUEST_BOUNDS));
         let route_seconds = Endpoint::ALL
             .iter()
             .map(|e| e.name())
@@ -240,7 +233,8 @@ impl Metrics {
             .collect();
         let route_ok = (0..=Endpoint::ALL.len()).map(|_| OnceLock::new()).collect();
         let calls: Family<CallLabels, Counter> = Family::default();
-        let call_seconds: Histograms<ToolLabels> = Family::new_with_constructor(Timings::calls);
+        let call_seconds: Histograms<ToolLabels> =
+            Family::new_with_constructor(|| Timings::new(CALL_BOUNDS));
         let reward: Family<EnvLabels, Counter<f64, AtomicU64>> = Family::default();
         let envs = envs
             .into_iter()
@@ -420,22 +414,6 @@ impl Metrics {
     /// Count a refusal by reason (connections past the limit never reach a handler).
     pub(crate) fn rejected_for(&self, reason: &'static str) {
         self.rejected.get_or_create(&ReasonLabels { reason }).inc();
-    }
-
-    pub(crate) fn session_created(&self) {
-        self.sessions_created.inc();
-    }
-
-    pub(crate) fn session_deleted(&self) {
-        self.sessions_deleted.inc();
-    }
-
-    pub(crate) fn sessions_reaped(&self, n: usize) {
-        self.sessions_reaped.inc_by(n as u64);
-    }
-
-    pub(crate) fn sse_reconnect(&self) {
-        self.sse_reconnects.inc();
     }
 
     /// Count a finished call of `tool` in environment number `env`: how it ended, how long

@@ -48,10 +48,6 @@ impl BodyBudget {
             .is_ok()
     }
 
-    fn give_back(&self, n: usize) {
-        self.used.fetch_sub(n, Ordering::AcqRel);
-    }
-
     fn overloaded(&self) -> ApiError {
         ApiError::Overloaded(format!(
             "the server holds its limit of {} bytes of request bodies; retry shortly",
@@ -91,7 +87,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        self.budget.give_back(self.bytes);
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
     }
 }
 

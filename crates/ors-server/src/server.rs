@@ -591,7 +591,7 @@ async fn reap(app: Arc<App>, stop: CancellationToken) {
         if !stale.is_empty() {
             tracing::debug!(count = stale.len(), "reaping idle sessions");
             if let Some(m) = &app.metrics {
-                m.sessions_reaped(stale.len());
+                m.sessions_reaped.inc_by(stale.len() as u64);
             }
         }
         for session in stale {

@@ -87,15 +87,14 @@ impl SessionIds {
     pub(crate) fn issue(&self) -> String {
         let random = uuid::Uuid::new_v4().as_u128();
         let prefix = self.prefix.unwrap_or((random >> 96) as u32);
-        let Check::Tagged(mac) = &self.check else {
-            let id = (u128::from(prefix) << 96) | (random & ((1u128 << 96) - 1));
-            return uuid::Uuid::from_u128(id).hyphenated().to_string();
+        let id = match &self.check {
+            Check::Any => (u128::from(prefix) << 96) | (random & ((1u128 << 96) - 1)),
+            Check::Tagged(mac) => {
+                let nonce = (random as u64) & mask(NONCE_BITS);
+                let tag = tag(mac, prefix, nonce);
+                assemble(prefix, (u128::from(nonce) << TAG_BITS) | u128::from(tag))
+            }
         };
-        let nonce = (random as u64) & mask(NONCE_BITS);
-        let id = assemble(
-            prefix,
-            (u128::from(nonce) << TAG_BITS) | u128::from(tag(mac, prefix, nonce)),
-        );
         uuid::Uuid::from_u128(id).hyphenated().to_string()
     }
 
