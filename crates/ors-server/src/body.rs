@@ -174,35 +174,31 @@ pub(crate) fn typed(status: StatusCode, bytes: Bytes, content_type: HeaderValue)
     resp
 }
 
-/// The headers of an SSE answer, in a map sized as hyper sizes a map for six headers (as a
+/// An SSE response, its headers in a map sized as hyper sizes a map for six headers (as a
 /// JSON answer's first insert does): cloning a map holding exactly these left it no room for
 /// the header the request's entry point adds, nor for the connection's next request, which
 /// hyper parses into it.
-fn sse_headers(resp: &mut Resp) {
+fn sse(body: RespBody) -> Resp {
+    let mut resp = Response::new(body);
     let h = resp.headers_mut();
     h.reserve(6);
     h.insert(CONTENT_TYPE, EVENT_STREAM);
     h.insert(CACHE_CONTROL, NO_CACHE);
     h.insert(X_ACCEL_BUFFERING, HeaderValue::from_static("no"));
+    resp
 }
 
 /// A complete SSE response (events already encoded).
 pub(crate) fn sse_full(events: Bytes) -> Resp {
-    let mut resp = Response::new(RespBody::full(events));
-    sse_headers(&mut resp);
-    resp
+    sse(RespBody::full(events))
 }
 
 /// A complete SSE response sent as these pieces, in order.
 pub(crate) fn sse_frames(frames: Vec<Bytes>) -> Resp {
-    let mut resp = Response::new(RespBody::Frames(frames.into()));
-    sse_headers(&mut resp);
-    resp
+    sse(RespBody::Frames(frames.into()))
 }
 
 /// A live SSE response.
 pub(crate) fn sse_stream(body: SseBody) -> Resp {
-    let mut resp = Response::new(RespBody::Sse(body));
-    sse_headers(&mut resp);
-    resp
+    sse(RespBody::Sse(body))
 }

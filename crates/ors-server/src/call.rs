@@ -37,7 +37,7 @@ use crate::record::{CallId, CallRecord, STREAM_BUFFER};
 use crate::results::{Found, ResultStore};
 use crate::scope::CallScope;
 use crate::session::Session;
-use crate::util::{caught, lock, poll_once};
+use crate::util::{caught, lock, poll_once, sleep_until};
 
 /// Longest `task_id` a client may choose (as long as a session id may be).
 const MAX_TASK_ID_LEN: usize = ors_core::protocol::MAX_SESSION_ID_LEN;
@@ -204,7 +204,7 @@ pub(crate) async fn serve(
                 reconnected(shared);
             }
             match found {
-                Found::Call(record) => return Ok(attach(&session, &record, shared)),
+                Found::Call(record) => return Ok(attach(&session, &record, shared.keepalive)),
                 Found::Expired => return Ok(expired(id.text(), shared)),
                 Found::Unknown => id,
             }
@@ -238,7 +238,7 @@ pub(crate) async fn serve(
             Found::Call(record) => {
                 drop(table);
                 reconnected(shared);
-                return Ok(attach(&session, &record, shared));
+                return Ok(attach(&session, &record, shared.keepalive));
             }
             Found::Expired => {
                 reconnected(shared);
@@ -303,38 +303,28 @@ impl Job {
     /// Poll the call once in place, and answer with its complete events if it finished, else
     /// with a live stream while it goes on in its own task.
     async fn start(self) -> Resp {
-        let first = sse::encode_task_id(self.record.id());
         let keepalive = self.shared.keepalive;
         let (listener, record) = (Arc::clone(&self.session), Arc::clone(&self.record));
         let mut job = Box::pin(self.run());
-        if let Poll::Ready(done) = poll_once(&mut job).await {
-            if done.unheard.is_empty() && done.events.len() <= JOIN_AT_MOST {
-                // One piece: hyper handles each piece of a body on its own.
-                let mut joined = Vec::with_capacity(first.len() + done.events.len());
-                joined.extend_from_slice(&first);
-                joined.extend_from_slice(&done.events);
-                return sse_full(Bytes::from(joined));
-            }
-            let first = Bytes::from(first);
-            let mut frames = Vec::with_capacity(done.unheard.len() + 2);
-            frames.push(first);
-            frames.extend(done.unheard);
-            frames.push(done.events);
-            return sse_frames(frames);
+        let Poll::Ready(done) = poll_once(&mut job).await else {
+            // A stream of the running call (its record is ours and not finished).
+            let resp = attach(&listener, &record, keepalive);
+            tokio::spawn(job);
+            return resp;
+        };
+        let first = sse::encode_task_id(record.id());
+        if done.unheard.is_empty() && done.events.len() <= JOIN_AT_MOST {
+            // One piece: hyper handles each piece of a body on its own.
+            let mut joined = Vec::with_capacity(first.len() + done.events.len());
+            joined.extend_from_slice(&first);
+            joined.extend_from_slice(&done.events);
+            return sse_full(Bytes::from(joined));
         }
-        let first = Bytes::from(first);
-        let (tx, rx) = mpsc::channel(STREAM_BUFFER);
-        if let Err(events) = record.attach(tx) {
-            // Unreachable in practice (the job is ours and pending), but an answer either way.
-            return sse_frames(vec![first, events]);
-        }
-        tokio::spawn(job);
-        sse_stream(SseBody::new(
-            first,
-            rx,
-            keepalive,
-            Session::listen(&listener),
-        ))
+        let mut frames = Vec::with_capacity(done.unheard.len() + 2);
+        frames.push(Bytes::from(first));
+        frames.extend(done.unheard);
+        frames.push(done.events);
+        sse_frames(frames)
     }
 
     /// The whole life of one call: take the episode as the work needs it, run the work under
@@ -495,12 +485,12 @@ impl Call<'_> {
         work: impl Future<Output = Result<Outcome, String>> + Unpin,
     ) -> (Outcome, CallOutcome) {
         let (session, name) = (&**self.session, self.name);
-        let deadline = async {
-            match self.limits.timeout {
-                Some(d) => tokio::time::sleep(d).await,
-                None => std::future::pending().await,
-            }
-        };
+        // A limit too far to reach is none (as `tokio::time::sleep` takes it).
+        let deadline = sleep_until(
+            self.limits
+                .timeout
+                .and_then(|d| Instant::now().checked_add(d)),
+        );
         let deleted = async {
             session.cancel().cancelled().await;
             tokio::time::sleep(self.limits.grace).await;
@@ -526,16 +516,11 @@ impl Call<'_> {
 
 /// Attach to a call the session knows: a stream of a running call, or the lingering result
 /// (the stored events themselves, not a copy).
-fn attach(session: &Arc<Session>, record: &CallRecord, shared: &CallShared) -> Resp {
+fn attach(session: &Arc<Session>, record: &CallRecord, keepalive: Duration) -> Resp {
     let first = Bytes::from(sse::encode_task_id(record.id()));
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     match record.attach(tx) {
-        Ok(()) => sse_stream(SseBody::new(
-            first,
-            rx,
-            shared.keepalive,
-            Session::listen(session),
-        )),
+        Ok(()) => sse_stream(SseBody::new(first, rx, keepalive, Session::listen(session))),
         Err(events) => sse_frames(vec![first, events]),
     }
 }

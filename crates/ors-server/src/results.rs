@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::record::{CallId, CallRecord, Key};
-use crate::util::lock;
+use crate::util::{lock, sleep_until};
 
 /// Most results one session keeps at once, whatever their size.
 const MAX_LINGERING: usize = 1024;
@@ -164,13 +164,6 @@ impl ResultStore {
                 self.enqueue(at, Arc::downgrade(&session));
             }
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -395,13 +395,16 @@ impl Drop for ConnectionSlot {
 
 /// Take a connection slot, unless the server holds `max_connections` already.
 fn connection_slot(app: &Arc<App>) -> Option<ConnectionSlot> {
-    let max = app.config.max_connections;
-    app.connections
+    take_one(&app.connections, app.config.max_connections).then(|| ConnectionSlot(Arc::clone(app)))
+}
+
+/// Add one to `count`, unless it is at `max` already.
+fn take_one(count: &AtomicUsize, max: usize) -> bool {
+    count
         .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
             (n < max).then_some(n + 1)
         })
-        .ok()
-        .map(|_| ConnectionSlot(Arc::clone(app)))
+        .is_ok()
 }
 
 /// Answer a connection past the limit with 503 `overloaded` and close it: its client learns
@@ -412,13 +415,7 @@ fn refuse(app: &Arc<App>, tcp: tokio::net::TcpStream, builder: &http1::Builder) 
     if let Some(m) = &app.metrics {
         m.rejected_for("too_many_connections");
     }
-    let refusing = &app.refusing;
-    if refusing
-        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < REFUSING_AT_MOST).then_some(n + 1)
-        })
-        .is_err()
-    {
+    if !take_one(&app.refusing, REFUSING_AT_MOST) {
         return;
     }
     let max = app.config.max_connections;

@@ -71,6 +71,14 @@ pub(crate) async fn wait_until(notify: &Notify, done: impl Fn() -> bool) {
     }
 }
 
+/// Sleep until `at`; never, without one.
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Poll `fut` once with the caller's waker. What finishes here costs no task and no wake-up;
 /// what is left pending is moved to a task by the caller, whose first poll registers its own
 /// wakers in place of the caller's.
