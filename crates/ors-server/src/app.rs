@@ -312,19 +312,16 @@ impl App {
         let (parts, body) = req.into_parts();
         let (endpoint, env) = match router::route(&parts.method, parts.uri.path()) {
             RouteMatch::Found { endpoint, env } => (endpoint, env),
-            RouteMatch::MethodNotAllowed { allow } => {
+            unrouted => {
                 self.authorize(&parts)?;
-                return Err(ApiError::MethodNotAllowed {
-                    method: parts.method.to_string(),
-                    path: parts.uri.path().to_owned(),
-                    allow,
-                });
-            }
-            RouteMatch::NotFound => {
-                self.authorize(&parts)?;
-                return Err(ApiError::NoRoute {
-                    method: parts.method.to_string(),
-                    path: parts.uri.path().to_owned(),
+                let (method, path) = (parts.method.to_string(), parts.uri.path().to_owned());
+                return Err(match unrouted {
+                    RouteMatch::MethodNotAllowed { allow } => ApiError::MethodNotAllowed {
+                        method,
+                        path,
+                        allow,
+                    },
+                    _ => ApiError::NoRoute { method, path },
                 });
             }
         };

@@ -109,13 +109,19 @@ impl ResultStore {
             let Some(due) = lock(&self.queue).pop() else {
                 break;
             };
-            let Some(session) = due.session.upgrade() else {
-                continue;
-            };
-            let next = lock(session.calls()).evict_oldest();
-            if let Some(at) = next {
-                self.enqueue(at, Arc::downgrade(&session));
-            }
+            self.revisit(due, |t, store| t.drop_oldest(store));
+        }
+    }
+
+    /// The session of `due`, unless it is gone: `visit` its tables, and queue it again for
+    /// when it is next due, if it still has results.
+    fn revisit(&self, due: Due, visit: impl FnOnce(&mut Tables, &ResultStore)) {
+        let Some(session) = due.session.upgrade() else {
+            return;
+        };
+        let next = lock(session.calls()).revisit(visit);
+        if let Some(at) = next {
+            self.enqueue(at, Arc::downgrade(&session));
         }
     }
 
@@ -156,13 +162,7 @@ impl ResultStore {
             let Some(due) = due else {
                 return;
             };
-            let Some(session) = due.session.upgrade() else {
-                continue;
-            };
-            let next = lock(session.calls()).expire_due(now);
-            if let Some(at) = next {
-                self.enqueue(at, Arc::downgrade(&session));
-            }
+            self.revisit(due, |t, store| t.drop_due(store, now));
         }
     }
 }
@@ -286,20 +286,12 @@ impl CallTable {
         t.schedule(store)
     }
 
-    /// Forget the oldest result; returns when this session is next due, if it still has results.
-    fn evict_oldest(&mut self) -> Option<Instant> {
+    /// The store's visit (the timer's, or making room server-wide): `visit` forgets results;
+    /// returns when this session is next due, if it still has results.
+    fn revisit(&mut self, visit: impl FnOnce(&mut Tables, &ResultStore)) -> Option<Instant> {
         let t = self.tables.as_deref_mut()?;
         t.queued = false;
-        t.drop_oldest(&self.store);
-        t.schedule(&self.store)
-    }
-
-    /// The timer's visit: forget the results due by `now`; returns when this session is
-    /// next due.
-    fn expire_due(&mut self, now: Instant) -> Option<Instant> {
-        let t = self.tables.as_deref_mut()?;
-        t.queued = false;
-        t.drop_due(&self.store, now);
+        visit(t, &self.store);
         t.schedule(&self.store)
     }
 
