@@ -300,7 +300,10 @@ impl App {
             span.record("latency_us", started.elapsed().as_micros() as u64);
             tracing::debug!(parent: &span, "request");
         }
-        Ok(resp.map(|body| Tracked::new(body, answering)))
+        Ok(resp.map(|body| Tracked {
+            body,
+            _answering: answering,
+        }))
     }
 
     /// Route, authorize and dispatch; `route` is set to the endpoint once it is known.

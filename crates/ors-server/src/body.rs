@@ -40,15 +40,9 @@ pub(crate) trait Listener: Send + Sync {
     fn stream_closed(&self);
 }
 
-/// One open call stream, counted by its [`Listener`] until this guard drops.
-pub(crate) struct Listening(Arc<dyn Listener>);
-
-impl Listening {
-    /// The guard of a stream that `listener` has counted already.
-    pub(crate) fn new(listener: Arc<dyn Listener>) -> Self {
-        Self(listener)
-    }
-}
+/// One open call stream, counted by its [`Listener`] (which has counted it already when
+/// this is made) until this guard drops.
+pub(crate) struct Listening(pub(crate) Arc<dyn Listener>);
 
 impl Drop for Listening {
     fn drop(&mut self) {

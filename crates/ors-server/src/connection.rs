@@ -169,17 +169,8 @@ impl Drop for Answering {
 
 /// A response body that keeps its request counted as being answered while it lives.
 pub(crate) struct Tracked {
-    body: RespBody,
-    _answering: Answering,
-}
-
-impl Tracked {
-    pub(crate) fn new(body: RespBody, answering: Answering) -> Self {
-        Self {
-            body,
-            _answering: answering,
-        }
-    }
+    pub(crate) body: RespBody,
+    pub(crate) _answering: Answering,
 }
 
 impl Body for Tracked {

@@ -198,8 +198,14 @@ impl ApiError {
             }
             _ => {}
         }
-        if self.leaves_body_unread() {
-            // What is left of the body would be read as the next request: close instead.
+        if matches!(
+            self,
+            ApiError::PayloadTooLarge { .. }
+                | ApiError::BodyTimeout { .. }
+                | ApiError::Overloaded(_)
+        ) {
+            // The request body may not have been read to its end, and what is left of it
+            // would be read as the next request: close instead.
             headers.insert(CONNECTION, HeaderValue::from_static("close"));
         }
         resp
@@ -219,16 +225,6 @@ impl ApiError {
             ApiError::ShuttingDown => "draining",
             _ => return None,
         })
-    }
-
-    /// Whether the request body may not have been read to its end when this is the answer.
-    fn leaves_body_unread(&self) -> bool {
-        matches!(
-            self,
-            ApiError::PayloadTooLarge { .. }
-                | ApiError::BodyTimeout { .. }
-                | ApiError::Overloaded(_)
-        )
     }
 }
 

@@ -356,9 +356,7 @@ impl App {
         };
         call::serve(session, request, &self.config, &self.calls).await
     }
-}
 
-impl App {
     /// Episode routes are served by the session's environment, whatever the path says
     /// (PROTOCOL_NOTES row `path-env-not-validated`); the span shows that one.
     fn record_env(&self, session: &Session) {

@@ -150,7 +150,7 @@ impl Session {
     /// Count a call stream that is open to a client, until the returned guard drops.
     pub(crate) fn listen(session: &Arc<Self>) -> Listening {
         session.listeners.fetch_add(1, Ordering::AcqRel);
-        Listening::new(Arc::clone(session) as Arc<dyn Listener>)
+        Listening(Arc::clone(session) as Arc<dyn Listener>)
     }
 
     /// The session's cancellation: fires on delete, reaping and shutdown. Made by the first
