@@ -236,6 +236,7 @@ impl Metrics {
         let call_seconds: Histograms<ToolLabels> =
             Family::new_with_constructor(|| Timings::new(CALL_BOUNDS));
         let reward: Family<EnvLabels, Counter<f64, AtomicU64>> = Family::default();
+        let sessions_active: Family<EnvLabels, Gauge> = Family::default();
         let envs = envs
             .into_iter()
             .map(|(name, tools)| {
@@ -256,9 +257,13 @@ impl Metrics {
                         (tool.into_boxed_str(), ToolSeries { outcomes, seconds })
                     })
                     .collect();
-                let reward = reward.get_or_create_owned(&EnvLabels {
+                let labels = EnvLabels {
                     env: Arc::clone(&name),
-                });
+                };
+                // Every environment shows up from the start, at zero, so dashboards and
+                // autoscalers see a series before the first session.
+                drop(sessions_active.get_or_create(&labels));
+                let reward = reward.get_or_create_owned(&labels);
                 EnvSeries {
                     name,
                     tools,
@@ -281,7 +286,7 @@ impl Metrics {
             call_seconds,
             reward,
             sse_reconnects: Counter::default(),
-            sessions_active: Family::default(),
+            sessions_active,
             sessions_max: Gauge::default(),
             calls_in_flight: Gauge::default(),
             connections: Gauge::default(),
@@ -289,14 +294,6 @@ impl Metrics {
             lingering_bytes: Gauge::default(),
             draining: Gauge::default(),
         };
-        // Every environment shows up from the start, at zero, so dashboards and
-        // autoscalers see a series before the first session.
-        for env in &m.envs {
-            let labels = EnvLabels {
-                env: Arc::clone(&env.name),
-            };
-            drop(m.sessions_active.get_or_create(&labels));
-        }
         let r = &mut m.registry;
         r.register(
             "ors_requests",

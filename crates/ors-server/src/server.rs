@@ -444,12 +444,6 @@ struct AcceptWarnings {
 }
 
 impl AcceptWarnings {
-    fn failed(&mut self, error: &std::io::Error) {
-        if let Some(also_failed) = self.report(tokio::time::Instant::now()) {
-            tracing::warn!(%error, also_failed, "accept failed");
-        }
-    }
-
     /// Whether a failure at `now` is reported, and if so how many before it were not.
     fn report(&mut self, now: tokio::time::Instant) -> Option<u64> {
         if self
@@ -481,7 +475,9 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
             Ok(conn) => conn,
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                warnings.failed(&e);
+                if let Some(also_failed) = warnings.report(tokio::time::Instant::now()) {
+                    tracing::warn!(error = %e, also_failed, "accept failed");
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
