@@ -250,8 +250,8 @@ impl Session {
                 _ = session.closed() => None,
                 r = caught(setup) => Some(r),
             };
-            match result {
-                None => session.settle(GONE),
+            let failure = match result {
+                None => return session.settle(GONE),
                 Some(Ok(Ok(episode))) => {
                     let mut slot = session.episode.lock().await;
                     if session.is_closed() {
@@ -265,22 +265,17 @@ impl Session {
                         session.settle(READY);
                         tracing::debug!(session = %session.id, setup_ms = started.elapsed().as_millis() as u64, "session ready");
                     }
+                    return;
                 }
-                Some(Ok(Err(e))) => {
-                    tracing::warn!(session = %session.id, error = %e, "session setup failed");
-                    let _ = session.failure.set(SetupFailure::from(&e));
-                    session.settle(FAILED);
-                }
-                Some(Err(panic)) => {
-                    let message = format!("setup panicked: {panic}");
-                    tracing::warn!(session = %session.id, error = %message, "session setup failed");
-                    let _ = session.failure.set(SetupFailure {
-                        bad_task: false,
-                        message: message.into(),
-                    });
-                    session.settle(FAILED);
-                }
-            }
+                Some(Ok(Err(e))) => SetupFailure::from(&e),
+                Some(Err(panic)) => SetupFailure {
+                    bad_task: false,
+                    message: format!("setup panicked: {panic}").into(),
+                },
+            };
+            tracing::warn!(session = %session.id, error = %failure.message, "session setup failed");
+            let _ = session.failure.set(failure);
+            session.settle(FAILED);
         });
         if poll_once(&mut run).await.is_pending() {
             tokio::spawn(run);
