@@ -27,12 +27,6 @@ pub(crate) enum RespBody {
     Sse(SseBody),
 }
 
-impl RespBody {
-    pub(crate) fn full(bytes: impl Into<Bytes>) -> Self {
-        RespBody::Full(Some(bytes.into()))
-    }
-}
-
 /// What counts a live stream as listening to it (a session, while a client waits for its
 /// call): told when the stream closes. A trait, so a body need not know what a session is.
 pub(crate) trait Listener: Send + Sync {
@@ -155,7 +149,7 @@ pub(crate) fn json_bytes(bytes: Bytes) -> Resp {
 
 /// A response with a status and a rendered JSON body.
 pub(crate) fn json_status(status: StatusCode, bytes: Bytes) -> Resp {
-    let mut resp = Response::new(RespBody::full(bytes));
+    let mut resp = Response::new(RespBody::Full(Some(bytes)));
     *resp.status_mut() = status;
     resp.headers_mut().insert(CONTENT_TYPE, JSON);
     resp
@@ -184,7 +178,7 @@ fn sse(body: RespBody) -> Resp {
 
 /// A complete SSE response (events already encoded).
 pub(crate) fn sse_full(events: Bytes) -> Resp {
-    sse(RespBody::full(events))
+    sse(RespBody::Full(Some(events)))
 }
 
 /// A complete SSE response sent as these pieces, in order.
