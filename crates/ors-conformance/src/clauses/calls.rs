@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use super::clause::{clause, Clause, Group};
 use crate::http::Request;
 use crate::support::{
-    b64_decode, comment_offsets, ensure, expect_error, expect_json, expect_status, first_text,
-    task, Call, Check, Ctx,
+    b64_decode, comment_offsets, ensure, expect_json, expect_status, first_text, task, Call, Check,
+    Ctx,
 };
 
 const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -611,8 +611,7 @@ fn default_env(ctx: &Ctx) -> Check {
 
 fn body_missing_name(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
-    let r = ctx.send(ctx.call_request(&s.sid, &json!({"input": {}})))?;
-    expect_error(&r, 400).map(drop)
+    ctx.refused(ctx.call_request(&s.sid, &json!({"input": {}})), 400)
 }
 
 fn body_non_json(ctx: &Ctx) -> Check {
@@ -622,7 +621,7 @@ fn body_non_json(ctx: &Ctx) -> Check {
         .header("Accept", "text/event-stream")
         .header("Content-Type", "application/json")
         .body("{\"name\": \"echo\", ");
-    expect_error(&ctx.send(req)?, 400).map(drop)
+    ctx.refused(req, 400)
 }
 
 fn body_input_not_object(ctx: &Ctx) -> Check {

@@ -6,6 +6,7 @@ use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
 use super::clause::{clause, Clause, Group};
+use crate::http::Request;
 use crate::support::{
     ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
     task, tasks, Check, Ctx, SPLITS,
@@ -95,8 +96,8 @@ fn environments(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn tools(ctx: &Ctx, path: &str) -> Result<Vec<Value>, String> {
-    let v = expect_ok_json(&ctx.get(path)?)?;
+fn tools(ctx: &Ctx) -> Result<Vec<Value>, String> {
+    let v = expect_ok_json(&ctx.get(&ctx.path("/tools"))?)?;
     v.get("tools")
         .and_then(Value::as_array)
         .cloned()
@@ -115,7 +116,7 @@ pub const SHARED_TOOLS: [&str; 9] = [
 ];
 
 fn tools_shape(ctx: &Ctx) -> Check {
-    for t in tools(ctx, &ctx.path("/tools"))? {
+    for t in tools(ctx)? {
         let obj = t
             .as_object()
             .ok_or_else(|| format!("tool is not an object: {t}"))?;
@@ -135,7 +136,7 @@ fn tools_shape(ctx: &Ctx) -> Check {
 }
 
 fn tools_set(ctx: &Ctx) -> Check {
-    let list = tools(ctx, &ctx.path("/tools"))?;
+    let list = tools(ctx)?;
     let mut names: Vec<&str> = list.iter().filter_map(|t| t["name"].as_str()).collect();
     names.sort_unstable();
     ensure!(
@@ -146,7 +147,7 @@ fn tools_set(ctx: &Ctx) -> Check {
 }
 
 fn tools_no_hint(ctx: &Ctx) -> Check {
-    let list = tools(ctx, &ctx.path("/tools"))?;
+    let list = tools(ctx)?;
     ensure!(
         tool(&list, "hint").is_err(),
         "the task-specific tool hint is listed by /tools"
@@ -155,7 +156,7 @@ fn tools_no_hint(ctx: &Ctx) -> Check {
 }
 
 fn tools_schema_objects(ctx: &Ctx) -> Check {
-    for t in tools(ctx, &ctx.path("/tools"))? {
+    for t in tools(ctx)? {
         let s = &t["input_schema"];
         if s.is_null() {
             continue;
@@ -175,7 +176,7 @@ fn tools_schema_objects(ctx: &Ctx) -> Check {
 }
 
 fn expect_property(ctx: &Ctx, name: &str, prop: &str, ty: &str) -> Check {
-    let list = tools(ctx, &ctx.path("/tools"))?;
+    let list = tools(ctx)?;
     let s = &tool(&list, name)?["input_schema"];
     ensure!(
         s["properties"][prop]["type"] == json!(ty),
@@ -198,7 +199,7 @@ fn schema_big(ctx: &Ctx) -> Check {
 }
 
 fn schema_null(ctx: &Ctx) -> Check {
-    let list = tools(ctx, &ctx.path("/tools"))?;
+    let list = tools(ctx)?;
     for name in ["counter", "image", "panic"] {
         let t = tool(&list, name)?;
         ensure!(
@@ -210,7 +211,7 @@ fn schema_null(ctx: &Ctx) -> Check {
 }
 
 fn tools_descriptions(ctx: &Ctx) -> Check {
-    for t in tools(ctx, &ctx.path("/tools"))? {
+    for t in tools(ctx)? {
         let desc = t["description"].as_str().unwrap_or_default();
         ensure!(!desc.trim().is_empty(), "{} has no description", t["name"]);
     }
@@ -250,8 +251,18 @@ fn splits_bare(ctx: &Ctx) -> Check {
     )
 }
 
+/// Fails unless `POST /{env}{route}` with `body` is a 400 JSON error.
+fn bad_request(ctx: &Ctx, route: &str, body: Value) -> Check {
+    ctx.post_refused(&ctx.path(route), &body, 400)
+}
+
+/// Fails unless `POST /{UNKNOWN_ENV}{route}` with `body` is a 404 JSON error.
+fn unknown_env(ctx: &Ctx, route: &str, body: Value) -> Check {
+    ctx.post_refused(&format!("/{UNKNOWN_ENV}{route}"), &body, 404)
+}
+
 fn splits_unknown_env(ctx: &Ctx) -> Check {
-    expect_error(&ctx.get(&format!("/{UNKNOWN_ENV}/splits"))?, 404).map(drop)
+    ctx.refused(Request::new("GET", &format!("/{UNKNOWN_ENV}/splits")), 404)
 }
 
 fn list_tasks(ctx: &Ctx, split: &str, first: i64, n: i64) -> Check {
@@ -276,20 +287,15 @@ fn tasks_hard(ctx: &Ctx) -> Check {
 }
 
 fn tasks_bad_split(ctx: &Ctx) -> Check {
-    expect_error(
-        &ctx.post_json(&ctx.path("/tasks"), &json!({"split": "nope"}))?,
-        400,
-    )
-    .map(drop)
+    bad_request(ctx, "/tasks", json!({"split": "nope"}))
 }
 
 fn tasks_missing_split(ctx: &Ctx) -> Check {
-    expect_error(&ctx.post_json(&ctx.path("/tasks"), &json!({}))?, 400).map(drop)
+    bad_request(ctx, "/tasks", json!({}))
 }
 
 fn tasks_unknown_env(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(&format!("/{UNKNOWN_ENV}/tasks"), &json!({"split": "train"}))?;
-    expect_error(&r, 404).map(drop)
+    unknown_env(ctx, "/tasks", json!({"split": "train"}))
 }
 
 fn num_tasks(ctx: &Ctx) -> Check {
@@ -301,19 +307,11 @@ fn num_tasks(ctx: &Ctx) -> Check {
 }
 
 fn num_tasks_bad_split(ctx: &Ctx) -> Check {
-    expect_error(
-        &ctx.post_json(&ctx.path("/num_tasks"), &json!({"split": "nope"}))?,
-        400,
-    )
-    .map(drop)
+    bad_request(ctx, "/num_tasks", json!({"split": "nope"}))
 }
 
 fn num_tasks_unknown_env(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(
-        &format!("/{UNKNOWN_ENV}/num_tasks"),
-        &json!({"split": "train"}),
-    )?;
-    expect_error(&r, 404).map(drop)
+    unknown_env(ctx, "/num_tasks", json!({"split": "train"}))
 }
 
 fn get_task(ctx: &Ctx, route: &str, split: &str, index: i64) -> Result<Value, String> {
@@ -372,34 +370,23 @@ fn task_bounds(ctx: &Ctx) -> Check {
 }
 
 fn task_out_of_range(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": 25}))?;
-    expect_error(&r, 400).map(drop)
+    bad_request(ctx, "/task", json!({"split": "train", "index": 25}))
 }
 
 fn task_negative(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": -1}))?;
-    expect_error(&r, 400).map(drop)
+    bad_request(ctx, "/task", json!({"split": "train", "index": -1}))
 }
 
 fn task_bad_split(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(&ctx.path("/task"), &json!({"split": "nope", "index": 0}))?;
-    expect_error(&r, 400).map(drop)
+    bad_request(ctx, "/task", json!({"split": "nope", "index": 0}))
 }
 
 fn task_wrong_type(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(
-        &ctx.path("/task"),
-        &json!({"split": "train", "index": "three"}),
-    )?;
-    expect_error(&r, 400).map(drop)
+    bad_request(ctx, "/task", json!({"split": "train", "index": "three"}))
 }
 
 fn task_unknown_env(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(
-        &format!("/{UNKNOWN_ENV}/task"),
-        &json!({"split": "train", "index": 0}),
-    )?;
-    expect_error(&r, 404).map(drop)
+    unknown_env(ctx, "/task", json!({"split": "train", "index": 0}))
 }
 
 fn range(ctx: &Ctx, route: &str, body: Value) -> Result<Value, String> {
@@ -452,19 +439,15 @@ fn range_empty(ctx: &Ctx) -> Check {
 }
 
 fn range_bad_split(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(
-        &ctx.path("/task_range"),
-        &json!({"split": "nope", "start": 0, "stop": 1}),
-    )?;
-    expect_error(&r, 400).map(drop)
+    bad_request(
+        ctx,
+        "/task_range",
+        json!({"split": "nope", "start": 0, "stop": 1}),
+    )
 }
 
 fn range_unknown_env(ctx: &Ctx) -> Check {
-    let r = ctx.post_json(
-        &format!("/{UNKNOWN_ENV}/task_range"),
-        &json!({"split": "train"}),
-    )?;
-    expect_error(&r, 404).map(drop)
+    unknown_env(ctx, "/task_range", json!({"split": "train"}))
 }
 
 fn alias_get_task(ctx: &Ctx) -> Check {
@@ -481,18 +464,19 @@ fn alias_get_task_range(ctx: &Ctx) -> Check {
     expect_fields("get_task_range", &v, &json!({"tasks": tasks(1, 2)}))
 }
 
+/// Fails unless `GET {route}` answers exactly what `GET /{env}{route}` does.
+fn same_as_env_route(ctx: &Ctx, route: &str) -> Check {
+    let got = expect_ok_json(&ctx.get(route)?)?;
+    let want = expect_ok_json(&ctx.get(&ctx.path(route))?)?;
+    expect_json(&format!("GET {route}"), &got, &want)
+}
+
 fn default_tools(ctx: &Ctx) -> Check {
-    let r = ctx.get("/tools")?;
-    expect_status(&r, 200)?;
-    let want = expect_ok_json(&ctx.get(&ctx.path("/tools"))?)?;
-    expect_json("GET /tools", &r.json()?, &want)
+    same_as_env_route(ctx, "/tools")
 }
 
 fn default_splits(ctx: &Ctx) -> Check {
-    let r = ctx.get("/splits")?;
-    expect_status(&r, 200)?;
-    let want = expect_ok_json(&ctx.get(&ctx.path("/splits"))?)?;
-    expect_json("GET /splits", &r.json()?, &want)
+    same_as_env_route(ctx, "/splits")
 }
 
 fn default_num_tasks(ctx: &Ctx) -> Check {

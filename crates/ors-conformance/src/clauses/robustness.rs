@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::clause::{clause, Clause, Group};
 use crate::http::{Conn, Request, Response};
-use crate::support::{ensure, expect_error, expect_ok_json, expect_status, task, Check, Ctx};
+use crate::support::{ensure, expect_ok_json, expect_status, task, Check, Ctx};
 
 const fn r(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
     clause(Group::Robustness, id, description, check)
@@ -196,17 +196,14 @@ fn raw(ctx: &Ctx, bytes: &[u8], timeout: Duration) -> Result<Option<Response>, S
 
 fn oversized_header(ctx: &Ctx) -> Check {
     let req = Request::new("GET", "/health").header("X-Filler", "a".repeat(1024 * 1024));
-    match raw(ctx, &req.to_bytes(&ctx.target), Duration::from_secs(20))? {
-        None => Ok(()),
-        Some(r) => {
-            ensure!(
-                matches!(r.status(), 400 | 413 | 431),
-                "a 1 MiB header got {}",
-                r.status()
-            );
-            Ok(())
-        }
+    if let Some(r) = raw(ctx, &req.to_bytes(&ctx.target), Duration::from_secs(20))? {
+        ensure!(
+            matches!(r.status(), 400 | 413 | 431),
+            "a 1 MiB header got {}",
+            r.status()
+        );
     }
+    Ok(())
 }
 
 fn many_headers(ctx: &Ctx) -> Check {
@@ -227,24 +224,23 @@ fn many_headers(ctx: &Ctx) -> Check {
     }
 }
 
-fn post_body(ctx: &Ctx, path: &str, body: impl Into<Vec<u8>>) -> Result<Response, String> {
-    ctx.send(
-        Request::new("POST", path)
-            .header("Content-Type", "application/json")
-            .body(body),
-    )
+/// `POST /{env}{route}` with a raw body labelled as JSON.
+fn post_body(ctx: &Ctx, route: &str, body: impl Into<Vec<u8>>) -> Request {
+    Request::new("POST", &ctx.path(route))
+        .header("Content-Type", "application/json")
+        .body(body)
 }
 
 fn not_json(ctx: &Ctx) -> Check {
-    expect_error(&post_body(ctx, &ctx.path("/tasks"), "split=train")?, 400).map(drop)
+    ctx.refused(post_body(ctx, "/tasks", "split=train"), 400)
 }
 
 fn wrong_shape(ctx: &Ctx) -> Check {
-    expect_error(&post_body(ctx, &ctx.path("/tasks"), "[\"train\"]")?, 400).map(drop)
+    ctx.refused(post_body(ctx, "/tasks", "[\"train\"]"), 400)
 }
 
 fn empty_body(ctx: &Ctx) -> Check {
-    expect_error(&post_body(ctx, &ctx.path("/num_tasks"), "")?, 400).map(drop)
+    ctx.refused(post_body(ctx, "/num_tasks", ""), 400)
 }
 
 fn deep_nesting(ctx: &Ctx) -> Check {
@@ -253,7 +249,7 @@ fn deep_nesting(ctx: &Ctx) -> Check {
     body.extend(std::iter::repeat_n(b'[', depth));
     body.extend(std::iter::repeat_n(b']', depth));
     body.push(b'}');
-    let r = post_body(ctx, &ctx.path("/tasks"), body)?;
+    let r = ctx.send(post_body(ctx, "/tasks", body))?;
     ensure!(
         (400..500).contains(&r.status()),
         "deep nesting got {}: {}",
@@ -264,12 +260,10 @@ fn deep_nesting(ctx: &Ctx) -> Check {
 }
 
 fn bad_utf8_body(ctx: &Ctx) -> Check {
-    let r = post_body(
-        ctx,
-        &ctx.path("/tasks"),
-        b"{\"split\": \"tr\xffin\"}".to_vec(),
-    )?;
-    expect_error(&r, 400).map(drop)
+    ctx.refused(
+        post_body(ctx, "/tasks", b"{\"split\": \"tr\xffin\"}".to_vec()),
+        400,
+    )
 }
 
 fn bad_utf8_call(ctx: &Ctx) -> Check {
@@ -279,7 +273,7 @@ fn bad_utf8_call(ctx: &Ctx) -> Check {
         .header("Accept", "text/event-stream")
         .header("Content-Type", "application/json")
         .body(b"{\"name\": \"echo\", \"input\": {\"text\": \"\xc3\x28\"}}".to_vec());
-    expect_error(&ctx.send(req)?, 400).map(drop)
+    ctx.refused(req, 400)
 }
 
 fn bad_utf8_sid(ctx: &Ctx) -> Check {
@@ -352,13 +346,10 @@ fn keep_alive_reuse(ctx: &Ctx) -> Check {
 }
 
 fn garbage(ctx: &Ctx) -> Check {
-    match raw(ctx, b"HELLO THERE\r\n\r\n", Duration::from_secs(10))? {
-        None => Ok(()),
-        Some(r) => {
-            ensure!(r.status() == 400, "garbage got {}", r.status());
-            Ok(())
-        }
+    if let Some(r) = raw(ctx, b"HELLO THERE\r\n\r\n", Duration::from_secs(10))? {
+        ensure!(r.status() == 400, "garbage got {}", r.status());
     }
+    Ok(())
 }
 
 fn truncated_body(ctx: &Ctx) -> Check {

@@ -240,7 +240,7 @@ fn create_non_json(ctx: &Ctx) -> Check {
         .sid(&sid)
         .header("Content-Type", "application/json")
         .body("task_spec=1");
-    expect_error(&ctx.send(req)?, 400).map(drop)
+    ctx.refused(req, 400)
 }
 
 /// A live session on task 2 and the answer to a second `/create` on its id (task 3).
@@ -260,66 +260,62 @@ fn create_duplicate(ctx: &Ctx) -> Check {
     expect_prompt(ctx, &s.sid, "What is 2+2?")
 }
 
-fn missing_sid(ctx: &Ctx, req: Request) -> Check {
-    expect_error(&ctx.send(req)?, 400).map(drop)
-}
-
 fn missing_create(ctx: &Ctx) -> Check {
-    missing_sid(
-        ctx,
+    ctx.refused(
         Request::new("POST", "/create").json(&json!({"task_spec": task(1)})),
+        400,
     )
 }
 
 fn missing_ping(ctx: &Ctx) -> Check {
-    missing_sid(ctx, Request::new("POST", "/ping"))
+    ctx.refused(Request::new("POST", "/ping"), 400)
 }
 
 fn missing_delete(ctx: &Ctx) -> Check {
-    missing_sid(ctx, Request::new("POST", "/delete"))
+    ctx.refused(Request::new("POST", "/delete"), 400)
 }
 
 fn missing_delete_session(ctx: &Ctx) -> Check {
-    missing_sid(ctx, Request::new("POST", "/delete_session"))
+    ctx.refused(Request::new("POST", "/delete_session"), 400)
 }
 
 fn missing_prompt(ctx: &Ctx) -> Check {
-    missing_sid(ctx, Request::new("GET", &ctx.path("/prompt")))
+    ctx.refused(Request::new("GET", &ctx.path("/prompt")), 400)
 }
 
 fn missing_task_tools(ctx: &Ctx) -> Check {
-    missing_sid(ctx, Request::new("GET", &ctx.path("/task_tools")))
+    ctx.refused(Request::new("GET", &ctx.path("/task_tools")), 400)
 }
 
 fn missing_call(ctx: &Ctx) -> Check {
     let req = Request::new("POST", &ctx.path("/call"))
         .header("Accept", "text/event-stream")
         .json(&json!({"name": "counter", "input": {}}));
-    missing_sid(ctx, req)
+    ctx.refused(req, 400)
 }
 
 const NEVER: &str = "00000000-0000-4000-8000-00000000dead";
 
 fn unknown_ping(ctx: &Ctx) -> Check {
-    expect_error(&ctx.send(Request::new("POST", "/ping").sid(NEVER))?, 404).map(drop)
+    ctx.refused(Request::new("POST", "/ping").sid(NEVER), 404)
 }
 
 fn unknown_prompt(ctx: &Ctx) -> Check {
-    expect_error(
-        &ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(NEVER))?,
-        404,
-    )
-    .map(drop)
+    ctx.refused(Request::new("GET", &ctx.path("/prompt")).sid(NEVER), 404)
 }
 
 fn unknown_task_tools(ctx: &Ctx) -> Check {
-    let r = ctx.send(Request::new("GET", &ctx.path("/task_tools")).sid(NEVER))?;
-    expect_error(&r, 404).map(drop)
+    ctx.refused(
+        Request::new("GET", &ctx.path("/task_tools")).sid(NEVER),
+        404,
+    )
 }
 
 fn unknown_call(ctx: &Ctx) -> Check {
-    let req = ctx.call_request(NEVER, &json!({"name": "counter", "input": {}}));
-    expect_error(&ctx.send(req)?, 404).map(drop)
+    ctx.refused(
+        ctx.call_request(NEVER, &json!({"name": "counter", "input": {}})),
+        404,
+    )
 }
 
 fn ping(ctx: &Ctx) -> Check {
@@ -417,32 +413,29 @@ fn deleted_session(ctx: &Ctx) -> Result<String, String> {
 
 fn gone_prompt(ctx: &Ctx) -> Check {
     let sid = deleted_session(ctx)?;
-    expect_error(
-        &ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(&sid))?,
-        410,
-    )
-    .map(drop)
+    ctx.refused(Request::new("GET", &ctx.path("/prompt")).sid(&sid), 410)
 }
 
 fn gone_call(ctx: &Ctx) -> Check {
     let sid = deleted_session(ctx)?;
-    let req = ctx.call_request(&sid, &json!({"name": "counter", "input": {}}));
-    expect_error(&ctx.send(req)?, 410).map(drop)
+    ctx.refused(
+        ctx.call_request(&sid, &json!({"name": "counter", "input": {}})),
+        410,
+    )
 }
 
 fn gone_task_tools(ctx: &Ctx) -> Check {
     let sid = deleted_session(ctx)?;
-    let r = ctx.send(Request::new("GET", &ctx.path("/task_tools")).sid(&sid))?;
-    expect_error(&r, 410).map(drop)
+    ctx.refused(Request::new("GET", &ctx.path("/task_tools")).sid(&sid), 410)
 }
 
 fn delete_twice(ctx: &Ctx) -> Check {
     let sid = deleted_session(ctx)?;
-    expect_error(&ctx.send(Request::new("POST", "/delete").sid(&sid))?, 410).map(drop)
+    ctx.refused(Request::new("POST", "/delete").sid(&sid), 410)
 }
 
 fn delete_unknown(ctx: &Ctx) -> Check {
-    expect_error(&ctx.send(Request::new("POST", "/delete").sid(NEVER))?, 404).map(drop)
+    ctx.refused(Request::new("POST", "/delete").sid(NEVER), 404)
 }
 
 fn ping_after_delete(ctx: &Ctx) -> Check {
