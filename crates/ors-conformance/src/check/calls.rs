@@ -169,30 +169,26 @@ async fn call_all(
     let gate = Arc::new(Semaphore::new(CONCURRENCY));
     let mut jobs = JoinSet::new();
     for (t, tool) in tools.iter().enumerate() {
+        let mut spawn = |inputs| {
+            let lane = Lane {
+                env: env.clone(),
+                task: task.clone(),
+                tool: tool.spec.name.clone(),
+                inputs,
+                limit,
+            };
+            jobs.spawn(lane.run(t, Arc::clone(&gate)));
+        };
         let mut shared: Vec<(usize, Value)> = Vec::new();
         for (p, probe) in probes[t].iter().enumerate() {
             if matches!(probe.verdict, Verdict::Invalid(_)) {
                 shared.push((p, probe.input.clone()));
             } else {
-                let lane = Lane {
-                    env: env.clone(),
-                    task: task.clone(),
-                    tool: tool.spec.name.clone(),
-                    inputs: vec![(p, probe.input.clone())],
-                    limit,
-                };
-                jobs.spawn(lane.run(t, Arc::clone(&gate)));
+                spawn(vec![(p, probe.input.clone())]);
             }
         }
         if !shared.is_empty() {
-            let lane = Lane {
-                env: env.clone(),
-                task: task.clone(),
-                tool: tool.spec.name.clone(),
-                inputs: shared,
-                limit,
-            };
-            jobs.spawn(lane.run(t, Arc::clone(&gate)));
+            spawn(shared);
         }
     }
     let mut answers: Vec<Vec<Option<Answer>>> = probes
@@ -320,9 +316,9 @@ impl Context<'_> {
     /// The check `check`: ok, or a problem about the first failing probe.
     fn item(&self, check: &str, failing: &[(&Probe, String)], note: Option<String>) -> CheckItem {
         let Some((probe, what)) = failing.first() else {
-            return match note {
-                Some(n) => CheckItem::ok_with(self.id(check), n),
-                None => CheckItem::ok(self.id(check)),
+            return CheckItem {
+                note,
+                ..CheckItem::ok(self.id(check))
             };
         };
         let more = match failing.len() - 1 {

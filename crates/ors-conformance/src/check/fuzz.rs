@@ -99,11 +99,7 @@ pub struct Generated {
 /// input). Fewer come back when the schema allows fewer distinct inputs.
 pub fn inputs(schema: Option<&Map<String, Value>>, n: usize, rng: &mut Rng) -> Vec<Generated> {
     let root = schema.map_or(Value::Null, |s| Value::Object(s.clone()));
-    let mut g = Gen {
-        root: &root,
-        rng,
-        boundary_round: 0,
-    };
+    let mut g = Gen::new(&root, rng);
     let mut out: Vec<Generated> = Vec::with_capacity(n);
     let mut seen = std::collections::HashSet::new();
     let schedule = FIRST_PASS.iter().chain(CYCLE.iter().cycle());
@@ -129,22 +125,13 @@ pub fn inputs(schema: Option<&Map<String, Value>>, n: usize, rng: &mut Rng) -> V
 /// schema's types, enums, bounds and lengths. `ors eval --policy random` plays these.
 pub fn valid_input(schema: Option<&Map<String, Value>>, rng: &mut Rng) -> Value {
     let root = schema.map_or(Value::Null, |s| Value::Object(s.clone()));
-    let mut g = Gen {
-        root: &root,
-        rng,
-        boundary_round: 0,
-    };
+    let mut g = Gen::new(&root, rng);
     g.make(Strategy::Typical).unwrap_or_else(|| json!({}))
 }
 
 /// A short ordinary string, as the generated inputs hold (a random answer in prose).
 pub fn text(rng: &mut Rng) -> String {
-    Gen {
-        root: &Value::Null,
-        rng,
-        boundary_round: 0,
-    }
-    .word()
+    Gen::new(&Value::Null, rng).word()
 }
 
 /// The JSON type a (resolved) schema asks for.
@@ -183,6 +170,14 @@ struct Gen<'a> {
 }
 
 impl<'a> Gen<'a> {
+    fn new(root: &'a Value, rng: &'a mut Rng) -> Self {
+        Self {
+            root,
+            rng,
+            boundary_round: 0,
+        }
+    }
+
     /// The input a strategy makes, or `None` when it does not apply to this schema.
     fn make(&mut self, strategy: Strategy) -> Option<Value> {
         let root = self.root;
