@@ -365,6 +365,12 @@ pub fn first_text(output: &Value) -> Result<String, String> {
         .ok_or_else(|| format!("no text block in {output}"))
 }
 
+/// Fails unless the text `what` gave is exactly `want`.
+pub fn expect_text(what: &str, got: &str, want: &str) -> Check {
+    ensure!(got == want, "{what} gave {got:?}, expected {want:?}");
+    Ok(())
+}
+
 /// JSON equality where numbers compare by value (`0` equals `0.0`).
 pub fn json_eq(a: &Value, b: &Value) -> bool {
     match (a, b) {

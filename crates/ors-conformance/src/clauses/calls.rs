@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use super::clause::{clause, Clause, Group};
 use crate::http::Request;
 use crate::support::{
-    b64_decode, comment_offsets, ensure, expect_json, expect_status, first_text, task, Call, Check,
-    Ctx,
+    b64_decode, comment_offsets, ensure, expect_json, expect_status, expect_text, first_text, task,
+    Call, Check, Ctx,
 };
 
 const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -69,7 +69,8 @@ pub const CLAUSES: &[Clause] = &[
     },
 ];
 
-fn session(ctx: &Ctx) -> Result<crate::support::Session<'_>, String> {
+/// The session most call clauses use (the chunking clauses too).
+pub(super) fn session(ctx: &Ctx) -> Result<crate::support::Session<'_>, String> {
     ctx.session_at("train", 7)
 }
 
@@ -123,8 +124,7 @@ fn sse_accept_optional(ctx: &Ctx) -> Check {
         .json(&json!({"name": "echo", "input": {"text": "no accept"}}));
     let call = ctx.call_with(&req, ctx.target.timeout)?;
     let text = first_text(&call.output()?)?;
-    ensure!(text == "no accept", "echo gave {text:?}");
-    Ok(())
+    expect_text("echo", &text, "no accept")
 }
 
 fn sse_task_ids_unique(ctx: &Ctx) -> Check {
@@ -375,16 +375,14 @@ fn panic_server_lives(ctx: &Ctx) -> Check {
 
 fn hint(ctx: &Ctx) -> Check {
     let text = session(ctx)?.text("hint", json!({}))?;
-    ensure!(text == "The answer is 14", "hint gave {text:?}");
-    Ok(())
+    expect_text("hint", &text, "The answer is 14")
 }
 
 fn hint_task_spec(ctx: &Ctx) -> Check {
     let spec = json!({"id": 999, "question": "Name a colour.", "answer": "blue"});
     let s = ctx.session(&json!({"task_spec": spec}))?;
     let text = s.text("hint", json!({}))?;
-    ensure!(text == "The answer is blue", "hint gave {text:?}");
-    Ok(())
+    expect_text("hint", &text, "The answer is blue")
 }
 
 fn reconnect(ctx: &Ctx, sid: &str, name: &str, task_id: &str) -> Result<Call, String> {
@@ -429,8 +427,7 @@ fn reconnect_after_disconnect(ctx: &Ctx) -> Check {
     };
     let again = reconnect(ctx, &s.sid, "sleep", &task_id)?;
     let text = first_text(&again.output()?)?;
-    ensure!(text == "slept", "reconnected result is {text:?}");
-    Ok(())
+    expect_text("reconnected result", &text, "slept")
 }
 
 /// A task id no server has seen before.
@@ -455,8 +452,7 @@ fn client_task_id_new_call(ctx: &Ctx) -> Check {
         call.task_id()
     );
     let text = first_text(&call.output()?)?;
-    ensure!(text == "1", "counter gave {text:?}");
-    Ok(())
+    expect_text("counter", &text, "1")
 }
 
 fn client_task_id_runs_once(ctx: &Ctx) -> Check {
@@ -585,16 +581,14 @@ fn concurrent_same_session(ctx: &Ctx) -> Check {
 
 fn sleep(ctx: &Ctx) -> Check {
     let text = session(ctx)?.text("sleep", json!({"ms": 50}))?;
-    ensure!(text == "slept", "sleep gave {text:?}");
-    Ok(())
+    expect_text("sleep", &text, "slept")
 }
 
 fn long_call(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
     let call = s.call_timeout("sleep", json!({"ms": 3000}), Duration::from_secs(60))?;
     let text = first_text(&call.output()?)?;
-    ensure!(text == "slept", "sleep gave {text:?}");
-    Ok(())
+    expect_text("sleep", &text, "slept")
 }
 
 fn default_env(ctx: &Ctx) -> Check {
@@ -605,8 +599,7 @@ fn default_env(ctx: &Ctx) -> Check {
         .json(&json!({"name": "echo", "input": {"text": "default"}}));
     let call = ctx.call_with(&req, ctx.target.timeout)?;
     let text = first_text(&call.output()?)?;
-    ensure!(text == "default", "echo gave {text:?}");
-    Ok(())
+    expect_text("echo", &text, "default")
 }
 
 fn body_missing_name(ctx: &Ctx) -> Check {
@@ -664,11 +657,6 @@ fn keepalive(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-/// Used by the chunking clauses, which share the session set-up.
-pub fn train_session(ctx: &Ctx) -> Result<crate::support::Session<'_>, String> {
-    session(ctx)
-}
-
 fn body_unknown_fields(ctx: &Ctx) -> Check {
     let s = ctx.session_at("train", 0)?;
     let req = ctx.call_request(
@@ -677,6 +665,5 @@ fn body_unknown_fields(ctx: &Ctx) -> Check {
     );
     let call = ctx.call_with(&req, ctx.target.timeout)?;
     let text = first_text(&call.output()?)?;
-    ensure!(text == "extended", "echo answered {text:?}");
-    Ok(())
+    expect_text("echo", &text, "extended")
 }

@@ -84,7 +84,7 @@ fn big_call(s: &Session<'_>, json_len: usize) -> Result<Call, String> {
 }
 
 fn small_one_end(ctx: &Ctx) -> Check {
-    let s = super::calls::train_session(ctx)?;
+    let s = super::calls::session(ctx)?;
     let call = s.call("big", json!({"bytes": 100}))?;
     call.result_json()?;
     ensure!(
@@ -96,7 +96,7 @@ fn small_one_end(ctx: &Ctx) -> Check {
 }
 
 fn exactly_4096(ctx: &Ctx) -> Check {
-    let s = super::calls::train_session(ctx)?;
+    let s = super::calls::session(ctx)?;
     let call = big_call(&s, 4096)?;
     let sizes = piece_sizes(&call);
     ensure!(
@@ -107,7 +107,7 @@ fn exactly_4096(ctx: &Ctx) -> Check {
 }
 
 fn exactly_4097(ctx: &Ctx) -> Check {
-    let s = super::calls::train_session(ctx)?;
+    let s = super::calls::session(ctx)?;
     let call = big_call(&s, 4097)?;
     let sizes = piece_sizes(&call);
     let want = [("chunk".to_owned(), 4096), ("end".to_owned(), 1)];
@@ -116,7 +116,7 @@ fn exactly_4097(ctx: &Ctx) -> Check {
 }
 
 fn large(ctx: &Ctx) -> Check {
-    let s = super::calls::train_session(ctx)?;
+    let s = super::calls::session(ctx)?;
     let call = s.call("big", json!({"bytes": 100_000}))?;
     let text = first_text(&call.output()?)?;
     ensure!(
@@ -139,7 +139,7 @@ fn large(ctx: &Ctx) -> Check {
 }
 
 fn order(ctx: &Ctx) -> Check {
-    let s = super::calls::train_session(ctx)?;
+    let s = super::calls::session(ctx)?;
     let call = s.call("big", json!({"bytes": 20_000}))?;
     call.result_json()?;
     let names = call.names();
@@ -162,7 +162,7 @@ fn order(ctx: &Ctx) -> Check {
 }
 
 fn multibyte(ctx: &Ctx) -> Check {
-    let s = super::calls::train_session(ctx)?;
+    let s = super::calls::session(ctx)?;
     // 2-, 3- and 4-byte characters after a 1-byte prefix, so cuts at fixed byte offsets
     // would land inside characters.
     let text = format!("a{}", "é€🎉".repeat(1500));
@@ -185,7 +185,7 @@ fn multibyte(ctx: &Ctx) -> Check {
 }
 
 fn core_decoder(ctx: &Ctx) -> Check {
-    let s = super::calls::train_session(ctx)?;
+    let s = super::calls::session(ctx)?;
     let call = s.call("big", json!({"bytes": 30_000}))?;
     let raw = call.result_json()?;
     let typed = call

@@ -12,7 +12,7 @@ use super::clause::{clause, Clause, Group};
 use crate::http::{Request, Response};
 use crate::support::{
     ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
-    secrets_header, sid_from_create_session, task, Check, Ctx, Session,
+    expect_text, secrets_header, sid_from_create_session, task, Check, Ctx, Session,
 };
 
 const fn s(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -177,8 +177,7 @@ fn create_default_env(ctx: &Ctx) -> Check {
 fn create_ready(ctx: &Ctx) -> Check {
     let s = ctx.session(&json!({"task_spec": task(1)}))?;
     let n = s.text("counter", json!({}))?;
-    ensure!(n == "1", "counter right after create gave {n:?}");
-    Ok(())
+    expect_text("counter right after create", &n, "1")
 }
 
 fn create_error(ctx: &Ctx, body: &Value, status: u16) -> Check {
@@ -471,8 +470,7 @@ fn finished_no_teardown(ctx: &Ctx) -> Check {
 fn secrets_body(ctx: &Ctx) -> Check {
     let s = ctx.session(&json!({"task_spec": task(1), "secrets": {"API_KEY": "sk-body-123"}}))?;
     let v = s.text("secret", json!({"name": "API_KEY"}))?;
-    ensure!(v == "sk-body-123", "secret API_KEY is {v:?}");
-    Ok(())
+    expect_text("secret API_KEY", &v, "sk-body-123")
 }
 
 fn secrets_header_clause(ctx: &Ctx) -> Check {
@@ -490,8 +488,7 @@ fn secrets_header_clause(ctx: &Ctx) -> Check {
     let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
     let out = call?.output()?;
     let v = crate::support::first_text(&out)?;
-    ensure!(v == "tok-header-456", "secret TOKEN is {v:?}");
-    Ok(())
+    expect_text("secret TOKEN", &v, "tok-header-456")
 }
 
 fn secrets_not_shared(ctx: &Ctx) -> Check {
