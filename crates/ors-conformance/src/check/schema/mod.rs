@@ -66,22 +66,11 @@ impl Schema {
             Value::Object(s) => s,
             _ => return Verdict::Unknown,
         };
-        let mut unknown = false;
         // The keywords are a conjunction: any rejection decides, an unknown one only blurs
         // an acceptance.
-        for (key, arg) in s {
-            let verdict = self.keyword(s, key, arg, v, at, depth);
-            match verdict {
-                Verdict::Valid => {}
-                Verdict::Unknown => unknown = true,
-                Verdict::Invalid(_) => return verdict,
-            }
-        }
-        if unknown {
-            Verdict::Unknown
-        } else {
-            Verdict::Valid
-        }
+        all(s
+            .iter()
+            .map(|(key, arg)| self.keyword(s, key, arg, v, at, depth)))
     }
 
     /// Evaluate `schema` below `at` extended by `step`.
