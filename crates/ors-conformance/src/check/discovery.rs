@@ -326,19 +326,15 @@ async fn one_split(
         }
     };
     let count = listed.as_ref().map(|t| t.len() as u64).or(counted);
-    let Some(count) = count.filter(|c| *c > 0) else {
-        return SplitInfo {
-            name: split.to_owned(),
-            count,
-        };
-    };
-    rec.push(task_agrees(env, split, &base, listed.as_deref(), count, sample).await);
-    if let Some(tasks) = &listed {
-        rec.push(range_agrees(env, split, &base, tasks).await);
+    if let Some(n) = count.filter(|c| *c > 0) {
+        rec.push(task_agrees(env, split, &base, listed.as_deref(), n, sample).await);
+        if let Some(tasks) = &listed {
+            rec.push(range_agrees(env, split, &base, tasks).await);
+        }
     }
     SplitInfo {
         name: split.to_owned(),
-        count: Some(count),
+        count,
     }
 }
 
@@ -417,10 +413,5 @@ async fn range_agrees(env: &Environment, split: &str, base: &str, tasks: &[Value
 
 /// A task, short enough for a problem line.
 fn show(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() <= 120 {
-        s
-    } else {
-        format!("{}…", s.chars().take(120).collect::<String>())
-    }
+    ors_core::text::preview(&v.to_string(), 120)
 }

@@ -328,9 +328,9 @@ pub(super) async fn run(
                         tool.name
                     ),
                 ),
-                Ok(Verdict::Held(note)) => match note {
-                    Some(n) => CheckItem::ok_with(id(check), n),
-                    None => CheckItem::ok(id(check)),
+                Ok(Verdict::Held(note)) => CheckItem {
+                    note,
+                    ..CheckItem::ok(id(check))
                 },
                 Err(why) => CheckItem::ok_with(id(check), format!("could not tell: {why}")),
             });
@@ -664,12 +664,7 @@ async fn server_env(p: &Probes<'_>) -> Result<Verdict, String> {
 
 /// Up to 12 names, then how many more.
 fn abbreviate(names: &[&str]) -> String {
-    let mut s = names
-        .iter()
-        .take(12)
-        .copied()
-        .collect::<Vec<_>>()
-        .join(", ");
+    let mut s = names[..names.len().min(12)].join(", ");
     if names.len() > 12 {
         s.push_str(&format!(" and {} more", names.len() - 12));
     }
