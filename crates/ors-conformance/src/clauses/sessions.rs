@@ -144,13 +144,14 @@ fn create_session_unique(ctx: &Ctx) -> Check {
 }
 
 fn expect_prompt(ctx: &Ctx, sid: &str, question: &str) -> Check {
-    let r = ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(sid))?;
-    let v = expect_ok_json(&r)?;
-    expect_json(
-        "prompt",
-        &v,
-        &json!([{"text": question, "detail": null, "type": "text"}]),
-    )
+    prompt_at(ctx, &ctx.path("/prompt"), sid, question)
+}
+
+/// Fails unless `GET path` for session `sid` is one text block holding `question`.
+fn prompt_at(ctx: &Ctx, path: &str, sid: &str, question: &str) -> Check {
+    let v = expect_ok_json(&ctx.send(Request::new("GET", path).sid(sid))?)?;
+    let want = json!([{"text": question, "detail": null, "type": "text"}]);
+    expect_json(&format!("GET {path}"), &v, &want)
 }
 
 fn create_task_spec(ctx: &Ctx) -> Check {
@@ -330,12 +331,7 @@ fn prompt(ctx: &Ctx) -> Check {
 
 fn prompt_default_env(ctx: &Ctx) -> Check {
     let s = ctx.session_at("train", 5)?;
-    let v = expect_ok_json(&ctx.send(Request::new("GET", "/prompt").sid(&s.sid))?)?;
-    expect_json(
-        "GET /prompt",
-        &v,
-        &json!([{"text": "What is 5+5?", "detail": null, "type": "text"}]),
-    )
+    prompt_at(ctx, "/prompt", &s.sid, "What is 5+5?")
 }
 
 fn prompt_path_env(ctx: &Ctx) -> Check {
@@ -354,10 +350,7 @@ fn prompt_path_env(ctx: &Ctx) -> Check {
             .skip("the server hosts one environment; row `path-env-not-validated` needs a second");
     };
     let s = ctx.session_at("train", 6)?;
-    let r = ctx.send(Request::new("GET", &format!("/{other}/prompt")).sid(&s.sid))?;
-    let v = expect_ok_json(&r)?;
-    let want = json!([{"text": "What is 6+6?", "detail": null, "type": "text"}]);
-    expect_json(&format!("GET /{other}/prompt"), &v, &want)
+    prompt_at(ctx, &format!("/{other}/prompt"), &s.sid, "What is 6+6?")
 }
 
 fn list_of(v: &Value) -> Result<Vec<Value>, String> {
@@ -369,11 +362,7 @@ fn list_of(v: &Value) -> Result<Vec<Value>, String> {
 
 fn task_tools(ctx: &Ctx) -> Check {
     let s = ctx.session_at("train", 1)?;
-    let v = expect_ok_json(&s.get("/task_tools")?)?;
-    let mut names: Vec<String> = list_of(&v)?
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect();
+    let mut names = task_tool_names(ctx, &s.sid)?;
     names.sort();
     let mut want: Vec<String> = super::discovery::SHARED_TOOLS
         .iter()
@@ -570,9 +559,7 @@ fn create_unknown_toolset(ctx: &Ctx) -> Check {
 /// The tool names of a session's `task_tools`.
 fn task_tool_names(ctx: &Ctx, sid: &str) -> Result<Vec<String>, String> {
     let v = expect_ok_json(&ctx.send(Request::new("GET", &ctx.path("/task_tools")).sid(sid))?)?;
-    Ok(v["tools"]
-        .as_array()
-        .ok_or_else(|| format!("task_tools has no tools array: {v}"))?
+    Ok(list_of(&v)?
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .collect())
