@@ -511,11 +511,6 @@ impl OpenBody {
         self.state.next_piece(&mut self.conn)
     }
 
-    /// Change the read timeout of the connection.
-    pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), String> {
-        self.conn.set_timeout(timeout)
-    }
-
     /// Read the rest of the body; `received` is what was read before (it comes first).
     pub fn finish(mut self, mut received: Vec<u8>) -> Result<Response, String> {
         while let Some(piece) = self.next_piece()? {
