@@ -88,12 +88,11 @@ pub(super) fn well_formed(schema: &Value, root: &Value, at: &mut String) -> Resu
 }
 
 fn well_formed_keyword(
-    key: &str,
+    k: &str,
     arg: &Value,
     root: &Value,
     at: &mut String,
 ) -> Result<(), Malformed> {
-    let k = key;
     match k {
         "type" => {
             let names = match arg {
@@ -178,22 +177,15 @@ fn well_formed_keyword(
             format!("'{k}' is true or false, not {}", short(arg)),
         )),
         "allOf" | "anyOf" | "oneOf" | "prefixItems" => match arg.as_array() {
-            Some(members) if !members.is_empty() => each_schema(
-                members.iter().enumerate().map(|(i, m)| (i.to_string(), m)),
-                root,
-                at,
-            ),
+            Some(members) if !members.is_empty() => each_member(members, root, at),
             _ => Err(bad(at, format!("'{k}' is a non-empty array of schemas"))),
         },
         // Draft-07's tuple form.
-        "items" if arg.is_array() => {
-            let members = arg.as_array().map(Vec::as_slice).unwrap_or_default();
-            each_schema(
-                members.iter().enumerate().map(|(i, m)| (i.to_string(), m)),
-                root,
-                at,
-            )
-        }
+        "items" if arg.is_array() => each_member(
+            arg.as_array().map(Vec::as_slice).unwrap_or_default(),
+            root,
+            at,
+        ),
         // Draft-07: an array of names (`dependentRequired`) or a schema (`dependentSchemas`).
         "dependencies" => match arg.as_object() {
             Some(deps) => each_schema(
@@ -233,6 +225,15 @@ fn each_schema<'a>(
         at.truncate(len);
     }
     Ok(())
+}
+
+/// [`each_schema`] over the members of an array, stepping by index.
+fn each_member(members: &[Value], root: &Value, at: &mut String) -> Result<(), Malformed> {
+    each_schema(
+        members.iter().enumerate().map(|(i, m)| (i.to_string(), m)),
+        root,
+        at,
+    )
 }
 
 /// A [`Malformed`] at `at`.
