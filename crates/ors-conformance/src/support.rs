@@ -275,20 +275,20 @@ impl Call {
         Ok(())
     }
 
+    /// The data of the first event called `name`, if there was one.
+    fn event(&self, name: &str) -> Option<&str> {
+        let e = self.events.iter().find(|e| e.event == name)?;
+        Some(e.data.as_str())
+    }
+
     /// The `task_id` event's data.
     pub fn task_id(&self) -> Option<&str> {
-        self.events
-            .iter()
-            .find(|e| e.event == EVENT_TASK_ID)
-            .map(|e| e.data.as_str())
+        self.event(EVENT_TASK_ID)
     }
 
     /// The data of the `error` event, if there was one.
     pub fn error_event(&self) -> Option<&str> {
-        self.events
-            .iter()
-            .find(|e| e.event == EVENT_ERROR)
-            .map(|e| e.data.as_str())
+        self.event(EVENT_ERROR)
     }
 
     /// Names of the events, in order.

@@ -11,7 +11,7 @@ use super::clause::{clause, Clause, Group};
 use crate::http::Request;
 use crate::support::{
     b64_decode, comment_offsets, ensure, expect_json, expect_status, expect_text, first_text, task,
-    Call, Check, Ctx,
+    Call, Check, Ctx, Session,
 };
 
 const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
@@ -70,7 +70,7 @@ pub const CLAUSES: &[Clause] = &[
 ];
 
 /// The session most call clauses use (the chunking clauses too).
-pub(super) fn session(ctx: &Ctx) -> Result<crate::support::Session<'_>, String> {
+pub(super) fn session(ctx: &Ctx) -> Result<Session<'_>, String> {
     ctx.session_at("train", 7)
 }
 
@@ -292,7 +292,7 @@ fn unknown_tool(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn expect_reason(call: &crate::support::Call, want: Option<&str>) -> Check {
+fn expect_reason(call: &Call, want: Option<&str>) -> Check {
     let got = call.tool_error_reason()?;
     ensure!(
         got.as_deref() == want,
@@ -390,19 +390,29 @@ fn reconnect(ctx: &Ctx, sid: &str, name: &str, task_id: &str) -> Result<Call, St
     ctx.call_with(&ctx.call_request(sid, &body), ctx.target.timeout)
 }
 
-fn reconnect_same(ctx: &Ctx) -> Check {
-    let s = session(ctx)?;
-    let first = s.call("counter", json!({}))?;
+/// Fails unless `again` (a `what` of `first`) has `first`'s result and the counter of `s`
+/// ran once for both.
+fn ran_once(s: &Session<'_>, what: &str, first: &Call, again: &Call) -> Check {
     let want = first.result_json()?;
-    let id = first.task_id().ok_or("no task_id")?;
-    let again = reconnect(ctx, &s.sid, "counter", id)?;
-    expect_json("reconnected result", &again.result_json()?, &want)?;
+    expect_json(
+        &format!("the {what}'s result"),
+        &again.result_json()?,
+        &want,
+    )?;
     let n = s.text("counter", json!({}))?;
     ensure!(
         n == "2",
-        "the reconnect ran the tool again: next counter is {n:?}"
+        "the {what} ran the tool again: next counter is {n:?}"
     );
     Ok(())
+}
+
+fn reconnect_same(ctx: &Ctx) -> Check {
+    let s = session(ctx)?;
+    let first = s.call("counter", json!({}))?;
+    let id = first.task_id().ok_or("no task_id")?;
+    let again = reconnect(ctx, &s.sid, "counter", id)?;
+    ran_once(&s, "reconnect", &first, &again)
 }
 
 fn reconnect_after_disconnect(ctx: &Ctx) -> Check {
@@ -460,14 +470,7 @@ fn client_task_id_runs_once(ctx: &Ctx) -> Check {
     let id = fresh_task_id("once");
     let first = reconnect(ctx, &s.sid, "counter", &id)?;
     let again = reconnect(ctx, &s.sid, "counter", &id)?;
-    let want = first.result_json()?;
-    expect_json("the resent call's result", &again.result_json()?, &want)?;
-    let n = s.text("counter", json!({}))?;
-    ensure!(
-        n == "2",
-        "the resend ran the tool again: next counter is {n:?}"
-    );
-    Ok(())
+    ran_once(&s, "resend", &first, &again)
 }
 
 fn reconnect_other_session(ctx: &Ctx) -> Check {
