@@ -51,11 +51,8 @@ impl Rng {
 
     /// A random element of `items` (`None` when empty).
     pub fn pick<'a, T>(&mut self, items: &'a [T]) -> Option<&'a T> {
-        if items.is_empty() {
-            None
-        } else {
-            items.get(self.below(items.len()))
-        }
+        // `below(0)` is 0 without drawing, and an empty slice has no element 0.
+        items.get(self.below(items.len()))
     }
 }
 
