@@ -78,10 +78,9 @@ impl Target {
             .next()
             .ok_or_else(|| format!("{hostport:?} resolves to no address"))?;
         Ok(Self {
-            addr,
             host: hostport.to_owned(),
             api_key,
-            timeout: Duration::from_secs(30),
+            ..Self::from_addr(addr)
         })
     }
 }
