@@ -302,14 +302,13 @@ pub(super) async fn run(
         let Some(tool) = CommandTool::find(spec) else {
             continue;
         };
-        let mut rng = Rng::new(opts.seed ^ 0x0e5c_a9e5);
-        let token = format!("{:012}", rng.next_u64() % 1_000_000_000_000);
+        let token = Rng::new(opts.seed ^ 0x0e5c_a9e5).next_u64() % 1_000_000_000_000;
         let probes = Probes {
             env,
             task: &task.task,
             tool: &tool,
             limit: opts.timeout,
-            token,
+            token: format!("{token:012}"),
             server: server.clone(),
         };
         let how = if tool.guessed {
