@@ -8,7 +8,7 @@ use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
 use serde_json::{json, Value};
 
 use super::clause::{clause, Clause, Group};
-use crate::http::Request;
+use crate::http::{OpenBody, Request};
 use crate::support::{
     b64_decode, comment_offsets, ensure, expect_json, expect_status, expect_text, first_text, task,
     Call, Check, Ctx, Session,
@@ -419,25 +419,30 @@ fn reconnect_after_disconnect(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
     let req = ctx.call_request(&s.sid, &json!({"name": "sleep", "input": {"ms": 1500}}));
     let task_id = {
-        let (mut conn, head) = req.open(&ctx.target, ctx.target.timeout)?;
-        ensure!(head.status == 200, "call answered {}", head.status);
-        let mut body = conn.body(&head, "POST");
-        let mut sse = SseDecoder::new();
-        let mut id = None;
-        while id.is_none() {
-            let piece = body.next_piece()?.ok_or("stream ended before task_id")?;
-            id = sse
-                .push(&piece)
-                .into_iter()
-                .find(|e| e.event == "task_id")
-                .map(|e| e.data);
-        }
-        id.unwrap_or_default()
+        let mut body = req.open_body(&ctx.target, ctx.target.timeout)?;
+        let status = body.head.status;
+        ensure!(status == 200, "call answered {status}");
+        until_task_id(&mut body)?.0
         // the connection is dropped here, mid-call
     };
     let again = reconnect(ctx, &s.sid, "sleep", &task_id)?;
     let text = first_text(&again.output()?)?;
     expect_text("reconnected result", &text, "slept")
+}
+
+/// Read a call stream up to its `task_id` event: the id, and every byte read so far.
+fn until_task_id(body: &mut OpenBody) -> Result<(String, Vec<u8>), String> {
+    let (mut raw, mut sse) = (Vec::new(), SseDecoder::new());
+    loop {
+        let piece = body
+            .next_piece()?
+            .ok_or("the call's stream ended before its task_id")?;
+        raw.extend_from_slice(&piece);
+        let events = sse.push(&piece);
+        if let Some(e) = events.into_iter().find(|e| e.event == EVENT_TASK_ID) {
+            return Ok((e.data, raw));
+        }
+    }
 }
 
 /// A task id no server has seen before.
@@ -564,14 +569,7 @@ fn concurrent_same_session(ctx: &Ctx) -> Check {
     let mut slow = ctx
         .call_request(&s.sid, &sleep)
         .open_body(&ctx.target, ctx.target.timeout)?;
-    let (mut raw, mut sse, mut began) = (Vec::new(), SseDecoder::new(), false);
-    while !began {
-        let piece = slow
-            .next_piece()?
-            .ok_or("the sleep call's stream ended before its task_id")?;
-        began = sse.push(&piece).iter().any(|e| e.event == EVENT_TASK_ID);
-        raw.extend_from_slice(&piece);
-    }
+    let (_, raw) = until_task_id(&mut slow)?;
     let fast = s.text("echo", json!({"text": "overlap"}))?;
     let slow = slow.finish(raw)?;
     let slow = first_text(&Call::parse(slow.head, slow.body).output()?)?;
