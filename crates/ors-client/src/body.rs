@@ -33,31 +33,26 @@ impl Meter {
     }
 }
 
-/// How reading a body failed.
+/// How reading a body failed: a bound of [`ors_core::body`], or the connection broke.
 #[derive(Debug)]
 pub(crate) enum ReadError {
-    /// The body is larger than the limit: announced so by its `Content-Length`, or found so
-    /// while reading.
-    TooLarge {
-        /// The `Content-Length`, when that is what said so.
-        announced: Option<u64>,
-    },
-    /// The connection ended before the `Content-Length` bytes arrived.
-    Truncated {
-        /// Bytes that arrived.
-        received: u64,
-        /// Bytes the `Content-Length` announced.
-        announced: u64,
-    },
+    /// Too large, or cut short of its `Content-Length`.
+    Body(BodyError),
     /// The connection broke.
     Transport(hyper::Error),
+}
+
+impl From<BodyError> for ReadError {
+    fn from(e: BodyError) -> Self {
+        ReadError::Body(e)
+    }
 }
 
 impl ReadError {
     /// The client error for a body of `what` read with the `kind` limit of `limit` bytes.
     pub fn into_error(self, what: &str, limit: usize, kind: SizeLimit) -> Error {
         match self {
-            ReadError::TooLarge { announced } => Error::ResponseTooLarge {
+            ReadError::Body(BodyError::TooLarge { announced }) => Error::ResponseTooLarge {
                 what: match announced {
                     Some(n) => format!("{what} (Content-Length: {})", human_bytes(clamp(n))),
                     None => what.to_owned(),
@@ -65,10 +60,10 @@ impl ReadError {
                 limit,
                 kind,
             },
-            ReadError::Truncated {
+            ReadError::Body(BodyError::Truncated {
                 received,
                 announced,
-            } => Error::Protocol(format!(
+            }) => Error::Protocol(format!(
                 "{what} ended after {received} of the {announced} bytes its Content-Length \
                  announced"
             )),
@@ -87,21 +82,6 @@ pub(crate) struct BodyReader {
     body: Incoming,
     announced: Option<u64>,
     received: u64,
-}
-
-impl From<BodyError> for ReadError {
-    fn from(e: BodyError) -> Self {
-        match e {
-            BodyError::TooLarge { announced } => ReadError::TooLarge { announced },
-            BodyError::Truncated {
-                received,
-                announced,
-            } => ReadError::Truncated {
-                received,
-                announced,
-            },
-        }
-    }
 }
 
 impl BodyReader {
@@ -145,7 +125,7 @@ impl BodyReader {
         let mut bounded = BoundedBody::new(self.announced, max)?;
         while let Some(piece) = self.next().await? {
             bounded.push(&piece)?;
-            meter.note(usize::try_from(bounded.received()).unwrap_or(usize::MAX));
+            meter.note(clamp(bounded.received()));
         }
         Ok(Bytes::from(bounded.finish()))
     }

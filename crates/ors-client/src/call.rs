@@ -14,11 +14,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::body::{BodyReader, ReadError};
+use crate::body::BodyReader;
 use crate::config::SizeLimit;
 use crate::error::{Error, Result};
 use crate::http::{
-    decode_json, preview, status_failure, Failure, Http, Req, Starting, MAX_ERROR_BODY,
+    decode_json, preview, status_failure, Failure, Http, Req, Retry, Starting, MAX_ERROR_BODY,
 };
 
 /// A progress report from a running tool (the SSE `progress` event).
@@ -115,7 +115,7 @@ async fn call_loop<T: DeserializeOwned>(http: &Http, spec: &CallSpec<'_>) -> Res
                 if !starting.keep_waiting(http.cfg.starting_wait) {
                     return Err(e);
                 }
-                let delay = http.delay(0, retry_after);
+                let delay = http.backoff().delay(0, retry_after);
                 tracing::debug!(
                     tool = spec.name,
                     ?delay,
@@ -136,9 +136,10 @@ async fn call_loop<T: DeserializeOwned>(http: &Http, spec: &CallSpec<'_>) -> Res
                     failures = 0;
                 }
                 if failures >= http.cfg.reconnect_attempts {
-                    return Err(gave_up(e, failures));
+                    let note = format_args!("(gave up after {failures} reconnects)");
+                    return Err(annotate(e, note));
                 }
-                let delay = http.delay(failures, retry_after);
+                let delay = http.backoff().delay(failures, retry_after);
                 tracing::debug!(
                     tool = spec.name, task_id = task_id.as_deref(), attempt = failures + 1,
                     ?delay, error = %e, "call stream failed; reconnecting"
@@ -217,20 +218,13 @@ async fn one_stream<T: DeserializeOwned>(
                 tokio::time::timeout(http.cfg.request_timeout, reader.read_all(max, &http.meter));
             let bytes = match read.await {
                 Ok(Ok(b)) => b,
-                Ok(Err(e @ ReadError::TooLarge { .. })) => {
-                    let what = format!("the JSON result of tool '{}'", spec.name);
-                    return Err(StreamFail::Fatal(e.into_error(
-                        &what,
-                        max,
-                        SizeLimit::Result,
-                    )));
-                }
                 Ok(Err(e)) => {
                     let what = format!("the JSON result of tool '{}'", spec.name);
-                    return Err(dropped(
-                        task_id,
-                        e.into_error(&what, max, SizeLimit::Result),
-                    ));
+                    let e = e.into_error(&what, max, SizeLimit::Result);
+                    return Err(match e {
+                        Error::ResponseTooLarge { .. } => StreamFail::Fatal(e),
+                        e => dropped(task_id, e),
+                    });
                 }
                 Err(_) => {
                     return Err(dropped(
@@ -373,16 +367,14 @@ fn classify(f: Failure, have_task_id: bool) -> StreamFail {
     if f.starting() {
         return StreamFail::Starting(f.into_error(), retry_after);
     }
-    let repeat = match &f {
-        Failure::Fatal(_) => false,
-        Failure::Connect(_) => true,
-        Failure::Status { status, .. } => {
-            *status == 429 || *status == 503 || (have_task_id && *status >= 500)
-        }
-        Failure::Broken(_) | Failure::Timeout(_) => have_task_id,
+    // With a task id a resend is as harmless as repeating an idempotent request.
+    let retry = if have_task_id {
+        Retry::Idempotent
+    } else {
+        Retry::Refused
     };
     match f {
-        _ if repeat => StreamFail::Retry(f.into_error(), retry_after),
+        _ if f.retryable(retry) => StreamFail::Retry(f.into_error(), retry_after),
         Failure::Broken(e) | Failure::Timeout(e) => StreamFail::Fatal(annotate(e, NOT_RETRIED)),
         _ => StreamFail::Fatal(f.into_error()),
     }
@@ -409,8 +401,4 @@ fn annotate(e: Error, note: impl fmt::Display) -> Error {
         Error::Protocol(m) => Error::Protocol(format!("{m} {note}")),
         other => other,
     }
-}
-
-fn gave_up(e: Error, reconnects: u32) -> Error {
-    annotate(e, format_args!("(gave up after {reconnects} reconnects)"))
 }

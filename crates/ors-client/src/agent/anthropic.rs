@@ -28,7 +28,7 @@ impl AnthropicMessages {
     pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
         let mut endpoint = Endpoint::new(client, opts)?;
         if let Some(key) = endpoint.opts.api_key.clone() {
-            endpoint.secret_header(HeaderName::from_static("x-api-key"), key)?;
+            endpoint.secret_header(HeaderName::from_static("x-api-key"), &key)?;
         }
         endpoint.headers.push((
             HeaderName::from_static("anthropic-version"),

@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::client::Client;
 use crate::config::{normalize_url, SizeLimit};
 use crate::error::{Error, Result};
-use crate::http::{preview, Backoff, Http, Req, Retry};
+use crate::http::{preview, secret_header, Backoff, Http, Req, Retry};
 use crate::rollout::trace::{Message, ModelCall, Sampling, ToolCall};
 
 /// The HTTP API a model server speaks.
@@ -304,12 +304,9 @@ impl Endpoint {
     }
 
     /// Send the secret `value` (`Bearer KEY`, or the bare key) in the header `name`.
-    pub(super) fn secret_header(&mut self, name: HeaderName, value: String) -> Result<()> {
-        let mut v = HeaderValue::from_str(&value).map_err(|_| {
-            Error::InvalidArgument("the model API key has characters a header cannot carry".into())
-        })?;
-        v.set_sensitive(true);
-        self.headers.push((name, v));
+    pub(super) fn secret_header(&mut self, name: HeaderName, value: &str) -> Result<()> {
+        let value = secret_header(value, "the model API key")?;
+        self.headers.push((name, value));
         Ok(())
     }
 
@@ -322,37 +319,31 @@ impl Endpoint {
         }
     }
 
-    /// POST `body` to `path` and read the answer with `read` (given the attempts made), which
-    /// names what is missing from an answer it cannot use.
+    /// POST `body` to `path`, retrying as the agent loop should (429, 5xx, timeouts, broken
+    /// connections; honouring `Retry-After`), and read the answer with `read` (given the
+    /// attempts made), which names what is missing from an answer it cannot use. The whole
+    /// of it, retries included, within [`ModelOptions::timeout`]; the answer within
+    /// [`ModelOptions::max_response_bytes`]. A timeout and an answer too large keep their
+    /// kinds (`timeout`, `too_large`) in the trajectory; any other failure is
+    /// [`Error::Model`].
     pub(super) async fn complete<R: DeserializeOwned>(
         &self,
         path: &str,
         body: &Body<'_>,
         read: impl FnOnce(R, u32) -> std::result::Result<ModelReply, String>,
     ) -> Result<ModelReply> {
-        let (resp, attempts) = self.post::<R>(path, body).await?;
-        read(resp, attempts).map_err(|message| Error::Model {
-            status: None,
-            message: format!("{}{path}: {message}", self.base),
-        })
-    }
-
-    /// POST `body` to `path`, retrying as the agent loop should (429, 5xx, timeouts, broken
-    /// connections; honouring `Retry-After`), and decode the answer as `T`. The whole of it,
-    /// retries included, within [`ModelOptions::timeout`]; the answer within
-    /// [`ModelOptions::max_response_bytes`]. A timeout and an answer too large keep their
-    /// kinds (`timeout`, `too_large`) in the trajectory; any other failure is
-    /// [`Error::Model`].
-    async fn post<T: DeserializeOwned>(&self, path: &str, body: &Body<'_>) -> Result<(T, u32)> {
         let model_error = |status: Option<u16>, message: String| Error::Model { status, message };
         let bytes = serde_json::to_vec(body)
             .map_err(|e| Error::InvalidArgument(format!("model request is not JSON: {e}")))?;
         let limit = self.opts.timeout;
-        let mut req = Req::post(path)
-            .elsewhere(Arc::clone(&self.base), limit)
-            .max_body(self.opts.max_response_bytes, SizeLimit::ModelResponse);
-        req.body = Some(Bytes::from(bytes));
-        req.extra.clone_from(&self.headers);
+        let req = Req {
+            body: Some(Bytes::from(bytes)),
+            extra: self.headers.clone(),
+            base: Some(Arc::clone(&self.base)),
+            timeout: Some(limit),
+            max_body: Some((self.opts.max_response_bytes, SizeLimit::ModelResponse)),
+            ..Req::post(path)
+        };
         let first = self.http.backoff().base;
         let backoff = Backoff {
             retries: self.opts.max_retries,
@@ -388,6 +379,7 @@ impl Endpoint {
                 ),
             )
         })?;
-        Ok((decoded, attempts))
+        read(decoded, attempts)
+            .map_err(|message| model_error(None, format!("{}{path}: {message}", self.base)))
     }
 }

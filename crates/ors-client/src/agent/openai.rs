@@ -23,7 +23,7 @@ impl OpenAiChat {
     pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
         let mut endpoint = Endpoint::new(client, opts)?;
         if let Some(key) = endpoint.opts.api_key.clone() {
-            endpoint.secret_header(http::header::AUTHORIZATION, format!("Bearer {key}"))?;
+            endpoint.secret_header(http::header::AUTHORIZATION, &format!("Bearer {key}"))?;
         }
         Ok(Self(endpoint))
     }

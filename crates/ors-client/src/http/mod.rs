@@ -102,19 +102,6 @@ impl Req {
         self.extra.push((name, value));
         self
     }
-
-    /// Send to the server at `base` (not the ORS server), within `timeout` per attempt.
-    pub fn elsewhere(mut self, base: std::sync::Arc<str>, timeout: Duration) -> Self {
-        self.base = Some(base);
-        self.timeout = Some(timeout);
-        self
-    }
-
-    /// Read at most `max` bytes of the answer (`kind` names the limit in the error).
-    pub fn max_body(mut self, max: usize, kind: SizeLimit) -> Self {
-        self.max_body = Some((max, kind));
-        self
-    }
 }
 
 /// The transport shared by every clone of a client.
@@ -168,11 +155,7 @@ impl Http {
             .header(ACCEPT, req.accept)
             .header(USER_AGENT, &self.cfg.user_agent);
         if let Some(key) = self.cfg.api_key.as_ref().filter(|_| req.base.is_none()) {
-            let mut v = HeaderValue::from_str(key).map_err(|_| {
-                Error::InvalidArgument("the API key has characters a header cannot carry".into())
-            })?;
-            v.set_sensitive(true);
-            b = b.header(HEADER_API_KEY, v);
+            b = b.header(HEADER_API_KEY, secret_header(key, "the API key")?);
         }
         if let Some(sid) = &req.sid {
             let v = HeaderValue::from_str(sid).map_err(|_| {
@@ -294,9 +277,8 @@ impl Http {
                     Some(base) => format!("the reply of {base} to {} {}", req.method, req.path),
                     None => format!("the reply to {} {}", req.method, req.path),
                 };
-                let fatal = matches!(e, crate::body::ReadError::TooLarge { .. });
                 let error = e.into_error(&what, max, limit);
-                if fatal {
+                if matches!(error, Error::ResponseTooLarge { .. }) {
                     Failure::Fatal(error)
                 } else {
                     Failure::Broken(error)
@@ -339,7 +321,7 @@ impl Http {
                     let delay = backoff.delay(attempt, f.retry_after());
                     tracing::debug!(
                         method = %req.method, path = %req.path, attempt, ?delay,
-                        error = %DisplayFailure(&f), "retrying request"
+                        error = %f.error(), "retrying request"
                     );
                     tokio::time::sleep(delay).await;
                     attempt += 1;
@@ -361,24 +343,6 @@ impl Http {
             retries: self.cfg.max_retries,
             base: self.cfg.backoff_base,
             max: self.cfg.backoff_max,
-        }
-    }
-
-    /// The backoff before retry number `attempt + 1`, or the server's `Retry-After` (capped).
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
-        self.backoff().delay(attempt, retry_after)
-    }
-}
-
-struct DisplayFailure<'a>(&'a Failure);
-
-impl std::fmt::Display for DisplayFailure<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => {
-                e.fmt(f)
-            }
-            Failure::Status { error, .. } => error.fmt(f),
         }
     }
 }
@@ -433,6 +397,15 @@ fn request_failure(
         source = cause.source();
     }
     Failure::Broken(Error::transport(e))
+}
+
+/// `value` as a header value that is never logged; `what` names it when it cannot be one.
+pub(crate) fn secret_header(value: &str, what: &str) -> Result<HeaderValue> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| {
+        Error::InvalidArgument(format!("{what} has characters a header cannot carry"))
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
 }
 
 /// Percent-encode one path segment (an environment name) so any name makes a valid URL.

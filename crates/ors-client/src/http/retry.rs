@@ -1,8 +1,9 @@
 //! When a failed request is sent again: which failures may be repeated for which kind of
 //! request, and how long to wait (the server's `Retry-After`, or backoff with jitter).
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 
@@ -44,6 +45,14 @@ pub(crate) enum Failure {
 impl Failure {
     /// The error to give the caller.
     pub(crate) fn into_error(self) -> Error {
+        match self {
+            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => e,
+            Failure::Status { error, .. } => error,
+        }
+    }
+
+    /// The error, for a log line.
+    pub(crate) fn error(&self) -> &Error {
         match self {
             Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => e,
             Failure::Status { error, .. } => error,
@@ -119,23 +128,10 @@ pub(crate) fn backoff(attempt: u32, base: Duration, max: Duration) -> Duration {
     half + Duration::from_nanos(jitter() % span.saturating_add(1))
 }
 
-/// A pseudo-random number from the clock and a process-wide counter (no `rand` needed: this
-/// only has to differ between concurrent retriers, not be unpredictable).
+/// A pseudo-random number (no `rand` needed: this only has to differ between concurrent
+/// retriers, not be unpredictable). Each `RandomState` std makes has fresh keys.
 fn jitter() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let t = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
-    splitmix64(t ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-}
-
-fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    RandomState::new().hash_one(())
 }
 
 #[cfg(test)]

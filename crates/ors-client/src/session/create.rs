@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
-use crate::http::{decode_json, Http, Req, Retry};
+use crate::http::{decode_json, secret_header, Http, Req, Retry};
 
 /// `POST /create_session`, accepting a JSON `{"sid"}` reply or an SSE `task_id` event.
 pub(super) async fn create_session_id(http: &Http) -> Result<String> {
@@ -97,10 +97,7 @@ fn secrets_header(secrets: &Secrets) -> Result<HeaderValue> {
         })
         .collect();
     let encoded = base64::engine::general_purpose::STANDARD.encode(Value::Object(map).to_string());
-    let mut v = HeaderValue::from_str(&encoded)
-        .map_err(|e| Error::InvalidArgument(format!("secrets header: {e}")))?;
-    v.set_sensitive(true);
-    Ok(v)
+    secret_header(&encoded, "the secrets header")
 }
 
 #[cfg(test)]
