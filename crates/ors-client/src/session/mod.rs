@@ -253,6 +253,16 @@ impl Session {
         }
     }
 
+    /// [`Session::guarded`] of a request to a route a server may lack: `None` when it does
+    /// ([`Session::route_missing`]).
+    async fn optional<T>(&self, fut: impl Future<Output = Result<T>>) -> Result<Option<T>> {
+        match self.guarded_raw(fut).await {
+            Ok(out) => Ok(Some(out)),
+            Err(e) if self.route_missing(&e).await => Ok(None),
+            Err(e) => Err(self.shared.absorb(e)),
+        }
+    }
+
     /// Whether a 404 from an episode route means the server lacks the route (rather than the
     /// session): said by the code `no_route`; a server without codes is asked with `/ping`
     /// whether the session is alive.
@@ -285,12 +295,11 @@ impl Session {
     pub async fn messages(&self) -> Result<Vec<Message>> {
         let req = Req::get(self.shared.env.path(routes::MESSAGES)).sid(&self.shared.sid);
         match self
-            .guarded_raw(self.shared.http().json(&req, Retry::Idempotent))
-            .await
+            .optional(self.shared.http().json(&req, Retry::Idempotent))
+            .await?
         {
-            Ok(messages) => Ok(messages),
-            Err(e) if self.route_missing(&e).await => Ok(vec![Message::user(self.prompt().await?)]),
-            Err(e) => Err(self.shared.absorb(e)),
+            Some(messages) => Ok(messages),
+            None => Ok(vec![Message::user(self.prompt().await?)]),
         }
     }
 
@@ -326,15 +335,9 @@ impl Session {
         let http = self.shared.http();
         if !self.shared.no_task_tools.load(Ordering::Relaxed) {
             let req = Req::get(self.shared.env.path(routes::TASK_TOOLS)).sid(&self.shared.sid);
-            match self
-                .guarded_raw(http.json::<ListToolsOutput>(&req, Retry::Idempotent))
-                .await
-            {
-                Ok(out) => return Ok(out),
-                Err(e) if self.route_missing(&e).await => {
-                    self.shared.no_task_tools.store(true, Ordering::Relaxed);
-                }
-                Err(e) => return Err(self.shared.absorb(e)),
+            match self.optional(http.json(&req, Retry::Idempotent)).await? {
+                Some(out) => return Ok(out),
+                None => self.shared.no_task_tools.store(true, Ordering::Relaxed),
             }
         }
         let req = Req::get(self.shared.env.path(routes::TOOLS));
@@ -427,16 +430,12 @@ impl Session {
             payload: Payload::ScoreGroup(&candidates),
             progress: None,
         };
-        let out: ScoreGroupOutput = match self.guarded_raw(run_call(self.shared.http(), spec)).await
-        {
-            Ok(out) => out,
-            Err(e) if self.route_missing(&e).await => {
-                return Err(Error::Unsupported {
-                    env: self.shared.env.name().to_owned(),
-                    capability: "score_group".to_owned(),
-                })
-            }
-            Err(e) => return Err(self.shared.absorb(e)),
+        let call = run_call::<ScoreGroupOutput>(self.shared.http(), spec);
+        let Some(out) = self.optional(call).await? else {
+            return Err(Error::Unsupported {
+                env: self.shared.env.name().to_owned(),
+                capability: "score_group".to_owned(),
+            });
         };
         if out.scores.len() != asked {
             return Err(Error::Protocol(format!(
