@@ -51,34 +51,16 @@ pub enum SizeLimit {
 }
 
 impl SizeLimit {
-    /// The environment variable that sets this limit, if one does.
-    pub fn env_var(self) -> Option<&'static str> {
-        match self {
-            SizeLimit::Result => Some(MAX_RESULT_BYTES_ENV),
-            SizeLimit::Body => Some(MAX_BODY_BYTES_ENV),
-            SizeLimit::ModelResponse => None,
-        }
-    }
-
-    /// The method that sets this limit (`ClientBuilder::max_body_bytes`).
-    pub fn setter(self) -> &'static str {
-        match self {
-            SizeLimit::Result => "ClientBuilder::max_result_bytes",
-            SizeLimit::Body => "ClientBuilder::max_body_bytes",
-            SizeLimit::ModelResponse => "ModelOptions::max_response_bytes",
-        }
-    }
-
-    /// How to raise it, for an error message.
+    /// How to raise it, for an error message: the setter, and the variable or flag.
     pub fn how_to_raise(self) -> String {
         match self {
-            SizeLimit::ModelResponse => {
-                format!("{} or ors eval --max-response-bytes", self.setter())
+            SizeLimit::Result => {
+                format!("ClientBuilder::max_result_bytes or {MAX_RESULT_BYTES_ENV}")
             }
-            other => match other.env_var() {
-                Some(var) => format!("{} or {var}", other.setter()),
-                None => other.setter().to_owned(),
-            },
+            SizeLimit::Body => format!("ClientBuilder::max_body_bytes or {MAX_BODY_BYTES_ENV}"),
+            SizeLimit::ModelResponse => {
+                "ModelOptions::max_response_bytes or ors eval --max-response-bytes".to_owned()
+            }
         }
     }
 }
