@@ -6,6 +6,7 @@ use std::time::Duration;
 use http::header::RETRY_AFTER;
 use http::StatusCode;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 use ors_core::protocol::{BACKEND_STARTING, HEADER_BACKEND_STATE};
 
@@ -59,43 +60,31 @@ pub(crate) fn status_failure(
 /// structured detail (FastAPI's validation errors), the raw text, or the status's reason when
 /// the body is empty; the code is there only when the server sent a string one.
 pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String>, String) {
-    if let Ok(serde_json::Value::Object(mut v)) = serde_json::from_slice(body) {
-        let code = match v.remove("code") {
-            Some(serde_json::Value::String(c)) => Some(c),
-            _ => None,
-        };
-        match v.remove("detail") {
-            Some(serde_json::Value::String(s)) => return (code, s),
-            Some(other) => return (code, other.to_string()),
-            None => {}
-        }
-        // OpenAI's and Anthropic's `{"error": {"message", "type", "code"}}`, and the bare
-        // `{"error": "..."}` of some compatible servers.
-        match v.remove("error") {
-            Some(serde_json::Value::String(s)) => return (code, s),
-            Some(serde_json::Value::Object(mut e)) => {
-                if let Some(serde_json::Value::String(message)) = e.remove("message") {
-                    let code = [e.remove("code"), e.remove("type")]
-                        .into_iter()
-                        .flatten()
-                        .find_map(|c| match c {
-                            serde_json::Value::String(c) => Some(c),
-                            _ => None,
-                        });
-                    return (code, message);
-                }
-            }
-            _ => {}
-        }
+    let v: Value = serde_json::from_slice(body).unwrap_or_default();
+    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
+    let code = text(&v, "code");
+    match v.get("detail") {
+        Some(Value::String(s)) => return (code, s.clone()),
+        Some(other) => return (code, other.to_string()),
+        None => {}
     }
-    let text = preview(body);
-    if text.is_empty() {
+    // OpenAI's and Anthropic's `{"error": {"message", "type", "code"}}`, and the bare
+    // `{"error": "..."}` of some compatible servers.
+    let error = &v["error"];
+    if let Some(s) = error.as_str() {
+        return (code, s.to_owned());
+    }
+    if let Some(message) = text(error, "message") {
+        return (text(error, "code").or_else(|| text(error, "type")), message);
+    }
+    let raw = preview(body);
+    if raw.is_empty() {
         (
             None,
             status.canonical_reason().unwrap_or("error").to_owned(),
         )
     } else {
-        (None, text)
+        (None, raw)
     }
 }
 
