@@ -96,12 +96,6 @@ impl Req {
         self.accept = accept;
         self
     }
-
-    /// Add a header.
-    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.extra.push((name, value));
-        self
-    }
 }
 
 /// The transport shared by every clone of a client.
@@ -222,34 +216,33 @@ impl Http {
                 return Ok(resp);
             };
             let to = String::from_utf8_lossy(location.as_bytes()).into_owned();
+            let refuse = |why: String| {
+                let e =
+                    Error::Protocol(format!("{} {} was redirected {why}", req.method, req.path));
+                Err(Failure::Fatal(e))
+            };
             let keeps_method = matches!(status.as_u16(), 307 | 308);
             let follows =
                 keeps_method || (matches!(status.as_u16(), 301..=303) && req.method == Method::GET);
             if !follows {
-                return Err(Failure::Fatal(Error::Protocol(format!(
-                    "{} {} was redirected with {status} to {to}, which would change the request; \
-                     not followed (only 307 and 308 keep a POST as it is)",
-                    req.method, req.path
-                ))));
+                return refuse(format!(
+                    "with {status} to {to}, which would change the request; not followed (only \
+                     307 and 308 keep a POST as it is)"
+                ));
             }
             if hops == MAX_REDIRECTS {
-                return Err(Failure::Fatal(Error::Protocol(format!(
-                    "{} {} was redirected more than {MAX_REDIRECTS} times (the last to {to})",
-                    req.method, req.path
-                ))));
+                return refuse(format!(
+                    "more than {MAX_REDIRECTS} times (the last to {to})"
+                ));
             }
-            let next = resolve(&uri, &to).ok_or_else(|| {
-                Failure::Fatal(Error::Protocol(format!(
-                    "{} {} was redirected to {to:?}, which is not a URL",
-                    req.method, req.path
-                )))
-            })?;
+            let Some(next) = resolve(&uri, &to) else {
+                return refuse(format!("to {to:?}, which is not a URL"));
+            };
             if !same_origin(&uri, &next) {
-                return Err(Failure::Fatal(Error::Protocol(format!(
-                    "{} {} was redirected to another server ({next}); not followed, so the API \
-                     key and session id stay with {origin}",
-                    req.method, req.path
-                ))));
+                return refuse(format!(
+                    "to another server ({next}); not followed, so the API key and session id \
+                     stay with {origin}"
+                ));
             }
             tracing::debug!(method = %req.method, from = %uri, to = %next, status = status.as_u16(), "following a redirect");
             uri = next;

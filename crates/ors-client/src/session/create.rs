@@ -60,10 +60,9 @@ pub(super) fn create_request(
             body = body.secrets(secrets.clone());
         }
         if matches!(mode, SecretsMode::Header | SecretsMode::Both) {
-            req = req.header(
-                HeaderName::from_static(HEADER_SECRETS),
-                secrets_header(secrets)?,
-            );
+            let value = secrets_header(secrets)?;
+            req.extra
+                .push((HeaderName::from_static(HEADER_SECRETS), value));
         }
     }
     req.json(&body)
