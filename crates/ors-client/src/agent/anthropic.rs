@@ -1,61 +1,18 @@
-//! A model behind Anthropic Messages ([`AnthropicMessages`]): the conversation as its request,
-//! and its answer read back.
+//! Anthropic Messages: the conversation as its request, and its answer read back.
 //!
 //! The system prompt is the top-level `system`; tool results are `tool_result` blocks of a
 //! user message (images included), all of one turn's results in one message; empty text and
 //! empty assistant turns, which the API refuses, are left out.
 
-use futures_util::future::BoxFuture;
-use http::header::{HeaderName, HeaderValue};
-use ors_core::provider::Provider;
 use ors_core::Block;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::model::{Body, ChatModel, ChatRequest, Endpoint, ModelInfo, ModelOptions, ModelReply};
-use crate::client::Client;
-use crate::error::Result;
+use super::model::{Body, ChatRequest, ModelOptions, ModelReply};
 use crate::rollout::trace::{Message, ModelCall, ToolCall, Usage};
-
-/// A model behind the Anthropic Messages API (`POST {base}/v1/messages`).
-pub struct AnthropicMessages(Endpoint);
 
 /// The `anthropic-version` header sent.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
-
-impl AnthropicMessages {
-    /// The model of `opts`, reached through `client`'s transport.
-    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
-        let mut endpoint = Endpoint::new(client, opts)?;
-        if let Some(key) = endpoint.opts.api_key.clone() {
-            endpoint.secret_header(HeaderName::from_static("x-api-key"), &key)?;
-        }
-        endpoint.headers.push((
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        ));
-        Ok(Self(endpoint))
-    }
-}
-
-impl ChatModel for AnthropicMessages {
-    fn provider(&self) -> Provider {
-        Provider::Anthropic
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.0.info()
-    }
-
-    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(async move {
-            let body = request_body(&self.0.opts, &req);
-            self.0
-                .complete("/v1/messages", &body, |r, n| Ok(reply(r, n)))
-                .await
-        })
-    }
-}
 
 /// The completion limit sent when none is set (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
@@ -157,17 +114,15 @@ pub(crate) fn messages(conversation: &[Message]) -> Vec<Value> {
                 is_error,
                 ..
             } => {
-                let mut result = Map::new();
-                result.insert("type".into(), json!("tool_result"));
-                result.insert("tool_use_id".into(), json!(tool_call_id));
+                let mut result = json!({"type": "tool_result", "tool_use_id": tool_call_id});
                 let inner = blocks(content);
                 if !inner.is_empty() {
-                    result.insert("content".into(), Value::Array(inner));
+                    result["content"] = Value::Array(inner);
                 }
                 if *is_error {
-                    result.insert("is_error".into(), json!(true));
+                    result["is_error"] = json!(true);
                 }
-                push_user(&mut out, vec![Value::Object(result)]);
+                push_user(&mut out, vec![result]);
             }
         }
     }
@@ -177,12 +132,9 @@ pub(crate) fn messages(conversation: &[Message]) -> Vec<Value> {
 /// The parts of a Messages answer the agent reads (unknown fields are ignored).
 #[derive(Debug, Deserialize)]
 pub(crate) struct Response {
-    #[serde(default)]
     id: Option<String>,
     content: Vec<ContentBlock>,
-    #[serde(default)]
     stop_reason: Option<String>,
-    #[serde(default)]
     usage: Option<WireUsage>,
 }
 
@@ -203,15 +155,12 @@ enum ContentBlock {
     Other,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct WireUsage {
-    #[serde(default)]
     input_tokens: u64,
-    #[serde(default)]
     output_tokens: u64,
-    #[serde(default)]
     cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
     cache_read_input_tokens: Option<u64>,
 }
 

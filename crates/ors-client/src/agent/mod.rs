@@ -42,20 +42,22 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use futures_util::future::BoxFuture;
+use http::header::{HeaderName, HeaderValue, AUTHORIZATION};
+use ors_core::provider::Provider;
 use ors_core::{Block, ToolSpec};
 use serde_json::Value;
 
 use crate::client::Client;
 use crate::error::Result;
+use crate::http::secret_header;
 use crate::rollout::{Action, Call, Observation, Outcome, Policy, PolicyError, StopReason, Turn};
+use model::Endpoint;
 
-pub use anthropic::{
-    AnthropicMessages, ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS,
-};
+pub use anthropic::{ANTHROPIC_VERSION, DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT_MAX_TOKENS};
 pub use model::{
     Api, ChatModel, ChatRequest, ModelInfo, ModelOptions, ModelReply, DEFAULT_MAX_RESPONSE_BYTES,
 };
-pub use openai::OpenAiChat;
 // The conversation and its record belong to the trajectory (rollout/trace.rs); these are the
 // agent's words too.
 pub use crate::rollout::trace::{AgentTrace, Message, ModelCall, Sampling, ToolCall, Usage};
@@ -65,9 +67,52 @@ impl ModelOptions {
     /// The model these options describe, sending through `client`'s transport (so its TLS
     /// roots, CA file and limits apply to the model server too).
     pub fn connect(self, client: &Client) -> Result<Arc<dyn ChatModel>> {
-        Ok(match self.api {
-            Api::OpenAi => Arc::new(OpenAiChat::new(client, self)?),
-            Api::Anthropic => Arc::new(AnthropicMessages::new(client, self)?),
+        let mut endpoint = Endpoint::new(client, self)?;
+        if endpoint.opts.api == Api::Anthropic {
+            endpoint.headers.push((
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            ));
+        }
+        if let Some(key) = &endpoint.opts.api_key {
+            let (name, value) = match endpoint.opts.api {
+                Api::OpenAi => (AUTHORIZATION, format!("Bearer {key}")),
+                Api::Anthropic => (HeaderName::from_static("x-api-key"), key.clone()),
+            };
+            let value = secret_header(&value, "the model API key")?;
+            endpoint.headers.push((name, value));
+        }
+        Ok(Arc::new(endpoint))
+    }
+}
+
+impl ChatModel for Endpoint {
+    fn provider(&self) -> Provider {
+        self.opts.api.provider()
+    }
+
+    fn info(&self) -> ModelInfo {
+        ModelInfo {
+            api: self.opts.api.as_str().to_owned(),
+            base_url: self.opts.base_url.clone(),
+            model: self.opts.model.clone(),
+            sampling: self.opts.sampling(),
+        }
+    }
+
+    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
+        Box::pin(async move {
+            match self.opts.api {
+                Api::OpenAi => {
+                    let body = openai::request_body(&self.opts, &req);
+                    self.post("/chat/completions", &body, openai::reply).await
+                }
+                Api::Anthropic => {
+                    let body = anthropic::request_body(&self.opts, &req);
+                    let read = |r, n| Ok(anthropic::reply(r, n));
+                    self.post("/v1/messages", &body, read).await
+                }
+            }
         })
     }
 }

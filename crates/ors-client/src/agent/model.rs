@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::client::Client;
 use crate::config::{normalize_url, SizeLimit};
 use crate::error::{Error, Result};
-use crate::http::{preview, secret_header, Backoff, Http, Req, Retry};
+use crate::http::{preview, Backoff, Http, Req, Retry};
 use crate::rollout::trace::{Message, ModelCall, Sampling, ToolCall};
 
 /// The HTTP API a model server speaks.
@@ -235,8 +235,8 @@ pub struct ModelInfo {
 }
 
 /// A language model that answers a conversation, possibly with tool calls. Implemented for
-/// OpenAI-compatible servers ([`super::OpenAiChat`]) and Anthropic ([`super::AnthropicMessages`]); implement
-/// it to plug in any other inference.
+/// OpenAI-compatible servers and Anthropic (made by [`ModelOptions::connect`]); implement it
+/// to plug in any other inference.
 pub trait ChatModel: Send + Sync {
     /// The tool format the model expects.
     fn provider(&self) -> Provider;
@@ -277,7 +277,7 @@ impl Serialize for Body<'_> {
     }
 }
 
-/// The transport and settings both HTTP models share.
+/// A model server speaking the API of its options, through the client's transport.
 pub(super) struct Endpoint {
     http: Arc<Http>,
     pub(super) opts: ModelOptions,
@@ -303,22 +303,6 @@ impl Endpoint {
         })
     }
 
-    /// Send the secret `value` (`Bearer KEY`, or the bare key) in the header `name`.
-    pub(super) fn secret_header(&mut self, name: HeaderName, value: &str) -> Result<()> {
-        let value = secret_header(value, "the model API key")?;
-        self.headers.push((name, value));
-        Ok(())
-    }
-
-    pub(super) fn info(&self) -> ModelInfo {
-        ModelInfo {
-            api: self.opts.api.as_str().to_owned(),
-            base_url: self.opts.base_url.clone(),
-            model: self.opts.model.clone(),
-            sampling: self.opts.sampling(),
-        }
-    }
-
     /// POST `body` to `path`, retrying as the agent loop should (429, 5xx, timeouts, broken
     /// connections; honouring `Retry-After`), and read the answer with `read` (given the
     /// attempts made), which names what is missing from an answer it cannot use. The whole
@@ -326,7 +310,7 @@ impl Endpoint {
     /// [`ModelOptions::max_response_bytes`]. A timeout and an answer too large keep their
     /// kinds (`timeout`, `too_large`) in the trajectory; any other failure is
     /// [`Error::Model`].
-    pub(super) async fn complete<R: DeserializeOwned>(
+    pub(super) async fn post<R: DeserializeOwned>(
         &self,
         path: &str,
         body: &Body<'_>,

@@ -1,50 +1,14 @@
-//! A model behind OpenAI Chat Completions ([`OpenAiChat`]): the conversation as its request,
-//! and its answer read back.
+//! OpenAI Chat Completions: the conversation as its request, and its answer read back.
 //!
 //! Tool messages of this API carry text only, so the images of a tool's output follow the
 //! turn's tool messages in one user message that says which call they came from.
 
-use futures_util::future::BoxFuture;
-use ors_core::provider::Provider;
 use ors_core::Block;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::model::{Body, ChatModel, ChatRequest, Endpoint, ModelInfo, ModelOptions, ModelReply};
-use crate::client::Client;
-use crate::error::Result;
+use super::model::{Body, ChatRequest, ModelOptions, ModelReply};
 use crate::rollout::trace::{Message, ModelCall, ToolCall, Usage};
-
-/// A model behind the OpenAI Chat Completions API (`POST {base}/chat/completions`).
-pub struct OpenAiChat(Endpoint);
-
-impl OpenAiChat {
-    /// The model of `opts`, reached through `client`'s transport.
-    pub fn new(client: &Client, opts: ModelOptions) -> Result<Self> {
-        let mut endpoint = Endpoint::new(client, opts)?;
-        if let Some(key) = endpoint.opts.api_key.clone() {
-            endpoint.secret_header(http::header::AUTHORIZATION, &format!("Bearer {key}"))?;
-        }
-        Ok(Self(endpoint))
-    }
-}
-
-impl ChatModel for OpenAiChat {
-    fn provider(&self) -> Provider {
-        Provider::OpenAi
-    }
-
-    fn info(&self) -> ModelInfo {
-        self.0.info()
-    }
-
-    fn complete<'a>(&'a self, req: ChatRequest<'a>) -> BoxFuture<'a, Result<ModelReply>> {
-        Box::pin(async move {
-            let body = request_body(&self.0.opts, &req);
-            self.0.complete("/chat/completions", &body, reply).await
-        })
-    }
-}
 
 /// The request body.
 pub(crate) fn request_body<'a>(opts: &'a ModelOptions, req: &ChatRequest<'a>) -> Body<'a> {
@@ -119,11 +83,9 @@ pub(crate) fn messages(conversation: &[Message]) -> Vec<Value> {
                 content,
                 tool_calls,
             } => {
-                let mut msg = Map::new();
-                msg.insert("role".into(), json!("assistant"));
-                msg.insert("content".into(), json!(content));
+                let mut msg = json!({"role": "assistant", "content": content});
                 if !tool_calls.is_empty() {
-                    let calls: Vec<Value> = tool_calls
+                    msg["tool_calls"] = tool_calls
                         .iter()
                         .map(|c| {
                             json!({
@@ -133,9 +95,8 @@ pub(crate) fn messages(conversation: &[Message]) -> Vec<Value> {
                             })
                         })
                         .collect();
-                    msg.insert("tool_calls".into(), Value::Array(calls));
                 }
-                out.push(Value::Object(msg));
+                out.push(msg);
             }
             Message::Tool {
                 tool_call_id,
@@ -172,39 +133,30 @@ pub(crate) fn messages(conversation: &[Message]) -> Vec<Value> {
 /// The parts of a Chat Completions answer the agent reads (unknown fields are ignored).
 #[derive(Debug, Deserialize)]
 pub(crate) struct Response {
-    #[serde(default)]
     id: Option<String>,
     choices: Vec<Choice>,
-    #[serde(default)]
     usage: Option<WireUsage>,
     /// vLLM with `return_token_ids: true`.
-    #[serde(default)]
     prompt_token_ids: Option<Vec<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
 struct Choice {
     message: AssistantMessage,
-    #[serde(default)]
     finish_reason: Option<String>,
-    #[serde(default)]
     logprobs: Option<Value>,
     /// vLLM with `return_token_ids: true`.
-    #[serde(default)]
     token_ids: Option<Vec<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
 struct AssistantMessage {
-    #[serde(default)]
     content: Option<Value>,
-    #[serde(default)]
     tool_calls: Option<Vec<WireToolCall>>,
 }
 
 #[derive(Debug, Deserialize)]
 struct WireToolCall {
-    #[serde(default)]
     id: Option<String>,
     function: WireFunction,
 }
@@ -217,11 +169,10 @@ struct WireFunction {
     arguments: Value,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct WireUsage {
-    #[serde(default)]
     prompt_tokens: u64,
-    #[serde(default)]
     completion_tokens: u64,
 }
 
