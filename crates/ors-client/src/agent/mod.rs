@@ -209,15 +209,12 @@ impl Agent {
 
 /// A call of the last answer, waiting for its result.
 #[derive(Debug)]
-enum Pending {
-    /// Made on the session: its result is in the history.
-    Made { id: String, name: String },
-    /// Not made: its arguments were not a JSON object; the model is told why.
-    Refused {
-        id: String,
-        name: String,
-        why: String,
-    },
+struct Pending {
+    id: String,
+    name: String,
+    /// Why it was not made (its arguments were not a JSON object), to tell the model; else it
+    /// was made on the session and its result is in the history.
+    refused: Option<String>,
 }
 
 /// What an [`Agent`] keeps during one episode: the conversation and the record of its model
@@ -237,11 +234,18 @@ impl AgentState {
     /// Calls never made (the episode ended first) get none.
     fn answer_pending(&mut self, history: &[Turn]) {
         let mut made = history.iter().filter(|t| t.step == self.pending_step);
-        for p in std::mem::take(&mut self.pending) {
-            match p {
-                Pending::Made { id, name } => {
+        for Pending { id, name, refused } in std::mem::take(&mut self.pending) {
+            let (content, is_error) = match refused {
+                Some(why) => (
+                    vec![Block::text(format!(
+                        "Error: the arguments of {name} are not a JSON object ({why}). Call \
+                         {name} again with valid JSON arguments."
+                    ))],
+                    true,
+                ),
+                None => {
                     let Some(turn) = made.next() else { break };
-                    let (content, is_error) = match &turn.outcome {
+                    match &turn.outcome {
                         Outcome::Output(o) if o.blocks.is_empty() => {
                             (vec![Block::text("(no output)")], false)
                         }
@@ -250,24 +254,15 @@ impl AgentState {
                         Outcome::Crashed(m) => {
                             (vec![Block::text(format!("The tool crashed: {m}"))], true)
                         }
-                    };
-                    self.messages.push(Message::Tool {
-                        tool_call_id: id,
-                        name,
-                        content,
-                        is_error,
-                    });
+                    }
                 }
-                Pending::Refused { id, name, why } => self.messages.push(Message::Tool {
-                    tool_call_id: id,
-                    content: vec![Block::text(format!(
-                        "Error: the arguments of {name} are not a JSON object ({why}). Call \
-                         {name} again with valid JSON arguments."
-                    ))],
-                    name,
-                    is_error: true,
-                }),
-            }
+            };
+            self.messages.push(Message::Tool {
+                tool_call_id: id,
+                name,
+                content,
+                is_error,
+            });
         }
     }
 }
@@ -383,20 +378,18 @@ impl Policy for Agent {
         let mut calls = Vec::with_capacity(tool_calls.len());
         state.pending_step = step;
         for c in tool_calls {
-            match parse_arguments(&c.arguments) {
+            let refused = match parse_arguments(&c.arguments) {
                 Ok(input) => {
                     calls.push(Call::new(&c.name, input).with_id(&c.id));
-                    state.pending.push(Pending::Made {
-                        id: c.id,
-                        name: c.name,
-                    });
+                    None
                 }
-                Err(why) => state.pending.push(Pending::Refused {
-                    id: c.id,
-                    name: c.name,
-                    why,
-                }),
-            }
+                Err(why) => Some(why),
+            };
+            state.pending.push(Pending {
+                id: c.id,
+                name: c.name,
+                refused,
+            });
         }
         Ok(Action::Calls(calls))
     }
