@@ -34,7 +34,13 @@ impl Environment {
     /// Start opening a session on a task: `env.session(TaskRef::at("test", 0)).await?`, or add
     /// secrets and a progress callback on the builder first.
     pub fn session(&self, task: impl Into<TaskRef>) -> SessionBuilder {
-        SessionBuilder::new(self.clone(), task.into())
+        SessionBuilder {
+            env: self.clone(),
+            task: task.into(),
+            secrets: Secrets::default(),
+            progress: None,
+            toolset: None,
+        }
     }
 
     /// Open a session on the task at `index` of `split`.
@@ -60,16 +66,6 @@ pub struct SessionBuilder {
 }
 
 impl SessionBuilder {
-    pub(crate) fn new(env: Environment, task: TaskRef) -> Self {
-        Self {
-            env,
-            task,
-            secrets: Secrets::default(),
-            progress: None,
-            toolset: None,
-        }
-    }
-
     /// One of the environment's named toolsets for this session (`toolset_name`, PROTOCOL_NOTES
     /// row `toolset-name`); a server answers 400 for a name the environment does not define.
     pub fn toolset(mut self, name: impl Into<String>) -> Self {
