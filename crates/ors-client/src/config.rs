@@ -77,19 +77,13 @@ pub enum TlsRoots {
     System,
 }
 
-impl TlsRoots {
-    /// The name [`FromStr`] accepts.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TlsRoots::Mozilla => "mozilla",
-            TlsRoots::System => "system",
-        }
-    }
-}
-
+/// The name [`FromStr`] accepts.
 impl fmt::Display for TlsRoots {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(match self {
+            TlsRoots::Mozilla => "mozilla",
+            TlsRoots::System => "system",
+        })
     }
 }
 
