@@ -183,7 +183,7 @@ impl ClientBuilder {
     /// A builder for the server at `url`, with the other settings' variables (the API key
     /// from `ORS_API_KEY`, the limits from `ORS_CLIENT_*`, ...) where set.
     pub fn new(url: impl Into<String>) -> Self {
-        let mut b = Self::from_vars(|name| std::env::var(name).ok());
+        let mut b = Self::from_env();
         b.cfg.url = url.into();
         b.overridden(URL_ENV);
         b

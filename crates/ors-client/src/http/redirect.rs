@@ -40,15 +40,14 @@ pub(super) fn resolve(base: &Uri, location: &str) -> Option<Uri> {
 /// A path with its `.` and `..` segments resolved (RFC 3986, 5.2.4).
 fn without_dots(path: &str) -> String {
     let mut segments: Vec<&str> = Vec::new();
-    let parts: Vec<&str> = path.split('/').skip(1).collect();
-    for (i, seg) in parts.iter().enumerate() {
-        let last = i + 1 == parts.len();
-        match *seg {
+    let mut parts = path.split('/').skip(1).peekable();
+    while let Some(seg) = parts.next() {
+        match seg {
             "." | ".." => {
-                if *seg == ".." {
+                if seg == ".." {
                     segments.pop();
                 }
-                if last {
+                if parts.peek().is_none() {
                     segments.push(""); // `a/..` names the directory: keep its slash
                 }
             }

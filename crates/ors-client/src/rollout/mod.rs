@@ -383,14 +383,11 @@ pub async fn evaluate_samples<P: Policy>(
         let Some(joined) = running.join_next_with_id().await else {
             break;
         };
-        let (id, result) = match joined {
-            Ok((id, episode)) => (id, Ok(episode)),
-            Err(e) => (e.id(), Err(e)),
-        };
+        let id = joined.as_ref().map_or_else(|e| e.id(), |(id, _)| *id);
         let Some((pos, at)) = positions.remove(&id) else {
             continue;
         };
-        let episode = result.unwrap_or_else(|e| {
+        let episode = joined.map(|(_, episode)| episode).unwrap_or_else(|e| {
             let mut episode = Episode::new(env.name(), &split, at);
             episode.stop_reason = StopReason::Error;
             episode.error = Some(EpisodeError {

@@ -69,13 +69,12 @@ impl Shared {
     pub(super) fn absorb(&self, e: Error) -> Error {
         if session_gone(&e) {
             self.mark_dead(format!("the server answered {e}"), true);
-            return self.terminated().unwrap_or(e);
-        }
-        if server_unreachable(&e) {
+        } else if server_unreachable(&e) {
             self.mark_dead(format!("the server is unreachable: {e}"), false);
-            return self.terminated().unwrap_or(e);
+        } else {
+            return e;
         }
-        e
+        self.terminated().unwrap_or(e)
     }
 }
 
