@@ -1,8 +1,8 @@
 //! Arguments several commands share: which task (`--split`/`--index` or `--task`), and the
-//! parsers of a slice range, a provider and a root store.
+//! parser of a slice range.
 
 use clap::Args;
-use ors_client::{Error, Provider, TaskRef, TlsRoots};
+use ors_client::{Error, TaskRef};
 
 /// Which task: `--split S --index I`, or `--task JSON`.
 #[derive(Args, Debug)]
@@ -34,16 +34,6 @@ impl TaskArgs {
             )),
         }
     }
-}
-
-/// `--tls-roots`.
-pub fn parse_roots(s: &str) -> Result<TlsRoots, String> {
-    s.parse()
-}
-
-/// `--format` of `ors tools`.
-pub fn parse_provider(s: &str) -> Result<Provider, String> {
-    s.parse::<Provider>().map_err(|e| e.to_string())
 }
 
 /// `--range A:B`: Python slice bounds, either side may be empty or negative.

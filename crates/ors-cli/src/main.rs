@@ -19,7 +19,7 @@ mod trajectories;
 
 use std::process::ExitCode;
 
-use args::{parse_provider, parse_range, parse_roots, TaskArgs};
+use args::{parse_range, TaskArgs};
 use clap::{Args, Parser, Subcommand};
 use ors_client::{Client, ClientBuilder, Environment, Error, Provider, TlsRoots};
 
@@ -41,8 +41,7 @@ struct Cli {
     #[arg(long, global = true, env = ors_client::CA_CERT_ENV, value_name = "FILE")]
     ca_cert: Option<std::path::PathBuf>,
     /// Root certificates to trust for https://: mozilla (built in) or system.
-    #[arg(long, global = true, env = ors_client::TLS_ROOTS_ENV, value_name = "ROOTS",
-          value_parser = parse_roots)]
+    #[arg(long, global = true, env = ors_client::TLS_ROOTS_ENV, value_name = "ROOTS")]
     tls_roots: Option<TlsRoots>,
     #[command(subcommand)]
     command: Command,
@@ -62,7 +61,7 @@ enum Command {
         #[command(flatten)]
         out: JsonOut,
         /// Print the tools in an LLM provider's format (JSON): openai, anthropic or gemini.
-        #[arg(long, value_parser = parse_provider)]
+        #[arg(long)]
         format: Option<Provider>,
     },
     /// List an environment's splits.

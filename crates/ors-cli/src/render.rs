@@ -40,11 +40,7 @@ pub fn table(headers: &[&str], rows: &[Vec<String>], max: usize) -> String {
 }
 
 /// `s` with control characters (line breaks) turned into spaces.
-pub fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
+pub use ors_conformance::check::one_line;
 
 /// `s` cut to `max` characters, marking the cut with `...`.
 pub fn truncate(s: &str, max: usize) -> String {

@@ -49,7 +49,7 @@ pub struct EvalArgs {
     #[arg(long, value_name = "URL")]
     base_url: Option<String>,
     /// The model server's API.
-    #[arg(long, default_value = "openai", value_parser = parse_api)]
+    #[arg(long, default_value = "openai")]
     api: Api,
     /// The model server's API key [default: $OPENAI_API_KEY or $ANTHROPIC_API_KEY, by --api].
     /// (`--api-key` is the ORS server's.)
@@ -129,10 +129,6 @@ enum PolicyKind {
 enum Player {
     Model(Agent),
     Random(RandomPolicy),
-}
-
-fn parse_api(s: &str) -> Result<Api, String> {
-    s.parse()
 }
 
 fn parse_bytes(s: &str) -> Result<usize, String> {

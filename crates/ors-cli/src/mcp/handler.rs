@@ -15,7 +15,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::episode::{Episode, EpisodeError};
 
@@ -98,12 +98,10 @@ fn mcp_error(e: EpisodeError) -> ErrorData {
 /// `metadata.structured`, not the structured content sent here, so it is not declared: MCP
 /// clients validate `structuredContent` against a declared `outputSchema`.
 pub fn mcp_tool(spec: &ToolSpec) -> Tool {
-    let schema = spec.input_schema.clone().unwrap_or_else(|| {
-        let mut obj = Map::new();
-        obj.insert("type".into(), json!("object"));
-        obj.insert("properties".into(), json!({}));
-        obj
-    });
+    let schema = spec
+        .input_schema
+        .clone()
+        .unwrap_or_else(ors_core::provider::empty_object_schema);
     Tool::new(
         spec.name.clone(),
         spec.description.clone(),
