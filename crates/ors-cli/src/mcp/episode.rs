@@ -45,31 +45,17 @@ impl Slots {
 }
 
 /// Why a request of the MCP client cannot be answered with a tool result.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum EpisodeError {
     /// A tool reported `finished`: the episode takes no more calls.
+    #[error("episode finished: a tool call ended this ORS episode, so it takes no more calls")]
     Finished,
     /// Every slot is taken (`--max-sessions`): no ORS session was opened.
+    #[error("ors mcp is serving its maximum of {0} MCP sessions (--max-sessions); end one (DELETE /mcp with its Mcp-Session-Id) or wait until one goes idle, then initialize again")]
     Full(usize),
     /// The ORS session could not be opened, or the server failed.
+    #[error("ORS: {0}")]
     Ors(Error),
-}
-
-impl std::fmt::Display for EpisodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EpisodeError::Finished => f.write_str(
-                "episode finished: a tool call ended this ORS episode, so it takes no more calls",
-            ),
-            EpisodeError::Full(max) => write!(
-                f,
-                "ors mcp is serving its maximum of {max} MCP sessions (--max-sessions); end one \
-                 (DELETE /mcp with its Mcp-Session-Id) or wait until one goes idle, then \
-                 initialize again"
-            ),
-            EpisodeError::Ors(e) => write!(f, "ORS: {e}"),
-        }
-    }
 }
 
 /// The ORS side of one MCP session.
@@ -217,14 +203,12 @@ impl Episode {
                 "the MCP session has ended".into(),
             )));
         }
-        let slot = match &self.spec.slots {
-            Some(slots) => Some(
-                Arc::clone(&slots.free)
-                    .try_acquire_owned()
-                    .map_err(|_| EpisodeError::Full(slots.max))?,
-            ),
-            None => None,
-        };
+        let slot = self.spec.slots.as_ref().map(|slots| {
+            let free = Arc::clone(&slots.free);
+            free.try_acquire_owned()
+                .map_err(|_| EpisodeError::Full(slots.max))
+        });
+        let slot = slot.transpose()?;
         let session = self
             .spec
             .env

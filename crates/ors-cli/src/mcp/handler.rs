@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use ors_client::{Block, Blocks, RunToolOutput, ToolOutput, ToolSpec};
+use ors_client::{Block, Blocks, RunToolOutput, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
@@ -76,6 +76,11 @@ impl EpisodeServer {
     fn resource_uri(&self) -> String {
         format!("ors://{}/{PROMPT_NAME}", self.episode.env_name())
     }
+
+    /// What the `task` prompt is.
+    fn task_description(&self) -> String {
+        format!("The task of this episode of '{}'", self.episode.env_name())
+    }
 }
 
 /// The JSON-RPC error of an `initialize` refused because every slot is taken (JSON-RPC's
@@ -120,41 +125,26 @@ pub fn mcp_content(blocks: &Blocks) -> Vec<ContentBlock> {
         .collect()
 }
 
-/// `{"reward": r, "finished": f}`, plus the output's `metadata` when it has one.
-fn outcome(out: Option<&ToolOutput>) -> Value {
-    let mut v = json!({
-        "reward": out.and_then(|o| o.reward),
-        "finished": out.is_some_and(|o| o.finished),
-    });
-    if let Some(meta) = out.and_then(|o| o.metadata.clone()) {
-        v["metadata"] = Value::Object(meta);
-    }
-    v
-}
-
 /// An ORS result as an MCP tool result: the blocks as content, `isError` for `ok: false`, and
 /// reward and finished in the structured content and in `_meta.ors` (with the ORS session id,
 /// to find the episode in the environment's logs).
 pub fn mcp_result(out: &RunToolOutput, sid: &str) -> CallToolResult {
-    let (result, summary) = match out {
-        RunToolOutput::Success(o) => (
-            CallToolResult::success(mcp_content(&o.blocks)),
-            outcome(Some(o)),
-        ),
+    let (result, o) = match out {
+        RunToolOutput::Success(o) => (CallToolResult::success(mcp_content(&o.blocks)), Some(o)),
         RunToolOutput::Error(err) => (
             CallToolResult::error(vec![ContentBlock::text(err.error.clone())]),
-            outcome(None),
+            None,
         ),
     };
+    let (reward, finished) = (o.and_then(|o| o.reward), o.is_some_and(|o| o.finished));
+    // `{"reward": r, "finished": f}`, plus the output's `metadata` when it has one.
+    let mut summary = json!({"reward": reward, "finished": finished});
+    if let Some(metadata) = o.and_then(|o| o.metadata.clone()) {
+        summary["metadata"] = Value::Object(metadata);
+    }
     let mut meta = MetaObject::new();
-    meta.insert(
-        META_KEY.to_owned(),
-        json!({
-            "reward": summary["reward"],
-            "finished": summary["finished"],
-            "session_id": sid,
-        }),
-    );
+    let ors = json!({"reward": reward, "finished": finished, "session_id": sid});
+    meta.insert(META_KEY.to_owned(), ors);
     let mut result = result.with_meta(Some(meta));
     result.structured_content = Some(summary);
     result
@@ -253,10 +243,7 @@ impl ServerHandler for EpisodeServer {
         let _busy = self.episode.busy();
         Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
             PROMPT_NAME,
-            Some(format!(
-                "The task of this episode of '{}'",
-                self.episode.env_name()
-            )),
+            Some(self.task_description()),
             None,
         )]))
     }
@@ -282,10 +269,7 @@ impl ServerHandler for EpisodeServer {
             .map(|c| PromptMessage::new(Role::User, c))
             .collect();
         Ok(GetPromptResult::new(messages)
-            .with_description(format!(
-                "The task of this episode of '{}'",
-                self.episode.env_name()
-            ))
+            .with_description(self.task_description())
             .into())
     }
 

@@ -83,18 +83,6 @@ impl Episodes {
     }
 }
 
-/// How `ors mcp --http` serves.
-#[derive(Debug, Clone)]
-pub struct HttpOptions {
-    /// The one address listened on.
-    pub addr: SocketAddr,
-    /// Who may send requests.
-    pub access: Access,
-    /// How long an MCP session may go without a request (none running) before it ends, its
-    /// ORS episode with it; `None`: never.
-    pub idle_timeout: Option<Duration>,
-}
-
 tokio::task_local! {
     /// The episode the service factory made while answering this request (an `initialize`).
     static CREATED: Arc<Mutex<Option<Arc<Episode>>>>;
@@ -114,15 +102,18 @@ fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
     hosts
 }
 
-/// Serve until SIGTERM/SIGINT; then end every MCP session and delete its ORS session.
-pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Error> {
-    let addr = opts.addr;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| Error::InvalidArgument(format!("cannot listen on {addr}: {e}")))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| Error::InvalidArgument(format!("cannot listen on {addr}: {e}")))?;
+/// Serve on `addr` to whom `access` lets in until SIGTERM/SIGINT; then end every MCP session
+/// and delete its ORS session. A session without a request (none running) for `idle_timeout`
+/// ends, its ORS episode with it; `None`: never.
+pub async fn serve(
+    spec: EpisodeSpec,
+    addr: SocketAddr,
+    access: Access,
+    idle_timeout: Option<Duration>,
+) -> Result<ExitCode, Error> {
+    let cannot = |e| Error::InvalidArgument(format!("cannot listen on {addr}: {e}"));
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(cannot)?;
+    let local = listener.local_addr().map_err(cannot)?;
     let stop = CancellationToken::new();
     let episodes = Arc::new(Episodes::default());
     let factory_episodes = Arc::clone(&episodes);
@@ -154,8 +145,7 @@ pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Err
         Arc::clone(&manager),
         config,
     );
-    let access = Arc::new(opts.access);
-    let idle_timeout = opts.idle_timeout;
+    let access = Arc::new(access);
     // Over HTTP stdout is free, so the ready line goes there, as ors-server's does.
     println!("ors mcp listening on http://{local}{PATH}");
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
@@ -188,7 +178,8 @@ pub async fn serve(spec: EpisodeSpec, opts: HttpOptions) -> Result<ExitCode, Err
                 let episodes = Arc::clone(&episodes);
                 async move {
                     if req.uri().path() != PATH {
-                        return Ok::<_, Infallible>(not_found());
+                        let body = format!("Not Found: the MCP endpoint is {PATH}");
+                        return Ok::<_, Infallible>(text(StatusCode::NOT_FOUND, body));
                     }
                     if let Err(refusal) = access.check(req.headers()) {
                         tracing::warn!(reason = ?refusal_kind(&refusal), "MCP request refused");
@@ -283,31 +274,22 @@ fn refusal_kind(refusal: &Refusal) -> &'static str {
 
 /// 401 (with `WWW-Authenticate: Bearer`) or 403, saying what to change.
 fn refused(refusal: &Refusal) -> Response<BoxBody<Bytes, Infallible>> {
-    let mut response = Response::new(Full::new(Bytes::from(refusal.message())).boxed());
-    let headers = response.headers_mut();
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
     match refusal {
         Refusal::Unauthorized => {
-            *response.status_mut() = StatusCode::UNAUTHORIZED;
+            let mut response = text(StatusCode::UNAUTHORIZED, refusal.message());
+            let bearer = HeaderValue::from_static("Bearer");
+            response.headers_mut().insert(WWW_AUTHENTICATE, bearer);
             response
-                .headers_mut()
-                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        Refusal::Origin(_) => *response.status_mut() = StatusCode::FORBIDDEN,
+        Refusal::Origin(_) => text(StatusCode::FORBIDDEN, refusal.message()),
     }
-    response
 }
 
-fn not_found() -> Response<BoxBody<Bytes, Infallible>> {
-    let mut response = Response::new(
-        Full::new(Bytes::from(format!(
-            "Not Found: the MCP endpoint is {PATH}"
-        )))
-        .boxed(),
-    );
-    *response.status_mut() = StatusCode::NOT_FOUND;
+/// A plain-text answer.
+fn text(status: StatusCode, body: String) -> Response<BoxBody<Bytes, Infallible>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed());
+    *response.status_mut() = status;
+    let plain = HeaderValue::from_static("text/plain; charset=utf-8");
+    response.headers_mut().insert(CONTENT_TYPE, plain);
     response
 }

@@ -93,15 +93,14 @@ fn secrets(flags: &[(String, String)], env: Option<&str>) -> Result<Secrets, Err
 
 /// Run `ors mcp` until the MCP client leaves or a signal arrives.
 pub async fn run(env: Environment, args: McpArgs) -> Result<ExitCode, Error> {
-    let task = args.task.task_ref()?;
-    let secrets = secrets(&args.secrets, std::env::var(SECRETS_ENV).ok().as_deref())?;
+    let spec = EpisodeSpec {
+        env,
+        task: args.task.task_ref()?,
+        secrets: secrets(&args.secrets, std::env::var(SECRETS_ENV).ok().as_deref())?,
+        // Over stdio the one connection is the one episode; over HTTP --max-sessions bounds them.
+        slots: args.http.map(|_| Slots::new(args.max_sessions as usize)),
+    };
     let Some(addr) = args.http else {
-        let spec = EpisodeSpec {
-            env,
-            task,
-            secrets,
-            slots: None,
-        };
         return stdio(spec).await;
     };
     let token = match args.token.filter(|t| !t.trim().is_empty()) {
@@ -116,18 +115,9 @@ pub async fn run(env: Environment, args: McpArgs) -> Result<ExitCode, Error> {
             token
         }
     };
-    let spec = EpisodeSpec {
-        env,
-        task,
-        secrets,
-        slots: Some(Slots::new(args.max_sessions as usize)),
-    };
-    let opts = http::HttpOptions {
-        addr,
-        access: access::Access::new(token, args.allow_origins),
-        idle_timeout: (args.idle_timeout > 0).then(|| Duration::from_secs(args.idle_timeout)),
-    };
-    http::serve(spec, opts).await
+    let access = access::Access::new(token, args.allow_origins);
+    let idle_timeout = (args.idle_timeout > 0).then(|| Duration::from_secs(args.idle_timeout));
+    http::serve(spec, addr, access, idle_timeout).await
 }
 
 /// One episode over stdin/stdout.
