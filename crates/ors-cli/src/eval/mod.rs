@@ -213,12 +213,8 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
         .collect();
     let (skipped, to_run): (Vec<TaskSample>, Vec<TaskSample>) =
         wanted.iter().partition(|at| done.contains_key(at));
-    let writer = match &args.out {
-        Some(path) => Some(Arc::new(
-            out::Writer::append(path).map_err(Error::InvalidArgument)?,
-        )),
-        None => None,
-    };
+    let writer = args.out.as_deref().map(out::Writer::append).transpose();
+    let writer = writer.map_err(Error::InvalidArgument)?;
 
     let progress = Arc::new(Progress::new(to_run.len()));
     if !skipped.is_empty() {
@@ -265,14 +261,10 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
         summary.add(e);
         scored.push(Scored::of(e));
     }
-    let counts = Counts {
-        ran: ran.episodes,
-        resumed: resumed.len(),
-        not_run: report.not_run.len(),
-    };
-    print_summary(&summary, &RunStats::of(scored), &counts, wall, &args);
-    let failed =
-        ran.error_count() > 0 || counts.not_run > 0 || watch.write_failed.load(Ordering::Relaxed);
+    let not_run = report.not_run.len();
+    let counts = (ran.episodes, resumed.len(), not_run);
+    print_summary(&summary, &RunStats::of(scored), counts, wall, &args);
+    let failed = ran.error_count() > 0 || not_run > 0 || watch.write_failed.load(Ordering::Relaxed);
     Ok(if failed {
         ExitCode::FAILURE
     } else {
@@ -291,18 +283,11 @@ fn agent(args: &EvalArgs, client: &ors_client::Client, step: Duration) -> Result
     let mut opts = ModelOptions::new(args.api, base_url, model)
         .timeout(step)
         .max_response_bytes(args.max_response_bytes);
-    if let Some(k) = args.model_api_key.clone().filter(|k| !k.is_empty()) {
-        opts = opts.api_key(k);
-    }
-    if let Some(t) = args.temperature {
-        opts = opts.temperature(t);
-    }
-    if let Some(n) = args.max_tokens {
-        opts = opts.max_tokens(n);
-    }
-    if let Some(extra) = args.extra.clone() {
-        opts = opts.extra(extra);
-    }
+    // Each unset here as in `ModelOptions::new`: the key then comes from the API's variable.
+    opts.api_key = args.model_api_key.clone().filter(|k| !k.is_empty());
+    opts.temperature = args.temperature;
+    opts.max_tokens = args.max_tokens;
+    opts.extra = args.extra.clone().unwrap_or_default();
     Ok(Agent::with_options(
         opts.connect(client)?,
         AgentOptions {
@@ -326,7 +311,7 @@ const UNREACHABLE_LIMIT: usize = 3;
 struct Watch {
     stop: StopHandle,
     progress: Arc<Progress>,
-    writer: Option<Arc<out::Writer>>,
+    writer: Option<out::Writer>,
     write_failed: AtomicBool,
     unreachable: AtomicUsize,
     kinds_seen: Mutex<BTreeSet<String>>,
@@ -335,7 +320,7 @@ struct Watch {
 }
 
 impl Watch {
-    fn new(stop: StopHandle, progress: Arc<Progress>, writer: Option<Arc<out::Writer>>) -> Self {
+    fn new(stop: StopHandle, progress: Arc<Progress>, writer: Option<out::Writer>) -> Self {
         Self {
             stop,
             progress,
@@ -369,11 +354,8 @@ impl Watch {
             .lock()
             .is_ok_and(|mut seen| seen.insert(error.kind.clone()));
         if first {
-            let sample = if e.sample > 0 {
-                format!(" (sample {})", e.sample)
-            } else {
-                String::new()
-            };
+            let sample = (e.sample > 0).then(|| format!(" (sample {})", e.sample));
+            let sample = sample.unwrap_or_default();
             self.progress.note(&format!(
                 "ors eval: episode {}{sample} failed: {}",
                 e.index,
@@ -409,19 +391,15 @@ async fn stop_on_ctrl_c(stop: StopHandle, progress: Arc<Progress>) {
     }
 }
 
-/// How many episodes ran, came from the file, were never started.
-struct Counts {
-    ran: usize,
-    resumed: usize,
-    not_run: usize,
-}
-
-fn print_summary(s: &Summary, stats: &RunStats, counts: &Counts, wall: Duration, args: &EvalArgs) {
-    let Counts {
-        ran,
-        resumed,
-        not_run,
-    } = *counts;
+/// Print the summary; `counts` are the episodes that ran, came from the file, were never
+/// started.
+fn print_summary(
+    s: &Summary,
+    stats: &RunStats,
+    (ran, resumed, not_run): (usize, usize, usize),
+    wall: Duration,
+    args: &EvalArgs,
+) {
     let rate = ran as f64 / wall.as_secs_f64().max(1e-9);
     if args.json {
         let doc = json!({
@@ -439,83 +417,48 @@ fn print_summary(s: &Summary, stats: &RunStats, counts: &Counts, wall: Duration,
         println!("{}", crate::render::pretty(&doc));
         return;
     }
-    let tasks = stats.tasks.len();
-    let mut lines = vec![
-        (
-            "episodes".to_owned(),
-            format!(
-                "{}{}{}{}",
-                s.episodes,
-                if stats.max_samples > 1 {
-                    format!(" ({tasks} tasks × {} samples)", stats.samples_shown())
-                } else {
-                    String::new()
-                },
-                if resumed > 0 {
-                    format!(" ({resumed} from an earlier run)")
-                } else {
-                    String::new()
-                },
-                if not_run == 0 {
-                    String::new()
-                } else {
-                    format!(", {not_run} not run (stopped)")
-                }
-            ),
-        ),
-        (
-            "mean reward".to_owned(),
-            format!(
-                "{}{}",
-                stats.mean_reward.show(false),
-                if stats.max_samples > 1 {
-                    format!(", mean@{}", stats.samples)
-                } else {
-                    String::new()
-                }
-            ),
-        ),
-        ("success rate".to_owned(), stats.success_rate.show(true)),
-    ];
+    let line = |k: &str, v: String| println!("{k:<13} {v}");
+    let several = stats.max_samples > 1;
+    let mut episodes = s.episodes.to_string();
+    if several {
+        let (tasks, samples) = (stats.tasks.len(), stats.samples_shown());
+        episodes.push_str(&format!(" ({tasks} tasks × {samples} samples)"));
+    }
+    if resumed > 0 {
+        episodes.push_str(&format!(" ({resumed} from an earlier run)"));
+    }
+    if not_run > 0 {
+        episodes.push_str(&format!(", {not_run} not run (stopped)"));
+    }
+    line("episodes", episodes);
+    let mean_at = several.then(|| format!(", mean@{}", stats.samples));
+    let mean_at = mean_at.unwrap_or_default();
+    line("mean reward", stats.mean_reward.show(false) + &mean_at);
+    line("success rate", stats.success_rate.show(true));
     for p in &stats.pass_at {
-        lines.push((format!("pass@{}", p.k), crate::results::percent(p.value)));
+        line(&format!("pass@{}", p.k), crate::results::percent(p.value));
     }
-    if stats.max_samples > 1 {
-        lines.push((
-            "reward std".to_owned(),
-            format!(
-                "{:.4} between a task's samples (mean over tasks)",
-                stats.task_std
-            ),
-        ));
+    if several {
+        let std = stats.task_std;
+        line(
+            "reward std",
+            format!("{std:.4} between a task's samples (mean over tasks)"),
+        );
     }
-    lines.extend([
-        ("mean steps".to_owned(), format!("{:.2}", s.mean_steps)),
-        ("errors".to_owned(), kinds(&s.errors, s.error_count())),
-        (
-            "stop reasons".to_owned(),
-            kinds(&s.stop_reasons, s.episodes),
+    line("mean steps", format!("{:.2}", s.mean_steps));
+    line("errors", kinds(&s.errors, s.error_count()));
+    line("stop reasons", kinds(&s.stop_reasons, s.episodes));
+    match args.policy {
+        PolicyKind::Model => line(
+            "tokens",
+            format!("{} in, {} out", s.input_tokens, s.output_tokens),
         ),
-        match args.policy {
-            PolicyKind::Model => (
-                "tokens".to_owned(),
-                format!("{} in, {} out", s.input_tokens, s.output_tokens),
-            ),
-            PolicyKind::Random => (
-                "policy".to_owned(),
-                format!("random, seed {}", args.seed.unwrap_or(0)),
-            ),
-        },
-        (
-            "wall time".to_owned(),
-            format!("{:.1} s ({rate:.1} episodes/s)", wall.as_secs_f64()),
-        ),
-    ]);
+        PolicyKind::Random => line("policy", format!("random, seed {}", args.seed.unwrap_or(0))),
+    }
+    let secs = wall.as_secs_f64();
+    line("wall time", format!("{secs:.1} s ({rate:.1} episodes/s)"));
     if let Some(path) = &args.out {
-        lines.push(("trajectories".to_owned(), path.display().to_string()));
-    }
-    for (k, v) in lines {
-        println!("{k:<13} {v}");
+        line("trajectories", path.display().to_string());
     }
 }
 

@@ -17,16 +17,13 @@ pub struct Writer {
 impl Writer {
     /// Open `path` for appending (created if missing).
     pub fn append(path: &Path) -> Result<Self, String> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let cannot = |e| format!("cannot write {}: {e}", path.display());
+        let open = OpenOptions::new().create(true).append(true).open(path);
+        let mut file = open.map_err(cannot)?;
         // A line cut short by a crash must not swallow the next trajectory.
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         if len > 0 && !ends_with_newline(path) {
-            file.write_all(b"\n")
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            file.write_all(b"\n").map_err(cannot)?;
         }
         Ok(Self {
             path: path.to_owned(),
