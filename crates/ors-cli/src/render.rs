@@ -53,20 +53,12 @@ pub fn truncate(s: &str, max: usize) -> String {
 
 /// A tool's parameters in one line: `answer: string, limit?: integer`, or `(none)`.
 pub fn params(spec: &ToolSpec) -> String {
-    let Some(schema) = &spec.input_schema else {
+    let schema = spec.input_schema.as_ref();
+    let props = schema.and_then(|s| s.get("properties")?.as_object());
+    let (Some(schema), Some(props)) = (schema, props.filter(|p| !p.is_empty())) else {
         return "(none)".into();
     };
-    let Some(Value::Object(props)) = schema.get("properties") else {
-        return "(none)".into();
-    };
-    if props.is_empty() {
-        return "(none)".into();
-    }
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required(schema);
     let root = Value::Object(schema.clone());
     props
         .iter()
@@ -77,28 +69,27 @@ pub fn params(spec: &ToolSpec) -> String {
                 "?"
             };
             let s = resolve(&root, s);
-            let default = match s.get("default") {
-                Some(d) => format!(" = {}", compact(d)),
-                None => String::new(),
-            };
+            let default = s.get("default").map(|d| format!(" = {}", compact(d)));
+            let default = default.unwrap_or_default();
             format!("{name}{opt}: {}{default}", type_name(&root, &s))
         })
         .collect::<Vec<_>>()
         .join(", ")
 }
 
+/// The properties an object schema lists as required.
+pub fn required(schema: &serde_json::Map<String, Value>) -> Vec<&str> {
+    let names = schema.get("required").and_then(Value::as_array);
+    names.map_or_else(Vec::new, |a| a.iter().filter_map(Value::as_str).collect())
+}
+
 /// A property schema with a local `$ref` (`#/$defs/Mode`, the form pydantic and schemars give
 /// enums and nested types) followed, keeping the property's own `default`.
 fn resolve<'a>(root: &'a Value, s: &'a Value) -> std::borrow::Cow<'a, Value> {
-    let target = s
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix('#'))
-        .and_then(|pointer| root.pointer(pointer))
-        .or_else(|| match s.get("allOf").and_then(Value::as_array) {
-            Some(all) if all.len() == 1 => Some(resolve_ref(root, &all[0])),
-            _ => None,
-        });
+    let target = ref_target(root, s).or_else(|| match s.get("allOf").and_then(Value::as_array) {
+        Some(all) if all.len() == 1 => Some(resolve_ref(root, &all[0])),
+        _ => None,
+    });
     match (target, s.get("default")) {
         (Some(t), Some(d)) => {
             let mut merged = t.clone();
@@ -112,12 +103,15 @@ fn resolve<'a>(root: &'a Value, s: &'a Value) -> std::borrow::Cow<'a, Value> {
     }
 }
 
+/// What the local `$ref` of `s` points at, if it has one.
+fn ref_target<'a>(root: &'a Value, s: &'a Value) -> Option<&'a Value> {
+    let pointer = s.get("$ref").and_then(Value::as_str)?.strip_prefix('#')?;
+    root.pointer(pointer)
+}
+
+/// `s`, or what its local `$ref` points at.
 fn resolve_ref<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
-    s.get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix('#'))
-        .and_then(|pointer| root.pointer(pointer))
-        .unwrap_or(s)
+    ref_target(root, s).unwrap_or(s)
 }
 
 /// The type of a property schema in a word or two; an enum as its values (`"a"|"b"`).
