@@ -64,13 +64,10 @@ pub async fn run(args: CheckArgs, client: ClientBuilder) -> ExitCode {
     };
     let report = match check::run(client, &opts, &mut print).await {
         Ok(r) => r,
-        Err(e @ CheckError::Unreachable(_)) => {
-            eprintln!("ors: error: {}", check::one_line(&e.to_string()));
-            return ExitCode::from(UNREACHABLE);
-        }
         Err(e) => {
             eprintln!("ors: error: {}", check::one_line(&e.to_string()));
-            return ExitCode::FAILURE;
+            let unreachable = matches!(e, CheckError::Unreachable(_));
+            return ExitCode::from(if unreachable { UNREACHABLE } else { 1 });
         }
     };
     let _ = writeln!(std::io::stdout().lock(), "{}", report.summary());

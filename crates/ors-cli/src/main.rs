@@ -146,39 +146,36 @@ struct JsonOut {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let url = cli.url.clone();
-    if let Command::Conformance(args) = cli.command {
-        // The runner speaks blocking raw HTTP/1.1 (so it can send malformed requests).
-        let api_key = cli.api_key.filter(|k| !k.is_empty());
-        let ran =
-            tokio::task::spawn_blocking(move || ors_conformance::run_cli(&args, &url, api_key))
-                .await;
-        return match ran {
-            Ok(Ok(code)) => code,
-            Ok(Err(e)) => {
-                eprintln!("ors: error: {}", render::one_line(&e));
-                ExitCode::FAILURE
-            }
-            Err(e) => {
-                eprintln!("ors: error: the conformance runner failed: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if let Command::Report(args) = &cli.command {
-        // Files in, a file out: no server is involved.
-        return report::run(args).unwrap_or_else(|e| {
-            eprintln!("ors report: error: {}", render::one_line(&e));
-            ExitCode::FAILURE
-        });
-    }
-    if let Command::New(args) = &cli.command {
-        return new::run(args);
-    }
     let builder = client_builder(&cli);
-    if let Command::Check(args) = cli.command {
-        return check::run(args, builder).await;
-    }
-    match run(cli, builder).await {
+    let command = match cli.command {
+        Command::Conformance(args) => {
+            // The runner speaks blocking raw HTTP/1.1 (so it can send malformed requests).
+            let api_key = cli.api_key.filter(|k| !k.is_empty());
+            let run = move || ors_conformance::run_cli(&args, &url, api_key);
+            return match tokio::task::spawn_blocking(run).await {
+                Ok(Ok(code)) => code,
+                Ok(Err(e)) => {
+                    eprintln!("ors: error: {}", render::one_line(&e));
+                    ExitCode::FAILURE
+                }
+                Err(e) => {
+                    eprintln!("ors: error: the conformance runner failed: {e}");
+                    ExitCode::FAILURE
+                }
+            };
+        }
+        // Files in, a file out: no server is involved.
+        Command::Report(args) => {
+            return report::run(&args).unwrap_or_else(|e| {
+                eprintln!("ors report: error: {}", render::one_line(&e));
+                ExitCode::FAILURE
+            })
+        }
+        Command::New(args) => return new::run(&args),
+        Command::Check(args) => return check::run(args, builder).await,
+        command => command,
+    };
+    match run(command, builder).await {
         Ok(code) => code,
         Err(e) => {
             let msg = match &e {
@@ -229,12 +226,13 @@ fn client_builder(cli: &Cli) -> ClientBuilder {
     builder
 }
 
-async fn run(cli: Cli, builder: ClientBuilder) -> Result<ExitCode, Error> {
-    if let Command::Eval(args) = cli.command {
+/// The commands that talk to the server through the client.
+async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error> {
+    if let Command::Eval(args) = command {
         return eval::run(*args, builder).await;
     }
     let client = builder.build()?;
-    match cli.command {
+    match command {
         Command::Envs {
             out: JsonOut { json },
         } => {

@@ -23,17 +23,6 @@ pub struct TaskKey {
     pub index: i64,
 }
 
-impl TaskKey {
-    /// The task `episode` ran.
-    pub fn of(episode: &Episode) -> Self {
-        Self {
-            env: episode.env.clone(),
-            split: episode.split.clone(),
-            index: episode.index,
-        }
-    }
-}
-
 impl std::fmt::Display for TaskKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}/{}", self.env, self.split, self.index)
@@ -57,7 +46,11 @@ impl Scored {
     /// What the statistics need of `episode`.
     pub fn of(episode: &Episode) -> Self {
         Self {
-            task: TaskKey::of(episode),
+            task: TaskKey {
+                env: episode.env.clone(),
+                split: episode.split.clone(),
+                index: episode.index,
+            },
             reward: episode.total_reward,
             success: episode.success(),
             error: episode.error.is_some(),
@@ -257,9 +250,7 @@ impl RunStats {
             tasks,
         }
     }
-}
 
-impl RunStats {
     /// `3`, or `2–3` when tasks have different numbers of samples.
     pub fn samples_shown(&self) -> String {
         if self.samples == self.max_samples {

@@ -55,8 +55,8 @@ pub fn page(title: &str, runs: &[Run]) -> Result<String, String> {
                 "success": c.success,
                 "better": c.better,
                 "worse": c.worse,
-                "fixed": c.fixed.iter().map(key).collect::<Vec<_>>(),
-                "broken": c.broken.iter().map(key).collect::<Vec<_>>(),
+                "fixed": c.fixed.iter().map(TaskKey::to_string).collect::<Vec<_>>(),
+                "broken": c.broken.iter().map(TaskKey::to_string).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -97,24 +97,17 @@ fn fill(template: &str, values: &[(&str, &str)]) -> String {
     out
 }
 
-/// `env/split/index`: how the page names a task.
-fn key(t: &TaskKey) -> String {
-    t.to_string()
-}
-
-/// A code table: each distinct string once, rows refer to it by position.
+/// A code table: each distinct string once, rows refer to it by position. Its strings are
+/// stop reasons and error kinds, a handful, so a search finds them.
 #[derive(Default)]
-struct Codes(BTreeMap<String, usize>, Vec<String>);
+struct Codes(Vec<String>);
 
 impl Codes {
     fn code(&mut self, s: &str) -> usize {
-        if let Some(&c) = self.0.get(s) {
-            return c;
-        }
-        let c = self.1.len();
-        self.0.insert(s.to_owned(), c);
-        self.1.push(s.to_owned());
-        c
+        self.0.iter().position(|c| c == s).unwrap_or_else(|| {
+            self.0.push(s.to_owned());
+            self.0.len() - 1
+        })
     }
 }
 
@@ -170,7 +163,7 @@ fn run_data(run: &Run) -> Result<(Value, Vec<String>), String> {
         .iter()
         .map(|t| {
             let row = json!([
-                key(&t.task),
+                t.task.to_string(),
                 t.task.split,
                 t.task.index,
                 label(order.get(first).and_then(|e| e.task.as_ref())),
@@ -203,8 +196,8 @@ fn run_data(run: &Run) -> Result<(Value, Vec<String>), String> {
             "splits": s.splits,
             "errors": run.errors(),
         },
-        "stops": stops.1,
-        "errors": errors.1,
+        "stops": stops.0,
+        "errors": errors.0,
         "tasks": tasks,
         "episodes": cols,
         "chunks": chunks.len(),

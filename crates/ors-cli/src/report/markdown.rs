@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::results::{percent, Comparison, Estimate, RunStats, TaskKey};
-use crate::stats::Difference;
+use crate::stats::{Difference, Interval};
 
 use super::runs::{comparisons, Run};
 
@@ -120,23 +120,23 @@ fn listed(tasks: &[TaskKey]) -> String {
 }
 
 fn estimate(e: &Estimate, as_percent: bool) -> String {
-    let f = |x: f64| number(x, as_percent, false);
-    match e.interval {
-        Some(i) => format!("{} ({} to {})", f(e.value), f(i.lo), f(i.hi)),
-        None => f(e.value),
-    }
+    with_interval(e.value, e.interval, |x| number(x, as_percent, false))
 }
 
 fn difference(d: &Difference, as_percent: bool) -> String {
-    let f = |x: f64| number(x, as_percent, true);
-    let text = match d.interval {
-        Some(i) => format!("{} ({} to {})", f(d.mean), f(i.lo), f(i.hi)),
-        None => f(d.mean),
-    };
+    let text = with_interval(d.mean, d.interval, |x| number(x, as_percent, true));
     if d.significant() {
         format!("**{text}**")
     } else {
         text
+    }
+}
+
+/// `value (lo to hi)`, each number shown by `f`.
+fn with_interval(value: f64, interval: Option<Interval>, f: impl Fn(f64) -> String) -> String {
+    match interval {
+        Some(i) => format!("{} ({} to {})", f(value), f(i.lo), f(i.hi)),
+        None => f(value),
     }
 }
 
