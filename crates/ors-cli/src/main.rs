@@ -233,11 +233,9 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
     }
     let client = builder.build()?;
     match command {
-        Command::Envs {
-            out: JsonOut { json },
-        } => {
+        Command::Envs { out } => {
             let envs = client.environments().await?;
-            if json {
+            if out.json {
                 println!("{}", render::pretty(&envs));
             } else {
                 for e in envs {
@@ -245,15 +243,11 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
                 }
             }
         }
-        Command::Tools {
-            env,
-            format,
-            out: JsonOut { json },
-        } => {
+        Command::Tools { env, format, out } => {
             let env = client.environment(env);
             match format {
                 Some(p) => println!("{}", render::pretty(&env.tools_for(p).await?)),
-                None if json => println!("{}", render::pretty(&env.tools().await?)),
+                None if out.json => println!("{}", render::pretty(&env.tools().await?)),
                 None => {
                     let listing = env.listing().await?;
                     print!(
@@ -263,12 +257,9 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
                 }
             }
         }
-        Command::Splits {
-            env,
-            out: JsonOut { json },
-        } => {
+        Command::Splits { env, out } => {
             let splits = client.environment(env).splits().await?;
-            if json {
+            if out.json {
                 println!("{}", render::pretty(&splits));
             } else {
                 let rows: Vec<Vec<String>> = splits
@@ -282,17 +273,17 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
             env,
             split,
             range,
-            out: JsonOut { json },
+            out,
         } => {
-            tasks(&client.environment(env), &split, range, json).await?;
+            tasks(&client.environment(env), &split, range, out.json).await?;
         }
         Command::Call {
             env,
             task,
             calls,
-            out: JsonOut { json },
+            out,
         } => {
-            return call::call(&client.environment(env), task, &calls, json).await;
+            return call::call(&client.environment(env), task, &calls, out.json).await;
         }
         Command::Play { env, split, index } => {
             play::run(&client.environment(env), &split, index).await?;

@@ -6,31 +6,28 @@ use ors_client::{Block, TerminalToolSpec, ToolOutput, ToolSpec};
 use serde_json::Value;
 
 /// A table with a header row; every column but the last is padded, cells are cut at `max`.
-pub fn table(headers: &[&str], rows: &[Vec<String>], max: usize) -> String {
-    let cut: Vec<Vec<String>> = rows
+pub fn table(headers: &[impl AsRef<str>], rows: &[Vec<String>], max: usize) -> String {
+    let header = headers.iter().map(|h| h.as_ref().to_owned()).collect();
+    let cut = rows
         .iter()
-        .map(|r| r.iter().map(|c| truncate(&one_line(c), max)).collect())
-        .collect();
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
-    for row in &cut {
-        for (i, cell) in row.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
-            }
+        .map(|r| r.iter().map(|c| truncate(&one_line(c), max)).collect());
+    let all: Vec<Vec<String>> = std::iter::once(header).chain(cut).collect();
+    let mut widths = vec![0; headers.len()];
+    for row in &all {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    let header: Vec<String> = headers.iter().map(|h| (*h).to_owned()).collect();
-    for row in std::iter::once(&header).chain(&cut) {
-        let last = row.len().saturating_sub(1);
+    for row in &all {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
-            if i == last {
+            if i + 1 == row.len() {
                 line.push_str(cell);
             } else {
-                let pad = widths[i].saturating_sub(cell.chars().count()) + 2;
-                line.push_str(cell);
-                line.extend(std::iter::repeat_n(' ', pad));
+                // Padded to the column's width (in characters), then two spaces.
+                let width = widths[i];
+                let _ = write!(line, "{cell:<width$}  ");
             }
         }
         out.push_str(line.trim_end());
@@ -270,7 +267,6 @@ pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
             row
         })
         .collect();
-    let headers: Vec<&str> = headers.iter().map(String::as_str).collect();
     table(&headers, &rows, 100)
 }
 
