@@ -171,54 +171,38 @@ fn create(args: &NewArgs) -> Result<Made, NewError> {
 /// keyword, no name of the standard library or of the template's dependencies).
 fn crate_name(dir: &Path) -> Result<String, NewError> {
     let shown = dir.display().to_string();
-    let bad = |name: &str, why: &str| NewError::Name {
-        name: name.to_owned(),
-        why: why.to_owned(),
+    let bad = |name: &str, why: String| {
+        let name = name.to_owned();
+        Err(NewError::Name { name, why })
     };
     let Some(name) = dir.file_name() else {
-        return Err(bad(&shown, "a directory path must end in the crate's name"));
+        return bad(
+            &shown,
+            "a directory path must end in the crate's name".into(),
+        );
     };
     let Some(name) = name.to_str() else {
-        return Err(bad(&shown, "it is not UTF-8"));
+        return bad(&shown, "it is not UTF-8".into());
     };
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
-    {
-        return Err(bad(
-            name,
-            &format!("{c:?} is not allowed; use ASCII letters, digits, '-' and '_'"),
-        ));
-    }
-    if name.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(bad(name, "it starts with a digit"));
-    }
-    if name.len() > 64 {
-        return Err(bad(
-            name,
-            &format!(
-                "it has {} characters, and an environment name at most 64",
-                name.len()
-            ),
-        ));
-    }
     let rust = name.replace('-', "_");
-    if KEYWORDS.contains(&rust.as_str()) {
-        return Err(bad(name, "it is a Rust keyword"));
-    }
-    if ["std", "core", "alloc", "proc_macro", "test"].contains(&rust.as_str()) {
-        return Err(bad(
-            name,
-            "it is the name of a crate of the standard library",
-        ));
-    }
-    if DEPENDENCIES.iter().any(|d| d.replace('-', "_") == rust) {
-        return Err(bad(
-            name,
-            "the crate depends on a crate of that name (ors-server, tokio, serde_json)",
-        ));
-    }
-    Ok(name.to_owned())
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    let why = if let Some(c) = name.chars().find(|c| !allowed(*c)) {
+        format!("{c:?} is not allowed; use ASCII letters, digits, '-' and '_'")
+    } else if name.starts_with(|c: char| c.is_ascii_digit()) {
+        "it starts with a digit".into()
+    } else if name.len() > 64 {
+        let n = name.len();
+        format!("it has {n} characters, and an environment name at most 64")
+    } else if KEYWORDS.contains(&rust.as_str()) {
+        "it is a Rust keyword".into()
+    } else if ["std", "core", "alloc", "proc_macro", "test"].contains(&rust.as_str()) {
+        "it is the name of a crate of the standard library".into()
+    } else if DEPENDENCIES.iter().any(|d| d.replace('-', "_") == rust) {
+        "the crate depends on a crate of that name (ors-server, tokio, serde_json)".into()
+    } else {
+        return Ok(name.to_owned());
+    };
+    bad(name, why)
 }
 
 /// The keywords of Rust 2021, strict and reserved: cargo refuses them as package names.
