@@ -183,14 +183,8 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     let n = env.num_tasks(&split).await?;
     let n = usize::try_from(n).unwrap_or(usize::MAX);
     let (start, stop) = args.indices.unwrap_or((None, None));
-    let mut selected: Vec<i64> = ors_core::slice_bounds(start, stop, n)
-        .map(|i| i as i64)
-        .collect();
-    if let Some(limit) = args.limit {
-        selected.truncate(limit);
-    }
-
-    let wanted = TaskSample::each(selected.iter().copied(), args.samples);
+    let selected = ors_core::slice_bounds(start, stop, n).take(args.limit.unwrap_or(usize::MAX));
+    let wanted = TaskSample::each(selected.map(|i| i as i64), args.samples);
 
     let previous = match (&args.out, args.resume) {
         (Some(path), true) => {

@@ -20,7 +20,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use ors_client::Error;
 use rmcp::transport::common::http_header::HEADER_SESSION_ID;
-use rmcp::transport::streamable_http_server::session::local::{LocalSessionManager, SessionConfig};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::{SessionId, SessionManager};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::sync::Semaphore;
@@ -126,10 +126,8 @@ pub async fn serve(
     };
     // Idle sessions are ended by `expire_when_idle`, which, unlike rmcp's keep-alive, knows
     // that a session waiting for a long tool call is not idle.
-    let mut session_config = SessionConfig::default();
-    session_config.keep_alive = None;
     let mut manager = LocalSessionManager::default();
-    manager.session_config = session_config;
+    manager.session_config.keep_alive = None;
     let manager = Arc::new(manager);
     let service = StreamableHttpService::new(
         move || {

@@ -115,9 +115,7 @@ impl Codes {
 fn run_data(run: &Run) -> Result<(Value, Vec<String>), String> {
     // One task's samples side by side: the table's rows and the chunks follow this order.
     let mut order: Vec<&Episode> = run.episodes.iter().collect();
-    order.sort_by(|a, b| {
-        (&a.env, &a.split, a.index, a.sample).cmp(&(&b.env, &b.split, b.index, b.sample))
-    });
+    order.sort_by_key(|&e| (&e.env, &e.split, e.index, e.sample));
     let (mut stops, mut errors) = (Codes::default(), Codes::default());
     let mut cols: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     let mut chunks = Vec::new();
