@@ -109,20 +109,11 @@ fn create(args: &NewArgs) -> Result<Made, NewError> {
     if args.dir.symlink_metadata().is_ok() {
         return Err(NewError::Exists(args.dir.clone()));
     }
-    let (dependency, source) = match &args.path {
-        Some(dir) => {
-            let krate = checkout(dir)?;
-            let shown = krate.display().to_string();
-            (
-                format!("ors-server = {{ path = {} }}", toml_string(&shown)),
-                shown,
-            )
-        }
-        None => (
-            format!("ors-server = {{ git = {} }}", toml_string(&args.git)),
-            args.git.clone(),
-        ),
+    let (key, source) = match &args.path {
+        Some(dir) => ("path", checkout(dir)?.display().to_string()),
+        None => ("git", args.git.clone()),
     };
+    let dependency = format!("ors-server = {{ {key} = {} }}", toml_string(&source));
     let parent = match args.dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -234,8 +225,13 @@ fn checkout(dir: &Path) -> Result<PathBuf, NewError> {
 
 /// Whether `dir` holds the manifest of the ors-server package.
 fn is_ors_server(dir: &Path) -> bool {
+    manifest_has(dir, "name = \"ors-server\"")
+}
+
+/// Whether `dir` holds a manifest with this line (blanks around it aside).
+fn manifest_has(dir: &Path, line: &str) -> bool {
     std::fs::read_to_string(dir.join("Cargo.toml"))
-        .is_ok_and(|toml| toml.lines().any(|l| l.trim() == "name = \"ors-server\""))
+        .is_ok_and(|toml| toml.lines().any(|l| l.trim() == line))
 }
 
 /// Whether `dir` or a directory above it holds a workspace's manifest.
@@ -243,10 +239,7 @@ fn in_workspace(dir: &Path) -> bool {
     let Ok(dir) = std::fs::canonicalize(dir) else {
         return false;
     };
-    dir.ancestors().any(|d| {
-        std::fs::read_to_string(d.join("Cargo.toml"))
-            .is_ok_and(|toml| toml.lines().any(|l| l.trim() == "[workspace]"))
-    })
+    dir.ancestors().any(|d| manifest_has(d, "[workspace]"))
 }
 
 /// A TOML basic string.
