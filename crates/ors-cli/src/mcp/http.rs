@@ -184,20 +184,14 @@ pub async fn serve(
                         return Ok(refused(&refusal));
                     }
                     let deleted = (req.method() == Method::DELETE)
-                        .then(|| req.headers().get(HEADER_SESSION_ID))
-                        .flatten()
-                        .and_then(|v| v.to_str().ok())
-                        .map(str::to_owned);
+                        .then(|| session_id(req.headers()).map(str::to_owned))
+                        .flatten();
                     let created = Arc::new(Mutex::new(None));
                     let mut response = CREATED
                         .scope(Arc::clone(&created), service.handle(req))
                         .await;
                     let episode = created.lock().ok().and_then(|mut c| c.take());
-                    let id = response
-                        .headers()
-                        .get(HEADER_SESSION_ID)
-                        .and_then(|v| v.to_str().ok())
-                        .map(SessionId::from);
+                    let id = session_id(response.headers()).map(SessionId::from);
                     if let (Some(episode), Some(id)) = (episode, id) {
                         episodes.name(id.clone(), &episode);
                         if let Some(idle) = idle_timeout {
@@ -261,6 +255,11 @@ async fn expire_when_idle(
         tracing::debug!(mcp_session = %id, error = %e, "closing the idle MCP session");
     }
     episode.close().await;
+}
+
+/// The MCP session id a request or response names.
+fn session_id(headers: &hyper::HeaderMap) -> Option<&str> {
+    headers.get(HEADER_SESSION_ID)?.to_str().ok()
 }
 
 fn refusal_kind(refusal: &Refusal) -> &'static str {
