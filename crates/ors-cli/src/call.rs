@@ -95,31 +95,30 @@ async fn episode(
         if !events.is_empty() {
             record["progress"] = Value::Array(events);
         }
-        let (text, key, value) = match outcome {
+        match outcome {
             Ok(RunToolOutput::Success(out)) => {
                 total += out.reward.unwrap_or(0.0);
-                let text = render::output(&out);
-                (text, "result", json!(RunToolOutput::Success(out)))
+                if !json {
+                    print!("{}", render::output(&out));
+                }
+                record["result"] = json!(RunToolOutput::Success(out));
             }
             Ok(RunToolOutput::Error(message)) => {
                 failed += 1;
-                let text = format!("tool error: {message}\n");
-                (text, "result", json!(RunToolOutput::Error(message)))
+                if !json {
+                    println!("tool error: {message}");
+                }
+                record["result"] = json!(RunToolOutput::Error(message));
             }
             Err(Error::ToolCrashed { message }) => {
                 failed += 1;
-                (
-                    format!("tool crashed: {message}\n"),
-                    "crashed",
-                    json!(message),
-                )
+                if !json {
+                    println!("tool crashed: {message}");
+                }
+                record["crashed"] = json!(message);
             }
             Err(e) => return Err(e),
-        };
-        if !json {
-            print!("{text}");
         }
-        record[key] = value;
         results.push(record);
     }
     if json {
