@@ -95,7 +95,7 @@ pub(crate) fn start(
     cmd.process_group(0);
     let mut child = cmd.spawn()?;
     #[cfg(unix)]
-    let group = crate::process::GroupGuard::new(child.id());
+    let group = crate::process::GroupGuard(child.id());
     #[cfg(not(unix))]
     let group = GroupKill;
     let (stdin, stdout) = (child.stdin.take(), child.stdout.take());

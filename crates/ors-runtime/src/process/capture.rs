@@ -119,8 +119,11 @@ impl<'c> Capture<'c> {
     }
 }
 
-/// Read `stream` to its end into `capture`.
-pub(crate) async fn read_to_end(mut stream: impl AsyncRead + Unpin, capture: &mut Capture<'_>) {
+/// Read `stream`, if there is one, to its end into `capture`.
+pub(crate) async fn read_to_end(stream: Option<impl AsyncRead + Unpin>, capture: &mut Capture<'_>) {
+    let Some(mut stream) = stream else {
+        return;
+    };
     let mut buf = vec![0u8; CHUNK];
     loop {
         match stream.read(&mut buf).await {

@@ -154,21 +154,37 @@ impl Finished {
         if let Some(limit) = self.limit {
             out.push_str(&format!("[it ran into {limit}]\n"));
         }
-        if !self.stdout.is_empty() {
-            out.push_str("--- stdout ---\n");
-            out.push_str(&self.stdout);
-            if !self.stdout.ends_with('\n') {
-                out.push('\n');
-            }
-        }
-        if !self.stderr.is_empty() {
-            out.push_str("--- stderr ---\n");
-            out.push_str(&self.stderr);
-            if !self.stderr.ends_with('\n') {
-                out.push('\n');
+        for (name, text) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
+            if !text.is_empty() {
+                out.push_str(&format!("--- {name} ---\n"));
+                out.push_str(text);
+                if !text.ends_with('\n') {
+                    out.push('\n');
+                }
             }
         }
         out
+    }
+
+    /// What a program that ended this way printed, with the limit it ran into.
+    pub(crate) fn new(
+        exit: Exit,
+        out: &Capture<'_>,
+        err: &Capture<'_>,
+        duration: Duration,
+        applied: &limits::Applied,
+    ) -> Self {
+        let stderr = err.text();
+        let limit = limits::detect(exit, &stderr, out.truncated() || err.truncated(), applied);
+        Finished {
+            exit,
+            stdout: out.text(),
+            stderr,
+            stdout_truncated: out.truncated(),
+            stderr_truncated: err.truncated(),
+            duration,
+            limit,
+        }
     }
 }
 
@@ -177,13 +193,13 @@ impl Finished {
 pub struct Program {
     program: OsString,
     args: Vec<OsString>,
-    cwd: Option<PathBuf>,
-    env: Vec<(OsString, OsString)>,
-    inherit_env: bool,
-    timeout: Option<Duration>,
-    max_output: usize,
-    limits: Limits,
-    stdin: Option<Vec<u8>>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) inherit_env: bool,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) max_output: usize,
+    pub(crate) limits: Limits,
+    pub(crate) stdin: Option<Vec<u8>>,
 }
 
 impl Program {
@@ -296,7 +312,6 @@ impl Program {
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-        #[cfg(unix)]
         cmd.process_group(0);
         cmd
     }
@@ -314,7 +329,7 @@ impl Program {
                 source,
             })?;
         // From here on the group is killed whatever happens, also if this future is dropped.
-        let group = GroupGuard::new(child.id());
+        let mut group = GroupGuard(child.id());
         if let (Some(bytes), Some(mut stdin)) = (self.stdin.clone(), child.stdin.take()) {
             tokio::spawn(async move {
                 // A program that does not read its input closes the pipe: not an error.
@@ -328,16 +343,8 @@ impl Program {
         let exit = {
             let outputs = async {
                 tokio::join!(
-                    async {
-                        if let Some(s) = stdout {
-                            capture::read_to_end(s, &mut out).await;
-                        }
-                    },
-                    async {
-                        if let Some(s) = stderr {
-                            capture::read_to_end(s, &mut err).await;
-                        }
-                    }
+                    capture::read_to_end(stdout, &mut out),
+                    capture::read_to_end(stderr, &mut err)
                 );
             };
             tokio::pin!(outputs);
@@ -370,7 +377,7 @@ impl Program {
                 }
             };
             // Whatever ended it, nothing of its group may live on.
-            group.kill();
+            group.kill_now();
             if !matches!(exit, Exit::Code(_) | Exit::Signal(_)) {
                 let _ = child.wait().await;
             }
@@ -394,67 +401,8 @@ impl Program {
     pub(crate) fn argv(&self) -> impl Iterator<Item = &OsStr> {
         std::iter::once(self.program.as_os_str()).chain(self.args.iter().map(OsString::as_os_str))
     }
-
-    /// The working directory given, if any.
-    pub(crate) fn cwd(&self) -> Option<&std::path::Path> {
-        self.cwd.as_deref()
-    }
-
-    /// The variables added.
-    pub(crate) fn added_env(&self) -> &[(OsString, OsString)] {
-        &self.env
-    }
-
-    /// Whether it asked for the server's environment.
-    pub(crate) fn inherits_env(&self) -> bool {
-        self.inherit_env
-    }
-
-    /// Its timeout, if set.
-    pub(crate) fn timeout_value(&self) -> Option<Duration> {
-        self.timeout
-    }
-
-    /// Its output cap.
-    pub(crate) fn max_output(&self) -> usize {
-        self.max_output
-    }
-
-    /// Its own limits.
-    pub(crate) fn own_limits(&self) -> Limits {
-        self.limits
-    }
-
-    /// Its standard input, if given.
-    pub(crate) fn stdin_bytes(&self) -> Option<&[u8]> {
-        self.stdin.as_deref()
-    }
 }
 
-impl Finished {
-    /// What a program that ended this way printed, with the limit it ran into.
-    pub(crate) fn new(
-        exit: Exit,
-        out: &Capture<'_>,
-        err: &Capture<'_>,
-        duration: Duration,
-        applied: &limits::Applied,
-    ) -> Self {
-        let stderr = err.text();
-        let limit = limits::detect(exit, &stderr, out.truncated() || err.truncated(), applied);
-        Finished {
-            exit,
-            stdout: out.text(),
-            stderr,
-            stdout_truncated: out.truncated(),
-            stderr_truncated: err.truncated(),
-            duration,
-            limit,
-        }
-    }
-}
-
-#[cfg(unix)]
 fn exit_of(status: std::process::ExitStatus) -> Exit {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
@@ -464,37 +412,17 @@ fn exit_of(status: std::process::ExitStatus) -> Exit {
     }
 }
 
-#[cfg(not(unix))]
-fn exit_of(status: std::process::ExitStatus) -> Exit {
-    Exit::Code(status.code().unwrap_or(-1))
-}
-
 /// Kills a program's process group when told to, or when dropped. Also the guard of the MCP
-/// servers [`crate::mcp`] starts.
-pub(crate) struct GroupGuard(Option<u32>);
+/// servers [`crate::mcp`] starts: the group led by the process it holds the id of (started
+/// with `process_group(0)`).
+pub(crate) struct GroupGuard(pub(crate) Option<u32>);
 
 impl GroupGuard {
-    /// The group led by the process `pid` (started with `process_group(0)`).
-    pub(crate) fn new(pid: Option<u32>) -> Self {
-        Self(pid)
-    }
-
-    /// `SIGKILL` to every process of the group, through `kill(1)` (no `unsafe` `killpg` call).
-    /// A group with no process left makes `kill` fail quietly.
-    fn kill(mut self) {
-        self.kill_now();
-    }
-
-    /// [`GroupGuard::kill`] through a reference; later calls do nothing.
+    /// `SIGKILL` to every process of the group, through `kill(1)` (no `unsafe` `killpg` call);
+    /// later calls do nothing. A group with no process left makes `kill` fail quietly.
     pub(crate) fn kill_now(&mut self) {
         if let Some(pgid) = self.0.take() {
-            let status = std::process::Command::new("kill")
-                .args(["-s", "KILL", "--", &format!("-{pgid}")])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
-            if let Err(e) = status {
+            if let Err(e) = kill("KILL", &format!("-{pgid}")).status() {
                 tracing::warn!(pgid, error = %e, "could not run kill(1) on a tool's process group");
             }
         }
@@ -505,4 +433,15 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         self.kill_now();
     }
+}
+
+/// `kill -s SIGNAL -- TARGET` (a PID, or `-PGID` for a group), its output discarded: how this
+/// crate signals processes without `unsafe` `kill(2)` calls.
+pub(crate) fn kill(signal: &str, target: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("kill");
+    cmd.args(["-s", signal, "--", target])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
 }

@@ -80,11 +80,14 @@ impl Backend for Bubblewrap {
                 let ran = ran?;
                 stopped?;
                 if ran.exit != Exit::Code(0) {
-                    return Err(unavailable(&format!(
-                        "`true` failed in a new sandbox ({:?}): {}",
-                        ran.exit,
-                        String::from_utf8_lossy(&ran.stderr).trim()
-                    )));
+                    return Err(unavailable(
+                        format!(
+                            "`true` failed in a new sandbox ({:?}): {}",
+                            ran.exit,
+                            String::from_utf8_lossy(&ran.stderr).trim()
+                        ),
+                        "see docs/programs.md, \"Tools that run programs\"",
+                    ));
                 }
                 Ok(())
             })
@@ -100,10 +103,7 @@ impl Backend for Bubblewrap {
         &'a self,
         settings: &'a SandboxSettings,
     ) -> BoxFuture<'a, Result<Box<dyn Instance>, SandboxError>> {
-        Box::pin(async move {
-            let live: Box<dyn Instance> = Box::new(start(settings).await?);
-            Ok(live)
-        })
+        Box::pin(async move { Ok(Box::new(start(settings).await?) as Box<dyn Instance>) })
     }
 }
 
@@ -226,26 +226,16 @@ pub(crate) fn args(settings: &SandboxSettings, etc: &Path) -> Vec<OsString> {
     for dir in SYSTEM_DIRS {
         let host = Path::new("/").join(dir);
         match std::fs::read_link(&host) {
-            Ok(target) => {
-                a.push("--symlink".into());
-                a.push(target.into_os_string());
-                a.push(host.into_os_string());
-            }
+            Ok(target) => a.extend(["--symlink".into(), target.into(), host.into()]),
             Err(_) if host.is_dir() => {
-                a.push("--ro-bind".into());
-                a.push(host.clone().into_os_string());
-                a.push(host.into_os_string());
+                a.extend(["--ro-bind".into(), host.clone().into(), host.into()]);
             }
             Err(_) => {}
         }
     }
-    a.push("--ro-bind".into());
-    a.push(etc.as_os_str().to_owned());
-    a.push("/etc".into());
+    a.extend(["--ro-bind".into(), etc.into(), "/etc".into()]);
     for path in &settings.ro_binds {
-        a.push("--ro-bind".into());
-        a.push(path.clone().into_os_string());
-        a.push(path.clone().into_os_string());
+        a.extend(["--ro-bind".into(), path.into(), path.into()]);
     }
     let disk = settings.disk_bytes.to_string();
     let spool = (settings.disk_bytes + SPOOL_SLACK).to_string();
@@ -330,33 +320,32 @@ fn on_path(name: &str) -> Option<PathBuf> {
 
 /// `setpriv` (util-linux), which a server running as root starts sandboxes through.
 fn locate_setpriv() -> Result<PathBuf, SandboxError> {
-    on_path("setpriv").ok_or_else(|| SandboxError::Unavailable {
-        cause: "the server runs as root and starts sandboxes as another user with \
-                    `setpriv`, which is not installed"
-            .to_owned(),
-        fix: "install util-linux (`apt-get install util-linux`, `apk add setpriv`), or \
-                  run the server as a user other than root"
-            .to_owned(),
+    on_path("setpriv").ok_or_else(|| {
+        unavailable(
+            "the server runs as root and starts sandboxes as another user with `setpriv`, \
+             which is not installed",
+            "install util-linux (`apt-get install util-linux`, `apk add setpriv`), or run the \
+             server as a user other than root",
+        )
     })
 }
 
 fn missing(cause: &str) -> SandboxError {
-    SandboxError::Unavailable {
-        cause: cause.to_owned(),
-        fix: "install bubblewrap: `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install \
-              bubblewrap` (Fedora), `apk add bubblewrap` (Alpine); in a container image, add \
-              it to the Dockerfile (deploy/Dockerfile does)"
-            .to_owned(),
-    }
+    unavailable(
+        cause,
+        "install bubblewrap: `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install \
+         bubblewrap` (Fedora), `apk add bubblewrap` (Alpine); in a container image, add it to \
+         the Dockerfile (deploy/Dockerfile does)",
+    )
 }
 
 /// The kernel settings that turn unprivileged user namespaces off, read before trying.
 fn preflight(settings: &SandboxSettings) -> Result<(), SandboxError> {
     if !cfg!(target_os = "linux") {
-        return Err(SandboxError::Unavailable {
-            cause: "bubblewrap sandboxes need Linux".to_owned(),
-            fix: "serve the environment on Linux (a container or VM on other systems)".to_owned(),
-        });
+        return Err(unavailable(
+            "bubblewrap sandboxes need Linux",
+            "serve the environment on Linux (a container or VM on other systems)",
+        ));
     }
     locate(settings)?;
     if host_user(settings).is_some() {
@@ -368,20 +357,17 @@ fn preflight(settings: &SandboxSettings) -> Result<(), SandboxError> {
             .and_then(|s| s.trim().parse::<u64>().ok())
     };
     if read("/proc/sys/user/max_user_namespaces") == Some(0) {
-        return Err(SandboxError::Unavailable {
-            cause: "user namespaces are disabled (user.max_user_namespaces is 0)".to_owned(),
-            fix: "`sysctl -w user.max_user_namespaces=15000` on the host (and in \
-                  /etc/sysctl.d to keep it)"
-                .to_owned(),
-        });
+        return Err(unavailable(
+            "user namespaces are disabled (user.max_user_namespaces is 0)",
+            "`sysctl -w user.max_user_namespaces=15000` on the host (and in /etc/sysctl.d to \
+             keep it)",
+        ));
     }
     if read("/proc/sys/kernel/unprivileged_userns_clone") == Some(0) {
-        return Err(SandboxError::Unavailable {
-            cause: "unprivileged user namespaces are disabled \
-                    (kernel.unprivileged_userns_clone is 0)"
-                .to_owned(),
-            fix: "`sysctl -w kernel.unprivileged_userns_clone=1` on the host".to_owned(),
-        });
+        return Err(unavailable(
+            "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone is 0)",
+            "`sysctl -w kernel.unprivileged_userns_clone=1` on the host",
+        ));
     }
     Ok(())
 }
@@ -410,16 +396,14 @@ fn diagnose(said: &str) -> SandboxError {
     } else {
         return SandboxError::Start(format!("bwrap: {said}"));
     };
-    SandboxError::Unavailable {
-        cause: format!("bwrap failed: {said}"),
-        fix: fix.to_owned(),
-    }
+    unavailable(format!("bwrap failed: {said}"), fix)
 }
 
-fn unavailable(cause: &str) -> SandboxError {
+/// Sandboxes cannot be made here: why, and how to fix it.
+fn unavailable(cause: impl Into<String>, fix: &str) -> SandboxError {
     SandboxError::Unavailable {
-        cause: cause.to_owned(),
-        fix: "see docs/programs.md, \"Tools that run programs\"".to_owned(),
+        cause: cause.into(),
+        fix: fix.to_owned(),
     }
 }
 

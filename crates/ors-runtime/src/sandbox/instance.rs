@@ -15,7 +15,7 @@ use tokio::sync::{oneshot, watch};
 use super::{script, Exec, Instance, Ran, SandboxError};
 use crate::env::ToolContext;
 use crate::process::capture::{Capture, CHUNK};
-use crate::process::Exit;
+use crate::process::{kill, Exit};
 
 /// How long the init may take to confirm that a stopped command's processes are gone, and to
 /// exit at shutdown, before the whole sandbox is killed instead.
@@ -79,18 +79,9 @@ impl Live {
     async fn recover(&mut self, nonce: &str) -> Result<(), SandboxError> {
         signal(self.init_pid, "USR1", &self.exited).await;
         self.signalled = true;
-        let detached = ToolContext::detached();
-        let mut out = Capture::new("stdout", 0, &detached);
-        let mut err = Capture::new("stderr", 0, &detached);
-        let ends = async {
-            tokio::join!(
-                self.stdout.until(nonce, &mut out),
-                self.stderr.until(nonce, &mut err)
-            )
-        };
-        match tokio::time::timeout(GRACE, ends).await {
-            Ok((Ok(Some(_)), Ok(Some(_)))) => Ok(()),
-            Ok(_) => Err(SandboxError::Broken(
+        match tokio::time::timeout(GRACE, self.skip_to(nonce)).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(SandboxError::Broken(
                 "its init ended while stopping an abandoned command".to_owned(),
             )),
             Err(_) => Err(SandboxError::Broken(format!(
@@ -106,22 +97,10 @@ impl Live {
     async fn settle(&mut self) -> Result<(), SandboxError> {
         let nonce = nonce();
         let request = format!("{nonce} 1 0\n:\n");
-        let detached = ToolContext::detached();
-        let mut out = Capture::new("stdout", 0, &detached);
-        let mut err = Capture::new("stderr", 0, &detached);
         let exchange = async {
-            if self.stdin.write_all(request.as_bytes()).await.is_err()
-                || self.stdin.flush().await.is_err()
-            {
-                return false;
-            }
-            matches!(
-                tokio::join!(
-                    self.stdout.until(&nonce, &mut out),
-                    self.stderr.until(&nonce, &mut err)
-                ),
-                (Ok(Some(_)), Ok(Some(_)))
-            )
+            self.stdin.write_all(request.as_bytes()).await.is_ok()
+                && self.stdin.flush().await.is_ok()
+                && self.skip_to(&nonce).await
         };
         match tokio::time::timeout(GRACE, exchange).await {
             Ok(true) => {
@@ -132,6 +111,21 @@ impl Live {
                 "its init did not answer after a command was stopped".to_owned(),
             )),
         }
+    }
+
+    /// Read both streams to the markers of `nonce`, discarding the output; whether both came
+    /// (rather than the streams' end).
+    async fn skip_to(&mut self, nonce: &str) -> bool {
+        let detached = ToolContext::detached();
+        let mut out = Capture::new("stdout", 0, &detached);
+        let mut err = Capture::new("stderr", 0, &detached);
+        matches!(
+            tokio::join!(
+                self.stdout.until(nonce, &mut out),
+                self.stderr.until(nonce, &mut err)
+            ),
+            (Ok(Some(_)), Ok(Some(_)))
+        )
     }
 
     async fn run_inner(&mut self, exec: &Exec, ctx: &ToolContext) -> Result<Ran, SandboxError> {
@@ -298,12 +292,7 @@ impl Abandon {
 impl Drop for Abandon {
     fn drop(&mut self) {
         if self.armed && !*self.exited.borrow() {
-            let _ = std::process::Command::new("kill")
-                .args(["-s", "USR1", "--", &self.pid.to_string()])
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status();
+            let _ = kill("USR1", &self.pid.to_string()).status();
         }
     }
 }
@@ -314,11 +303,7 @@ async fn signal(pid: u32, signal: &str, exited: &watch::Receiver<bool>) {
     if *exited.borrow() {
         return;
     }
-    let status = tokio::process::Command::new("kill")
-        .args(["-s", signal, "--", &pid.to_string()])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+    let status = tokio::process::Command::from(kill(signal, &pid.to_string()))
         .status()
         .await;
     if let Err(e) = status {

@@ -145,10 +145,7 @@ impl Sandboxes {
             }
         }
         for (k, _) in &settings.env {
-            let ok = !k.is_empty()
-                && !k.starts_with(|c: char| c.is_ascii_digit())
-                && k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            if !ok {
+            if !script::valid_name(k.as_bytes()) {
                 return Err(SandboxError::Settings(format!(
                     "the variable name {k:?} is not a shell name"
                 )));
@@ -218,7 +215,39 @@ impl Program {
         sandbox: &Sandbox,
         ctx: &ToolContext,
     ) -> Result<Finished, SandboxError> {
-        sandbox.run(self, ctx).await
+        if self.inherit_env {
+            return Err(SandboxError::Refused(
+                "a sandboxed program cannot have the server's environment (inherit_env): give \
+                 it the variables it needs with Program::env"
+                    .to_owned(),
+            ));
+        }
+        let settings = &sandbox.shared.settings;
+        let exec = Exec {
+            argv: self.argv().map(ToOwned::to_owned).collect(),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            stdin: self.stdin.clone(),
+            timeout: self
+                .timeout
+                .unwrap_or(settings.default_timeout)
+                .min(MAX_TIMEOUT),
+            limits: self.limits.or(settings.limits),
+            max_output: self.max_output,
+        };
+        let ran = sandbox.exec(&exec, ctx).await?;
+        let detached = ToolContext::detached();
+        let mut out = Capture::new("stdout", exec.max_output, &detached);
+        out.set(ran.stdout, ran.stdout_dropped);
+        let mut err = Capture::new("stderr", exec.max_output, &detached);
+        err.set(ran.stderr, ran.stderr_dropped);
+        let applied = Applied {
+            timeout: Some(exec.timeout),
+            limits: exec.limits,
+            disk: Some(settings.disk_bytes),
+            max_output: exec.max_output,
+        };
+        Ok(Finished::new(ran.exit, &out, &err, ran.duration, &applied))
     }
 }
 
@@ -233,57 +262,17 @@ impl Sandbox {
         &self.shared.settings
     }
 
-    /// Run `program` (through [`Program::run_in`]).
-    pub(crate) async fn run(
-        &self,
-        program: &Program,
-        ctx: &ToolContext,
-    ) -> Result<Finished, SandboxError> {
-        if program.inherits_env() {
-            return Err(SandboxError::Refused(
-                "a sandboxed program cannot have the server's environment (inherit_env): give \
-                 it the variables it needs with Program::env"
-                    .to_owned(),
-            ));
-        }
-        let settings = &self.shared.settings;
-        let exec = Exec {
-            argv: program.argv().map(ToOwned::to_owned).collect(),
-            cwd: program.cwd().map(Path::to_path_buf),
-            env: program.added_env().to_vec(),
-            stdin: program.stdin_bytes().map(<[u8]>::to_vec),
-            timeout: program
-                .timeout_value()
-                .unwrap_or(settings.default_timeout)
-                .min(MAX_TIMEOUT),
-            limits: program.own_limits().or(settings.limits),
-            max_output: program.max_output(),
-        };
-        let ran = self.exec(&exec, ctx).await?;
-        let detached = ToolContext::detached();
-        let mut out = Capture::new("stdout", exec.max_output, &detached);
-        out.set(ran.stdout, ran.stdout_dropped);
-        let mut err = Capture::new("stderr", exec.max_output, &detached);
-        err.set(ran.stderr, ran.stderr_dropped);
-        let applied = Applied {
-            timeout: Some(exec.timeout),
-            limits: exec.limits,
-            disk: Some(settings.disk_bytes),
-            max_output: exec.max_output,
-        };
-        Ok(Finished::new(ran.exit, &out, &err, ran.duration, &applied))
-    }
-
     /// Run `exec` in the sandbox, starting it first if needed. A sandbox that broke is shut
     /// down (its processes confirmed gone) and forgotten, so the next command starts anew.
     async fn exec(&self, exec: &Exec, ctx: &ToolContext) -> Result<Ran, SandboxError> {
         let mut live = self.live.lock().await;
-        if live.is_none() {
-            *live = Some(self.shared.backend.start(&self.shared.settings).await?);
-            self.started.store(true, Ordering::Relaxed);
-        }
-        let Some(instance) = live.as_mut() else {
-            return Err(SandboxError::Start("no sandbox".to_owned()));
+        let instance = match live.as_mut() {
+            Some(instance) => instance,
+            None => {
+                let started = self.shared.backend.start(&self.shared.settings).await?;
+                self.started.store(true, Ordering::Relaxed);
+                live.insert(started)
+            }
         };
         match instance.run(exec, ctx).await {
             Err(e @ SandboxError::Broken(_)) => {

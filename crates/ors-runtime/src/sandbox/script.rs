@@ -28,7 +28,7 @@ pub(crate) fn quote(s: &[u8]) -> Vec<u8> {
 }
 
 /// Whether `name` can be an environment variable the shell exports.
-fn valid_name(name: &[u8]) -> bool {
+pub(crate) fn valid_name(name: &[u8]) -> bool {
     !name.is_empty()
         && !name[0].is_ascii_digit()
         && name.iter().all(|&b| b.is_ascii_alphanumeric() || b == b'_')
