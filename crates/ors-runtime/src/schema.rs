@@ -38,14 +38,8 @@ pub enum SchemaError {
 /// assert!(!schema.contains_key("$schema"));
 /// ```
 pub fn input_schema<T: JsonSchema>() -> Result<JsonObject, SchemaError> {
-    let settings = SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.meta_schema = None;
-    });
-    let schema = settings.into_generator().into_root_schema_for::<T>();
-    let mut value = schema.to_value();
     let type_name = T::schema_name().into_owned();
-    let Value::Object(mut obj) = value.take() else {
+    let Value::Object(mut obj) = root_schema::<T>() else {
         return Err(SchemaError::NotObject {
             type_name,
             found: "not an object schema".to_owned(),
@@ -72,15 +66,7 @@ pub fn input_schema<T: JsonSchema>() -> Result<JsonObject, SchemaError> {
 /// The JSON Schema of a tool's typed result (`Json<T>`), in the same dialect and shape as
 /// input schemas, but of any type: a list or a number is a fine result.
 pub fn output_schema<T: JsonSchema>() -> JsonObject {
-    let settings = SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.meta_schema = None;
-    });
-    match settings
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value()
-    {
+    match root_schema::<T>() {
         Value::Object(mut obj) => {
             obj.remove("$schema");
             obj
@@ -88,6 +74,18 @@ pub fn output_schema<T: JsonSchema>() -> JsonObject {
         // `true`: any value.
         _ => JsonObject::new(),
     }
+}
+
+/// `T`'s root schema in the dialect above, nested types inlined.
+fn root_schema<T: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    });
+    settings
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
 }
 
 /// Why a hand-written schema cannot describe a tool's input.
@@ -179,8 +177,11 @@ impl InputValidator {
 
     /// Parse and compile a schema given as JSON text.
     pub fn from_text(text: &str) -> Result<(Self, JsonObject), BadSchema> {
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| BadSchema::NotJson(e.to_string()))?;
+        Self::from_value(serde_json::from_str(text).map_err(|e| BadSchema::NotJson(e.to_string()))?)
+    }
+
+    /// Compile a schema given as a JSON value, and give it back as the object it is.
+    pub(crate) fn from_value(value: Value) -> Result<(Self, JsonObject), BadSchema> {
         let validator = Self::new(&value)?;
         match value {
             Value::Object(obj) => Ok((validator, obj)),

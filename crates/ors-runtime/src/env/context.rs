@@ -68,12 +68,7 @@ impl ToolContext {
         cancel: CancellationToken,
         progress: Option<ProgressSink>,
     ) -> Self {
-        Self {
-            session_id: session_id.into(),
-            call_id: call_id.into(),
-            link: Arc::new(Parts { cancel, progress }),
-            reasoning: None,
-        }
+        Self::linked(session_id, call_id, Arc::new(Parts { cancel, progress }))
     }
 
     /// A context whose cancellation and progress are the server's `link` for this call.

@@ -73,13 +73,6 @@ fn available_splits(known: &[String]) -> String {
     }
 }
 
-/// `toolset` is not one of environment `env`'s selectable toolsets.
-pub(crate) fn no_toolset(env: &str, toolset: &str) -> TaskError {
-    TaskError::Env(EnvError::Unsupported(format!(
-        "environment '{env}' has no toolset '{toolset}' to select"
-    )))
-}
-
 /// A type-erased served environment, as a server hosts it.
 pub trait DynEnvironment: Send + Sync {
     /// The environment name.

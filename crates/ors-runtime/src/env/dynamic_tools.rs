@@ -106,10 +106,8 @@ impl DynamicTool {
                     .to_owned(),
             ));
         }
-        let validator = InputValidator::new(&schema).map_err(|e| bad(e.to_string()))?;
-        let Value::Object(schema) = schema else {
-            return Err(bad("the schema must be a JSON object".to_owned()));
-        };
+        let (validator, schema) =
+            InputValidator::from_value(schema).map_err(|e| bad(e.to_string()))?;
         let handler: DynamicHandler = Arc::new(move |ctx, input| {
             let fut = handler(ctx, input);
             Box::pin(async move { fut.await.into_tool_result() })
@@ -149,24 +147,9 @@ impl DynamicTool {
     /// Validate the input, then run the handler (an invalid input is `ok: false`, naming the
     /// field, and the handler does not run).
     pub fn call(&self, ctx: ToolContext, input: Value) -> BoxFuture<'static, RunToolOutput> {
-        let input = match input {
-            Value::Null => Value::Object(JsonObject::new()),
-            other => other,
-        };
-        if let Err(msg) = self.validator.check(&self.spec.name, &input) {
-            return Box::pin(async move { RunToolOutput::error(msg) });
-        }
-        match input {
-            Value::Object(obj) => (self.handler)(ctx, obj),
-            // The schema is an object schema, so the validator refused anything else.
-            other => {
-                let msg = format!(
-                    "invalid input for tool '{}': expected an object, got {}",
-                    self.spec.name,
-                    ors_core::types::json_kind(&other)
-                );
-                Box::pin(async move { RunToolOutput::error(msg) })
-            }
+        match checked_input(&self.validator, &self.spec.name, input) {
+            Ok(obj) => (self.handler)(ctx, obj),
+            Err(msg) => Box::pin(async move { RunToolOutput::error(msg) }),
         }
     }
 
@@ -193,6 +176,28 @@ impl DynamicTool {
             },
         )
         .validated(Arc::clone(&self.validator))
+    }
+}
+
+/// An input checked against a tool's object schema (`null` read as `{}`), as the object it is;
+/// the error names the tool and each offending field.
+pub(crate) fn checked_input(
+    validator: &InputValidator,
+    tool: &str,
+    input: Value,
+) -> Result<JsonObject, String> {
+    let input = match input {
+        Value::Null => Value::Object(JsonObject::new()),
+        other => other,
+    };
+    validator.check(tool, &input)?;
+    match input {
+        Value::Object(obj) => Ok(obj),
+        // The schema is an object schema, so the validator refused anything else.
+        other => Err(format!(
+            "invalid input for tool '{tool}': expected an object, got {}",
+            ors_core::types::json_kind(&other)
+        )),
     }
 }
 

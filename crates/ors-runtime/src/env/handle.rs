@@ -120,17 +120,11 @@ impl<E: Environment> EnvHandle<E> {
         Ok(Episode::new(env, Arc::clone(&self.table), None))
     }
 
-    fn check_split(&self, split: &str) -> Result<(), TaskError> {
-        if self.splits.iter().any(|s| s.name == split) {
-            Ok(())
-        } else {
-            Err(TaskError::unknown_split(split, &self.splits))
-        }
-    }
-
     /// How a split is served: counted by `num_tasks`, else loaded by `tasks`; once per split.
     async fn split(&self, split: &str) -> Result<SplitTasks<E::Task>, TaskError> {
-        self.check_split(split)?;
+        if !self.splits.iter().any(|s| s.name == split) {
+            return Err(TaskError::unknown_split(split, &self.splits));
+        }
         let cell = {
             let mut map = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             map.entry(split.to_owned()).or_default().clone()
@@ -158,11 +152,9 @@ impl<E: Environment> EnvHandle<E> {
         start: usize,
         stop: usize,
     ) -> Result<Vec<Value>, TaskError> {
-        match tasks {
-            SplitTasks::Loaded(all) => all[start..stop]
-                .iter()
-                .map(|t| t.to_wire().map_err(TaskError::from))
-                .collect(),
+        let read;
+        let tasks = match tasks {
+            SplitTasks::Loaded(all) => &all[start..stop],
             SplitTasks::Indexed(_) => {
                 if stop - start > MAX_TASKS_PER_REQUEST {
                     return Err(TaskError::TooMany {
@@ -171,18 +163,20 @@ impl<E: Environment> EnvHandle<E> {
                         limit: MAX_TASKS_PER_REQUEST,
                     });
                 }
-                let read = E::task_range_with(&self.state, split, start, stop).await?;
+                read = E::task_range_with(&self.state, split, start, stop).await?;
                 if read.len() != stop - start {
                     return Err(TaskError::Env(EnvError::msg(format!(
                         "task_range of split '{split}' returned {} tasks for {start}..{stop}",
                         read.len()
                     ))));
                 }
-                read.iter()
-                    .map(|t| t.to_wire().map_err(TaskError::from))
-                    .collect()
+                &read[..]
             }
-        }
+        };
+        tasks
+            .iter()
+            .map(|t| t.to_wire().map_err(TaskError::from))
+            .collect()
     }
 }
 
@@ -491,14 +485,6 @@ impl<E: Environment> DynSession for Episode<E> {
     }
 }
 
-fn invalid_index(split: &str, index: i64, len: usize) -> TaskError {
-    TaskError::InvalidIndex {
-        split: split.to_owned(),
-        index,
-        len,
-    }
-}
-
 impl<E: Environment> DynEnvironment for EnvHandle<E> {
     fn name(&self) -> &str {
         &self.name
@@ -544,7 +530,11 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
             let i = usize::try_from(index)
                 .ok()
                 .filter(|&i| i < len)
-                .ok_or_else(|| invalid_index(&split, index, len))?;
+                .ok_or_else(|| TaskError::InvalidIndex {
+                    split: split.clone(),
+                    index,
+                    len,
+                })?;
             match tasks {
                 SplitTasks::Loaded(all) => Ok(all[i].to_wire()?),
                 SplitTasks::Indexed(_) => {
@@ -577,7 +567,10 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
             None => None,
             Some((_, Some(i))) => Some(i),
             Some((name, None)) => {
-                let err = super::dynamic::no_toolset(&self.name, name);
+                let err = TaskError::Env(EnvError::Unsupported(format!(
+                    "environment '{}' has no toolset '{name}' to select",
+                    self.name
+                )));
                 return Box::pin(async move { Err(err) });
             }
         };

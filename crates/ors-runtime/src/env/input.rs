@@ -89,11 +89,7 @@ impl CallInput {
 
     /// The input as a JSON value (built now when it is text); `{}` when there is none.
     pub fn to_value(&self) -> Result<Value, InputError> {
-        match &self.0 {
-            Repr::Empty | Repr::Value(Value::Null) => Ok(Value::Object(Default::default())),
-            Repr::Value(value) => Ok(value.clone()),
-            Repr::Text(text) => from_text(text),
-        }
+        self.clone().into_value()
     }
 
     /// The input as a JSON value, consuming it (no copy when it already is one); `{}` when

@@ -28,6 +28,8 @@ pub use environment::{EnvError, Environment, EnvironmentMeta, WireTask};
 pub use handle::{EnvHandle, Episode, MAX_TASKS_PER_REQUEST};
 pub use input::{CallInput, InputError};
 
+#[cfg(feature = "mcp")]
+pub(crate) use dynamic_tools::checked_input;
 pub(crate) use environment::ENVIRONMENT_METHODS;
 pub(crate) use table::as_value;
 pub use table::{

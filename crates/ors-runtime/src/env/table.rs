@@ -91,10 +91,14 @@ impl<E: 'static> ToolEntry<E> {
     where
         F: for<'a> Fn(&'a mut E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync + 'static,
     {
+        Self::of(spec, shared, ToolRun::Async(Arc::new(call)))
+    }
+
+    fn of(spec: ToolSpec, shared: bool, run: ToolRun<E>) -> Self {
         Self {
             spec,
             shared,
-            run: ToolRun::Async(Arc::new(call)),
+            run,
             validator: None,
             terminal: false,
         }
@@ -105,13 +109,7 @@ impl<E: 'static> ToolEntry<E> {
     where
         F: Fn(&mut E, ToolContext, CallInput) -> RunToolOutput + Send + Sync + 'static,
     {
-        Self {
-            spec,
-            shared,
-            run: ToolRun::Blocking(Arc::new(call)),
-            validator: None,
-            terminal: false,
-        }
+        Self::of(spec, shared, ToolRun::Blocking(Arc::new(call)))
     }
 
     /// An entry calling `call` with the environment borrowed shared: a concurrent tool.
@@ -119,13 +117,7 @@ impl<E: 'static> ToolEntry<E> {
     where
         F: for<'a> Fn(&'a E, ToolContext, CallInput) -> ToolFuture<'a> + Send + Sync + 'static,
     {
-        Self {
-            spec,
-            shared,
-            run: ToolRun::Concurrent(Arc::new(call)),
-            validator: None,
-            terminal: false,
-        }
+        Self::of(spec, shared, ToolRun::Concurrent(Arc::new(call)))
     }
 
     /// Whether calls of this tool may run beside other calls of their session: a concurrent
@@ -171,11 +163,9 @@ impl<E: 'static> ToolEntry<E> {
             }
         };
         ToolEntry {
-            spec: self.spec.clone(),
-            shared: self.shared,
-            run,
             validator: self.validator.clone(),
             terminal: self.terminal,
+            ..ToolEntry::of(self.spec.clone(), self.shared, run)
         }
     }
 }
@@ -248,10 +238,10 @@ pub struct ToolTable<E> {
     entries: Vec<ToolEntry<E>>,
     by_name: HashMap<String, usize, BuildHasherDefault<NameHasher>>,
     shared_specs: Vec<ToolSpec>,
-    errors: Vec<ToolTableError>,
+    pub(crate) errors: Vec<ToolTableError>,
     reasoning: bool,
     terminal: Option<TerminalToolSpec>,
-    calls_after_finished: bool,
+    pub(crate) calls_after_finished: bool,
     /// The selectable toolsets: their tools belong only to the sessions that chose them, so
     /// `/task_tools` lists them after the environment's and calls reach them, while the
     /// shared `/tools` listing does not show them.
@@ -271,7 +261,7 @@ impl<E: 'static> ToolTable<E> {
         Self::build(entries, true)
     }
 
-    fn build(entries: Vec<ToolEntry<E>>, reasoning: bool) -> Self {
+    pub(crate) fn build(entries: Vec<ToolEntry<E>>, reasoning: bool) -> Self {
         let mut table = Self {
             entries: Vec::with_capacity(entries.len()),
             by_name: HashMap::with_capacity_and_hasher(entries.len(), Default::default()),
@@ -326,14 +316,15 @@ impl<E: 'static> ToolTable<E> {
     /// How the listing names a terminal tool: its one input field (besides the added
     /// `reasoning`) receives the answer; a tool without input fields grades from state.
     fn terminal_spec(&self, spec: &ToolSpec) -> Result<TerminalToolSpec, ToolTableError> {
-        let fields: Vec<&String> = spec
+        let fields: Vec<&str> = spec
             .input_schema
             .as_ref()
             .and_then(|s| s.get("properties"))
             .and_then(Value::as_object)
             .map(|p| {
                 p.keys()
-                    .filter(|k| !(self.reasoning && k.as_str() == REASONING_FIELD))
+                    .map(String::as_str)
+                    .filter(|k| !(self.reasoning && *k == REASONING_FIELD))
                     .collect()
             })
             .unwrap_or_default();
@@ -344,17 +335,13 @@ impl<E: 'static> ToolTable<E> {
                     "a terminal tool takes at most one input field (the model's answer), this one \
                      has {}: {}",
                     fields.len(),
-                    fields
-                        .iter()
-                        .map(|f| f.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    fields.join(", ")
                 ),
             });
         }
         Ok(TerminalToolSpec {
             name: spec.name.clone(),
-            arg: fields.first().map(|f| (*f).clone()),
+            arg: fields.first().map(|f| (*f).to_owned()),
             description: spec.description.clone(),
         })
     }
@@ -399,12 +386,6 @@ impl<E: 'static> ToolTable<E> {
     /// The terminal tool, as the tools listing names it.
     pub fn terminal_tool(&self) -> Option<&TerminalToolSpec> {
         self.terminal.as_ref()
-    }
-
-    /// Record a schema error found while building (the table stays usable without that tool).
-    pub fn with_error(mut self, err: ToolTableError) -> Self {
-        self.errors.push(err);
-        self
     }
 
     /// Problems found while building; a server refuses to start an environment with any.
@@ -502,18 +483,11 @@ impl<E: 'static> ToolTable<E> {
     }
 }
 
-/// The schema of the `reasoning` field (Bedrock's automatic reasoning parameter).
-fn reasoning_schema() -> Value {
-    json!({"type": "string", "description": "The reasoning for the tool call."})
-}
-
 /// Add the optional `reasoning` field to a tool's input schema.
 pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
-    let schema = spec.input_schema.get_or_insert_with(|| {
-        let mut obj = JsonObject::new();
-        obj.insert("type".to_owned(), json!("object"));
-        obj
-    });
+    let schema = spec
+        .input_schema
+        .get_or_insert_with(|| JsonObject::from_iter([("type".to_owned(), json!("object"))]));
     let props = schema
         .entry("properties")
         .or_insert_with(|| Value::Object(JsonObject::new()));
@@ -527,7 +501,10 @@ pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
             })
         }
         Value::Object(props) => {
-            props.insert(REASONING_FIELD.to_owned(), reasoning_schema());
+            // Bedrock's automatic reasoning parameter.
+            let schema =
+                json!({"type": "string", "description": "The reasoning for the tool call."});
+            props.insert(REASONING_FIELD.to_owned(), schema);
             Ok(())
         }
         _ => Err(ToolTableError::Schema {

@@ -240,30 +240,18 @@ impl McpServer {
     /// Open a connection: start the program (or reach the URL) and initialize.
     async fn open(&self) -> Result<Conn, String> {
         let broken = Broken::default();
-        let label = self.label();
-        let failed = |e: String, broken: &Broken| match broken.get() {
-            Some(reason) => format!("the server {reason}"),
-            None => e,
-        };
-        match &self.transport {
+        let (served, process) = match &self.transport {
             McpTransport::Command { program, args, env } => {
                 let mut cmd = tokio::process::Command::new(program);
                 cmd.args(args).envs(env.iter().map(|(k, v)| (k, v)));
                 let (transport, process) =
                     mcp_stdio::start(cmd, self.limits.max_line_bytes, Arc::clone(&broken))
                         .map_err(|e| format!("cannot start '{program}': {e}"))?;
-                match ().serve(transport).await {
-                    Ok(client) => Ok(Conn {
-                        client,
-                        label,
-                        broken,
-                        process: Some(process),
-                    }),
-                    Err(e) => {
-                        process.kill();
-                        Err(failed(e.to_string(), &broken))
-                    }
+                let served = ().serve(transport).await;
+                if served.is_err() {
+                    process.kill();
                 }
+                (served, Some(process))
             }
             McpTransport::Url(url) => {
                 check_url(url)?;
@@ -277,15 +265,19 @@ impl McpServer {
                     McpHttpClient::new(Arc::clone(&broken)),
                     config,
                 );
-                let client = ().serve(transport).await.map_err(|e| failed(e.to_string(), &broken))?;
-                Ok(Conn {
-                    client,
-                    label,
-                    broken,
-                    process: None,
-                })
+                (().serve(transport).await, None)
             }
-        }
+        };
+        let client = served.map_err(|e| match broken.get() {
+            Some(reason) => format!("the server {reason}"),
+            None => e.to_string(),
+        })?;
+        Ok(Conn {
+            client,
+            label: self.label(),
+            broken,
+            process,
+        })
     }
 }
 
@@ -610,31 +602,33 @@ impl McpToolset {
     /// The connection of a new episode: one of its own, or the shared one (opened again when
     /// the server died since).
     pub(crate) async fn connection(&self) -> Result<Arc<Conn>, ExternalError> {
-        let failed = |reason: String| ExternalError::Mcp {
-            server: self.server.label(),
-            reason,
-        };
-        match self.server.connection {
-            Connection::PerSession => {
-                let conn = self.server.open().await.map_err(failed)?;
-                remember(&self.programs, &conn);
-                Ok(Arc::new(conn))
-            }
-            Connection::Shared => {
-                let mut shared = self.shared.lock().await;
-                if let Some(conn) = shared.as_ref().filter(|c| c.alive()) {
-                    return Ok(Arc::clone(conn));
-                }
-                if shared.is_some() {
-                    tracing::warn!(server = %self.server.label(), "the shared MCP connection died; reopening it");
-                }
-                let conn = self.server.open().await.map_err(failed)?;
-                remember(&self.programs, &conn);
-                let conn = Arc::new(conn);
-                *shared = Some(Arc::clone(&conn));
-                Ok(conn)
-            }
+        if self.server.connection == Connection::PerSession {
+            return self.open().await;
         }
+        let mut shared = self.shared.lock().await;
+        if let Some(conn) = shared.as_ref().filter(|c| c.alive()) {
+            return Ok(Arc::clone(conn));
+        }
+        if shared.is_some() {
+            tracing::warn!(server = %self.server.label(), "the shared MCP connection died; reopening it");
+        }
+        let conn = self.open().await?;
+        *shared = Some(Arc::clone(&conn));
+        Ok(conn)
+    }
+
+    /// A new connection, its program remembered for [`McpToolset::close`].
+    async fn open(&self) -> Result<Arc<Conn>, ExternalError> {
+        let conn = self
+            .server
+            .open()
+            .await
+            .map_err(|reason| ExternalError::Mcp {
+                server: self.server.label(),
+                reason,
+            })?;
+        remember(&self.programs, &conn);
+        Ok(Arc::new(conn))
     }
 
     /// End every connection still open (at server shutdown), whatever still holds it: each
@@ -672,14 +666,8 @@ fn ors_tool(prefix: &str, tool: Tool) -> Result<McpTool, String> {
         ));
     }
     let schema = Value::Object(Arc::unwrap_or_clone(tool.input_schema));
-    let validator = InputValidator::new(&schema)
+    let (validator, schema) = InputValidator::from_value(schema)
         .map_err(|e| format!("the input schema of its tool '{}': {e}", tool.name))?;
-    let Value::Object(schema) = schema else {
-        return Err(format!(
-            "the input schema of its tool '{}' is not an object",
-            tool.name
-        ));
-    };
     let description = tool
         .description
         .as_deref()

@@ -156,9 +156,9 @@ fn sse_events(
         move |(mut body, mut decoder, mut ready, mut done)| {
             let broken = Arc::clone(&broken);
             async move {
-                loop {
+                let item = loop {
                     if let Some(ev) = ready.pop_front() {
-                        return Some((Ok(ev), (body, decoder, ready, done)));
+                        break Ok(ev);
                     }
                     if done {
                         return None;
@@ -167,10 +167,7 @@ fn sse_events(
                         None => done = true,
                         Some(Err(e)) => {
                             done = true;
-                            return Some((
-                                Err(SseStreamError::Body(Box::new(e))),
-                                (body, decoder, ready, done),
-                            ));
+                            break Err(SseStreamError::Body(Box::new(e)));
                         }
                         Some(Ok(frame)) => {
                             let Ok(data) = frame.into_data() else {
@@ -194,15 +191,13 @@ fn sse_events(
                                      may have at most {max_event} bytes, \
                                      McpServer::max_line_bytes)"
                                     ));
-                                    return Some((
-                                        Err(SseStreamError::Body(Box::new(e))),
-                                        (body, decoder, ready, done),
-                                    ));
+                                    break Err(SseStreamError::Body(Box::new(e)));
                                 }
                             }
                         }
                     }
-                }
+                };
+                Some((item, (body, decoder, ready, done)))
             }
         },
     )

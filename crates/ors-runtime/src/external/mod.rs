@@ -68,7 +68,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use ors_core::types::{JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
+use ors_core::types::{RunToolOutput, ToolErrorReason, ToolSpec};
 
 use crate::env::{DynamicTool, ToolContext, ToolEntry, ToolTableError};
 pub use error::ExternalError;
@@ -124,46 +124,36 @@ impl ExternalToolsBuilder {
     /// Connect to the MCP servers and list their tools, check the webhooks, and check that
     /// no two tools share a name.
     pub async fn build(self) -> Result<ExternalTools, ExternalError> {
-        let mut shared: Vec<DynamicTool> = self.tools;
+        let mut here: Vec<DynamicTool> = self.tools;
         for hook in self.webhooks {
-            shared.push(hook.into_tool()?);
+            here.push(hook.into_tool()?);
         }
+        let mut entries = Vec::new();
         #[cfg(feature = "mcp")]
         let mut toolsets = Vec::with_capacity(self.servers.len());
         #[cfg(feature = "mcp")]
         for server in self.servers {
-            toolsets.push(McpToolset::connect(server).await?);
+            let t = McpToolset::connect(server).await?;
+            let toolset = toolsets.len();
+            entries.extend((0..t.tools().len()).map(|tool| Runs::Mcp { toolset, tool }));
+            toolsets.push(t);
         }
-        let mut entries = Vec::new();
-        #[cfg(feature = "mcp")]
-        for (toolset, t) in toolsets.iter().enumerate() {
-            entries.extend(
-                t.tools()
-                    .iter()
-                    .enumerate()
-                    .map(|(tool, _)| Runs::Mcp { toolset, tool }),
-            );
-        }
-        entries.extend(shared.into_iter().map(Runs::Here));
-        let catalog = Catalog {
+        entries.extend(here.into_iter().map(Runs::Here));
+        let mut catalog = Catalog {
             #[cfg(feature = "mcp")]
             toolsets,
-            by_name: HashMap::with_capacity(entries.len()),
             entries,
+            by_name: self.reserved.into_iter().map(|n| (n, usize::MAX)).collect(),
         };
-        let mut by_name = HashMap::with_capacity(catalog.entries.len());
-        for name in self.reserved {
-            by_name.insert(name, usize::MAX);
-        }
         for (i, entry) in catalog.entries.iter().enumerate() {
             let name = catalog.spec(entry).name.clone();
-            if by_name.insert(name.clone(), i).is_some() {
+            if catalog.by_name.insert(name.clone(), i).is_some() {
                 return Err(ExternalError::Tool(ToolTableError::Duplicate(name)));
             }
         }
-        by_name.retain(|_, i| *i != usize::MAX);
+        catalog.by_name.retain(|_, i| *i != usize::MAX);
         Ok(ExternalTools {
-            catalog: Arc::new(Catalog { by_name, ..catalog }),
+            catalog: Arc::new(catalog),
         })
     }
 }
@@ -331,18 +321,13 @@ impl ExternalSession {
             #[cfg(feature = "mcp")]
             Runs::Mcp { toolset, tool } => {
                 let t = &self.catalog.toolsets[*toolset].tools()[*tool];
-                let input = match input {
-                    Value::Null => Value::Object(JsonObject::new()),
-                    other => other,
-                };
-                if let Err(msg) = t.validator.check(&t.spec.name, &input) {
-                    return Some(Box::pin(async move {
-                        RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
-                    }));
-                }
-                let Value::Object(input) = input else {
-                    // The schema is an object schema, so the validator refused anything else.
-                    return None;
+                let input = match crate::env::checked_input(&t.validator, &t.spec.name, input) {
+                    Ok(input) => input,
+                    Err(msg) => {
+                        return Some(Box::pin(async move {
+                            RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
+                        }))
+                    }
                 };
                 let conn = Arc::clone(&self.conns[*toolset]);
                 let mcp_name = t.mcp_name.clone();
@@ -358,6 +343,7 @@ impl ExternalSession {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ors_core::types::JsonObject;
     use serde_json::json;
 
     fn echo(name: &str) -> DynamicTool {

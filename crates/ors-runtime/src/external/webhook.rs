@@ -196,10 +196,6 @@ impl WebhookTool {
 
     /// This webhook as a tool of an environment (checked now: name, schema, URL, secret).
     pub fn into_tool(self) -> Result<DynamicTool, ExternalError> {
-        self.into_tool_with(HttpClient::new())
-    }
-
-    pub(crate) fn into_tool_with(self, client: HttpClient) -> Result<DynamicTool, ExternalError> {
         let uri = check_url(&self.url)
             .map_err(|e| ExternalError::Config(format!("webhook tool '{}': {e}", self.name)))?;
         if !(self.timeout_secs.is_finite() && self.timeout_secs > 0.0) {
@@ -214,7 +210,7 @@ impl WebhookTool {
             secret: self.resolve_secret()?,
             timeout: Duration::from_secs_f64(self.timeout_secs),
             retries: self.retries,
-            client,
+            client: HttpClient::new(),
         });
         DynamicTool::new(
             self.name,

@@ -131,14 +131,7 @@ pub const fn toolset_collision(
 /// Whether `method` is a method of the `Environment` trait (which must stay in the trait impl,
 /// so it cannot be moved out as a `#[tool]`).
 pub const fn is_environment_method(method: &str) -> bool {
-    let mut i = 0;
-    while i < ENVIRONMENT_METHODS.len() {
-        if str_eq(ENVIRONMENT_METHODS[i], method) {
-            return true;
-        }
-        i += 1;
-    }
-    false
+    first_collision(&[method], ENVIRONMENT_METHODS).is_some()
 }
 
 #[cfg(test)]

@@ -114,10 +114,8 @@ impl<'d> ToolDecl<'d> {
         };
         let (input_schema, validator) = match self.input {
             InputDecl::Typed(schemas) => {
-                let schema = match schemas.iter().flatten().next() {
-                    Some(f) => Some(f().map_err(|e| bad(e.to_string()))?),
-                    None => None,
-                };
+                let schema = schemas.iter().flatten().next().map(|f| f()).transpose();
+                let schema = schema.map_err(|e| bad(e.to_string()))?;
                 let validator = match (&schema, self.validate) {
                     (Some(s), true) => Some(Arc::new(
                         InputValidator::new(&serde_json::Value::Object(s.clone()))
@@ -136,10 +134,8 @@ impl<'d> ToolDecl<'d> {
         let mut spec = ToolSpec::new(self.name, self.description, input_schema);
         spec.detail_url = self.detail_url.map(str::to_owned);
         spec.runs_commands = self.runs_commands;
-        spec.output_schema = match self.output {
-            Some(f) => Some(f().map_err(|e| bad(e.to_string()))?),
-            None => None,
-        };
+        let output_schema = self.output.map(|f| f()).transpose();
+        spec.output_schema = output_schema.map_err(|e| bad(e.to_string()))?;
         Ok((spec, validator))
     }
 }

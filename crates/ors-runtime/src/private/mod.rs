@@ -61,14 +61,11 @@ impl<E: 'static> TableBuilder<E> {
     fn add(&mut self, decl: ToolDecl<'_>, make: impl FnOnce(ToolSpec, bool) -> ToolEntry<E>) {
         let (shared, terminal) = (decl.is_shared(), decl.is_terminal());
         match decl.build() {
-            Ok((spec, validator)) => {
-                let entry = make(spec, shared);
-                let entry = if terminal { entry.terminal() } else { entry };
-                self.entries.push(match validator {
-                    Some(v) => entry.validated(v),
-                    None => entry,
-                });
-            }
+            Ok((spec, validator)) => self.entries.push(ToolEntry {
+                validator,
+                terminal,
+                ..make(spec, shared)
+            }),
             Err(e) => self.errors.push(e),
         }
     }
@@ -144,21 +141,13 @@ impl<E: 'static> TableBuilder<E> {
 
     /// The finished table (duplicate names become errors there).
     pub fn build(self) -> ToolTable<E> {
-        let table = if self.reasoning {
-            ToolTable::with_reasoning(self.entries)
-        } else {
-            ToolTable::new(self.entries)
-        };
-        let table = if self.calls_after_finished {
-            table.with_calls_after_finished()
-        } else {
-            table
-        };
-        let table = self
-            .selectable
-            .into_iter()
-            .fold(table, |t, (name, entries)| t.with_selectable(name, entries));
-        self.errors.into_iter().fold(table, ToolTable::with_error)
+        let mut table = ToolTable::build(self.entries, self.reasoning);
+        table.calls_after_finished = self.calls_after_finished;
+        for (name, entries) in self.selectable {
+            table = table.with_selectable(name, entries);
+        }
+        table.errors.extend(self.errors);
+        table
     }
 }
 

@@ -70,12 +70,15 @@ pub trait ToolArg: Sized {
 // `#[wire]`, not a list of the other types the trait has.
 #[diagnostic::do_not_recommend]
 impl ToolArg for ToolContext {
-    const OPS: ArgOps<Self> = ArgOps {
-        kind: ArgKind::Context,
-        extract: clone_context,
-        schema: None,
-    };
+    const OPS: ArgOps<Self> = CONTEXT;
 }
+
+/// The context, for [`ToolArg`] and [`RawToolArg`] alike: a clone of the call's.
+const CONTEXT: ArgOps<ToolContext> = ArgOps {
+    kind: ArgKind::Context,
+    extract: |ctx, _, _| Ok(ctx.clone()),
+    schema: None,
+};
 
 // `do_not_recommend`: an input type that lacks `JsonSchema` is reported with this trait's
 // message ("put #[wire] on it"), not as a bound buried in this impl and the long list of types
@@ -95,21 +98,21 @@ pub const fn arg_ops<T: ToolArg>() -> ArgOps<T> {
     T::OPS
 }
 
-fn clone_context(
-    ctx: &ToolContext,
-    _input: &mut Option<CallInput>,
-    _tool: &str,
-) -> Result<ToolContext, RunToolOutput> {
-    Ok(ctx.clone())
-}
-
 fn take_input<T: ToolInput>(
     _ctx: &ToolContext,
     input: &mut Option<CallInput>,
     tool: &str,
 ) -> Result<T, RunToolOutput> {
-    // Taken, so the input (and the request body it is a slice of) is released once read.
-    parse_input(tool, &input.take().unwrap_or_default())
+    // Taken, so the input (and the request body it is a slice of) is released once read. An
+    // input that does not fit is an `ok: false` result naming the tool and the field (what the
+    // model needs to fix its call).
+    input.take().unwrap_or_default().deserialize().map_err(|e| {
+        let e = e.to_string().replace('`', "'");
+        RunToolOutput::refused(
+            ToolErrorReason::InputValidation,
+            format!("invalid input for tool '{tool}': {e}"),
+        )
+    })
 }
 
 /// A type a `#[tool(schema = "...")]` method can take by value after `self`: the
@@ -128,11 +131,7 @@ pub trait RawToolArg: Sized {
 
 #[diagnostic::do_not_recommend]
 impl RawToolArg for ToolContext {
-    const RAW_OPS: ArgOps<Self> = ArgOps {
-        kind: ArgKind::Context,
-        extract: clone_context,
-        schema: None,
-    };
+    const RAW_OPS: ArgOps<Self> = CONTEXT;
 }
 
 #[diagnostic::do_not_recommend]
@@ -183,18 +182,6 @@ impl ContextRef for ToolContext {
     fn from_context(ctx: &ToolContext) -> &Self {
         ctx
     }
-}
-
-/// Parse a tool's input straight from its JSON text, or an `ok: false` result naming the tool
-/// and the field (what the model needs to fix its call).
-fn parse_input<T: ToolInput>(tool: &str, input: &CallInput) -> Result<T, RunToolOutput> {
-    input.deserialize().map_err(|e| {
-        let e = e.to_string().replace('`', "'");
-        RunToolOutput::refused(
-            ToolErrorReason::InputValidation,
-            format!("invalid input for tool '{tool}': {e}"),
-        )
-    })
 }
 
 /// After the parameters took what they need: the input of a tool that takes none must be `{}`

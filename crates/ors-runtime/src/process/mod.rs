@@ -281,19 +281,16 @@ impl Program {
     }
 
     fn command(&self) -> tokio::process::Command {
-        let mut cmd = if self.limits.is_empty() {
-            let mut c = tokio::process::Command::new(&self.program);
-            c.args(&self.args);
-            c
-        } else {
-            let mut c = tokio::process::Command::new("/bin/sh");
-            c.arg("-c")
-                .arg(format!("{}exec \"$@\"", self.limits.prelude(0)))
-                .arg("sh")
-                .arg(&self.program)
-                .args(&self.args);
-            c
-        };
+        let limited = !self.limits.is_empty();
+        let mut cmd = tokio::process::Command::new(match limited {
+            false => self.program.as_os_str(),
+            true => OsStr::new("/bin/sh"),
+        });
+        if limited {
+            let prelude = format!("{}exec \"$@\"", self.limits.prelude(0));
+            cmd.arg("-c").arg(prelude).arg("sh").arg(&self.program);
+        }
+        cmd.args(&self.args);
         if !self.inherit_env {
             cmd.env_clear();
             cmd.env("PATH", DEFAULT_PATH).env("LANG", "C.UTF-8");

@@ -176,7 +176,9 @@ impl Live {
             let deadline = tokio::time::sleep(exec.timeout);
             tokio::pin!(deadline);
             loop {
-                tokio::select! {
+                // Stopped at the timeout or the call's cancellation: the init is asked to stop
+                // the command, and given GRACE to confirm that its processes are gone.
+                stopped = Some(tokio::select! {
                     r = &mut exchange => break r,
                     () = &mut deadline => {
                         if stopped.is_some() {
@@ -186,16 +188,12 @@ impl Live {
                                 GRACE.as_secs()
                             ));
                         }
-                        stopped = Some(Exit::TimedOut);
-                        signal(*init_pid, "USR1", exited).await;
-                        deadline.as_mut().reset(tokio::time::Instant::now() + GRACE);
+                        Exit::TimedOut
                     }
-                    () = ctx.cancelled(), if stopped.is_none() => {
-                        stopped = Some(Exit::Cancelled);
-                        signal(*init_pid, "USR1", exited).await;
-                        deadline.as_mut().reset(tokio::time::Instant::now() + GRACE);
-                    }
-                }
+                    () = ctx.cancelled(), if stopped.is_none() => Exit::Cancelled,
+                });
+                signal(*init_pid, "USR1", exited).await;
+                deadline.as_mut().reset(tokio::time::Instant::now() + GRACE);
             }
         };
         let tail = tail.map_err(SandboxError::Broken)?;
