@@ -45,12 +45,6 @@ pub struct HttpClient {
     inner: Client<HttpConnector, Full<Bytes>>,
 }
 
-impl Default for HttpClient {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl HttpClient {
     /// A client with a 10 s connect timeout.
     pub fn new() -> Self {

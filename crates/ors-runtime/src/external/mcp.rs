@@ -422,15 +422,12 @@ pub fn from_mcp(result: CallToolResult) -> RunToolOutput {
         };
         return RunToolOutput::error(message);
     }
-    let mut metadata = None;
-    if let Some(value) = result.structured_content {
+    let metadata = result.structured_content.map(|value| {
         if blocks.is_empty() {
             blocks.push(Block::text(value.to_string()));
         }
-        let mut m = JsonObject::new();
-        m.insert(STRUCTURED_KEY.to_owned(), value);
-        metadata = Some(m);
-    }
+        JsonObject::from_iter([(STRUCTURED_KEY.to_owned(), value)])
+    });
     if blocks.is_empty() {
         blocks.push(Block::text(""));
     }

@@ -271,12 +271,9 @@ impl StreamableHttpClient for McpHttpClient {
                 }
             }
             let text = String::from_utf8_lossy(&bytes);
-            let cut = text
-                .char_indices()
-                .nth(limits.max_error_response_size.min(1024))
-                .map_or(text.len(), |(i, _)| i);
+            let text = ors_core::text::preview(&text, limits.max_error_response_size.min(1024));
             return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!("HTTP {status}: {}", &text[..cut]),
+                format!("HTTP {status}: {text}"),
             )));
         }
         let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));

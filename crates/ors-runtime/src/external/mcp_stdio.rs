@@ -300,27 +300,23 @@ impl Transport<RoleClient> for StdioTransport {
             let text = line.strip_suffix(b"\n").unwrap_or(&line);
             let text = text.strip_suffix(b"\r").unwrap_or(text);
             let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
-            if text.iter().all(u8::is_ascii_whitespace) {
-                self.line = line;
-                self.line.clear();
-                continue;
-            }
-            let parsed = match serde_json::from_slice::<ServerJsonRpcMessage>(text) {
-                Ok(msg) => Ok(msg),
-                Err(e) => Err(unusable(text, &e)),
-            };
+            // A blank line is skipped.
+            let parsed = (!text.iter().all(u8::is_ascii_whitespace)).then(|| {
+                serde_json::from_slice::<ServerJsonRpcMessage>(text).map_err(|e| unusable(text, &e))
+            });
             // Keep the buffer for the next line, unless a big one grew it.
             if line.capacity() <= KEPT_LINE_CAPACITY {
                 self.line = line;
                 self.line.clear();
             }
             match parsed {
-                Ok(msg) => return Some(msg),
-                Err(Unusable::Skip) => {
+                None => {}
+                Some(Ok(msg)) => return Some(msg),
+                Some(Err(Unusable::Skip)) => {
                     tracing::debug!("skipping a notification of a kind rmcp does not know");
                 }
-                Err(Unusable::Refuse(id)) => self.refuse(id),
-                Err(Unusable::Break(reason)) => {
+                Some(Err(Unusable::Refuse(id))) => self.refuse(id),
+                Some(Err(Unusable::Break(reason))) => {
                     self.break_for(reason);
                     return None;
                 }

@@ -330,14 +330,11 @@ impl Hook {
     }
 }
 
-/// The first 300 characters of a body, for an error.
+/// The first 300 characters of a body, on one line, for an error.
 fn preview(bytes: &[u8]) -> String {
-    let text = String::from_utf8_lossy(bytes);
-    let trimmed = text.trim();
-    match trimmed.char_indices().nth(300) {
-        Some((i, _)) => format!("{}...", &trimmed[..i]),
-        None if trimmed.is_empty() => "(empty body)".to_owned(),
-        None => trimmed.to_owned(),
+    match ors_core::text::preview(&String::from_utf8_lossy(bytes), 300) {
+        empty if empty.is_empty() => "(empty body)".to_owned(),
+        text => text,
     }
 }
 
@@ -364,8 +361,7 @@ fn answer(tool: &str, bytes: &[u8], is_json: bool) -> RunToolOutput {
             )),
         },
         _ => {
-            let mut metadata = JsonObject::new();
-            metadata.insert(STRUCTURED_KEY.to_owned(), value);
+            let metadata = JsonObject::from_iter([(STRUCTURED_KEY.to_owned(), value)]);
             RunToolOutput::Success(ToolOutput::text(text).with_metadata(metadata))
         }
     }
