@@ -546,32 +546,31 @@ impl McpToolset {
     /// or reached, when its listing is over the limits, or when a tool's name or schema
     /// cannot be an ORS tool's.
     pub async fn connect(server: McpServer) -> Result<Self, ExternalError> {
-        let label = server.label();
-        let failed = |reason: String| ExternalError::Mcp {
-            server: label.clone(),
-            reason,
-        };
-        let programs = Mutex::new(Vec::new());
-        let conn = server.open().await.map_err(failed)?;
-        remember(&programs, &conn);
-        let listed = list_tools(&conn.client, server.limits).await.map_err(|e| {
-            failed(match conn.broken.get() {
-                Some(reason) => format!("listing its tools: the server {reason}"),
-                None => e,
-            })
-        })?;
-        let mut tools = Vec::with_capacity(listed.len());
-        for tool in listed {
-            tools.push(ors_tool(&server.prefix, tool).map_err(failed)?);
-        }
-        let toolset = Self {
-            tools,
+        let mut toolset = Self {
+            tools: Vec::new(),
             shared: tokio::sync::Mutex::new(None),
-            programs,
+            programs: Mutex::new(Vec::new()),
             server,
         };
+        let conn = toolset.open().await?;
+        let failed = |reason: String| ExternalError::Mcp {
+            server: toolset.server.label(),
+            reason,
+        };
+        let listed = list_tools(&conn.client, toolset.server.limits)
+            .await
+            .map_err(|e| {
+                failed(match conn.broken.get() {
+                    Some(reason) => format!("listing its tools: the server {reason}"),
+                    None => e,
+                })
+            })?;
+        let tools = listed
+            .into_iter()
+            .map(|t| ors_tool(&toolset.server.prefix, t));
+        toolset.tools = tools.collect::<Result<_, _>>().map_err(failed)?;
         if toolset.server.connection == Connection::Shared {
-            *toolset.shared.lock().await = Some(Arc::new(conn));
+            *toolset.shared.get_mut() = Some(conn);
         }
         tracing::info!(
             server = %toolset.server.label(),
@@ -614,7 +613,7 @@ impl McpToolset {
         Ok(conn)
     }
 
-    /// A new connection, its program remembered for [`McpToolset::close`].
+    /// A new connection, its program (if it has one) remembered for [`McpToolset::close`].
     async fn open(&self) -> Result<Arc<Conn>, ExternalError> {
         let conn = self
             .server
@@ -624,7 +623,10 @@ impl McpToolset {
                 server: self.server.label(),
                 reason,
             })?;
-        remember(&self.programs, &conn);
+        if let (Some(process), Ok(mut all)) = (&conn.process, self.programs.lock()) {
+            all.retain(|w| w.strong_count() > 0);
+            all.push(Arc::downgrade(process));
+        }
         Ok(Arc::new(conn))
     }
 
@@ -641,14 +643,6 @@ impl McpToolset {
             .map(|mut o| o.drain(..).filter_map(|w| w.upgrade()).collect())
             .unwrap_or_default();
         futures_util::future::join_all(programs.iter().map(|p| p.end())).await;
-    }
-}
-
-/// Keep track of `conn`'s program (if it has one) for [`McpToolset::close`].
-fn remember(programs: &Mutex<Vec<std::sync::Weak<Process>>>, conn: &Conn) {
-    if let (Some(process), Ok(mut all)) = (&conn.process, programs.lock()) {
-        all.retain(|w| w.strong_count() > 0);
-        all.push(Arc::downgrade(process));
     }
 }
 

@@ -133,10 +133,9 @@ impl WorkDir {
     pub async fn remove(mut self) -> std::io::Result<()> {
         self.removed = true;
         let path = self.path.clone();
-        match tokio::task::spawn_blocking(move || std::fs::remove_dir_all(path)).await {
-            Ok(r) => r,
-            Err(e) => Err(std::io::Error::other(e)),
-        }
+        tokio::task::spawn_blocking(move || std::fs::remove_dir_all(path))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e)))
     }
 }
 

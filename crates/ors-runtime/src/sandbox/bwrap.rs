@@ -93,10 +93,7 @@ impl Backend for Bubblewrap {
             })
         })
         .join();
-        match outcome {
-            Ok(r) => r,
-            Err(_) => Err(SandboxError::Start("the check panicked".to_owned())),
-        }
+        outcome.unwrap_or_else(|_| Err(SandboxError::Start("the check panicked".to_owned())))
     }
 
     fn start<'a>(

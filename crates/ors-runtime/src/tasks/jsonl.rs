@@ -113,16 +113,6 @@ impl<T> JsonlTasks<T> {
         })
     }
 
-    /// Rows in the file.
-    pub fn len(&self) -> usize {
-        self.index.len
-    }
-
-    /// Whether the file has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.index.len == 0
-    }
-
     /// Where row `row` ends: where the next one starts, or the end of the file.
     fn end_of(&self, row: usize) -> u64 {
         if row + 1 < self.index.len {
@@ -133,10 +123,14 @@ impl<T> JsonlTasks<T> {
     }
 }
 
-impl<T: DeserializeOwned + 'static> JsonlTasks<T> {
+impl<T: DeserializeOwned + 'static> TaskSource<T> for JsonlTasks<T> {
+    fn len(&self) -> usize {
+        self.index.len
+    }
+
     /// Rows `start..stop`, read in one positioned read and parsed.
-    pub fn read_rows(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        check_range(&self.path, start, stop, self.len())?;
+    fn read(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
+        check_range(&self.path, start, stop, self.index.len)?;
         if start == stop {
             return Ok(Vec::new());
         }
@@ -159,15 +153,6 @@ impl<T: DeserializeOwned + 'static> JsonlTasks<T> {
             rows.push(task);
         }
         Ok(rows)
-    }
-}
-
-impl<T: DeserializeOwned + 'static> TaskSource<T> for JsonlTasks<T> {
-    fn len(&self) -> usize {
-        self.index.len
-    }
-    fn read(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        self.read_rows(start, stop)
     }
 }
 
@@ -222,12 +207,12 @@ mod tests {
         );
         let file = JsonlTasks::<Row>::open(&path).unwrap();
         assert_eq!(file.len(), 3);
-        let rows = file.read_rows(0, 3).unwrap();
+        let rows = file.read(0, 3).unwrap();
         assert_eq!(rows, [Row { n: 0 }, Row { n: 1 }, Row { n: 2 }]);
-        assert_eq!(file.read_rows(2, 3).unwrap(), [Row { n: 2 }]);
-        assert!(file.read_rows(1, 1).unwrap().is_empty());
+        assert_eq!(file.read(2, 3).unwrap(), [Row { n: 2 }]);
+        assert!(file.read(1, 1).unwrap().is_empty());
         assert!(matches!(
-            file.read_rows(2, 4),
+            file.read(2, 4),
             Err(DataError::OutOfRange { len: 3, .. })
         ));
         std::fs::remove_file(path).unwrap();
@@ -245,9 +230,9 @@ mod tests {
         let file = JsonlTasks::<Row>::open(&path).unwrap();
         assert_eq!(file.len(), rows);
         for n in [0, 1, CHUNK - 1, CHUNK, CHUNK + 500, rows - 1] {
-            assert_eq!(file.read_rows(n, n + 1).unwrap(), [Row { n: n as u64 }]);
+            assert_eq!(file.read(n, n + 1).unwrap(), [Row { n: n as u64 }]);
         }
-        let some = file.read_rows(CHUNK - 2, CHUNK + 2).unwrap();
+        let some = file.read(CHUNK - 2, CHUNK + 2).unwrap();
         assert_eq!(some.len(), 4);
         assert_eq!(
             some[3],
@@ -262,7 +247,7 @@ mod tests {
     fn a_bad_row_names_file_and_row() {
         let path = temp("bad", b"{\"n\": 0}\n{\"n\": \"zero\"}\n");
         let file = JsonlTasks::<Row>::open(&path).unwrap();
-        let err = file.read_rows(0, 2).unwrap_err();
+        let err = file.read(0, 2).unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("row 1: invalid type"), "{msg}");
         assert!(msg.contains(path.to_str().unwrap()), "{msg}");

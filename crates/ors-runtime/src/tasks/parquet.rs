@@ -55,16 +55,6 @@ impl<T> ParquetTasks<T> {
         })
     }
 
-    /// Rows in the file.
-    pub fn len(&self) -> usize {
-        self.starts.last().copied().unwrap_or(0)
-    }
-
-    /// Whether the file has no rows.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The row group holding `row` (`row < len`).
     fn group_of(&self, row: usize) -> usize {
         // `starts` is sorted; the group is the last one starting at or before `row`.
@@ -79,9 +69,13 @@ impl<T> ParquetTasks<T> {
     }
 }
 
-impl<T: DeserializeOwned + 'static> ParquetTasks<T> {
+impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
+    fn len(&self) -> usize {
+        self.starts.last().copied().unwrap_or(0)
+    }
+
     /// Rows `start..stop`, decoded from the row groups that hold them.
-    pub fn read_rows(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
+    fn read(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
         check_range(&self.path, start, stop, self.len())?;
         let mut rows = Vec::with_capacity(stop - start);
         let mut row = start;
@@ -112,15 +106,6 @@ impl<T: DeserializeOwned + 'static> ParquetTasks<T> {
             row += take;
         }
         Ok(rows)
-    }
-}
-
-impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
-    fn len(&self) -> usize {
-        ParquetTasks::len(self)
-    }
-    fn read(&self, start: usize, stop: usize) -> Result<Vec<T>, DataError> {
-        self.read_rows(start, stop)
     }
 }
 
@@ -219,7 +204,7 @@ mod tests {
         let file = ParquetTasks::<Problem>::open(&path).unwrap();
         assert_eq!(file.len(), 2500);
         assert_eq!(file.starts, [0, 1000, 2000, 2500]);
-        let one = file.read_rows(1999, 2000).unwrap();
+        let one = file.read(1999, 2000).unwrap();
         assert_eq!(
             one,
             [Problem {
@@ -228,12 +213,12 @@ mod tests {
             }]
         );
         // A range across two row-group boundaries.
-        let some = file.read_rows(990, 2010).unwrap();
+        let some = file.read(990, 2010).unwrap();
         assert_eq!(some.len(), 1020);
         assert_eq!(some[0].question, "q990");
         assert_eq!(some[1019].question, "q2009");
-        assert_eq!(file.read_rows(2499, 2500).unwrap()[0].answer, "2499");
-        assert!(file.read_rows(2499, 2501).is_err());
+        assert_eq!(file.read(2499, 2500).unwrap()[0].answer, "2499");
+        assert!(file.read(2499, 2501).is_err());
         // A column the task does not have is an error naming the row.
         #[derive(serde::Deserialize, Debug)]
         #[allow(dead_code)]
@@ -241,7 +226,7 @@ mod tests {
             missing: String,
         }
         let other = ParquetTasks::<Other>::open(&path).unwrap();
-        let err = other.read_rows(5, 6).unwrap_err().to_string();
+        let err = other.read(5, 6).unwrap_err().to_string();
         assert!(err.contains("row 5: missing field `missing`"), "{err}");
         std::fs::remove_file(path).unwrap();
     }
