@@ -242,17 +242,10 @@ fn unusable(line: &[u8], error: &serde_json::Error) -> Unusable {
         )),
         Err(e) => Unusable::Break(format!(
             "sent a line that is not JSON ({e}; it starts: {})",
-            start_of(line)
+            // Its first bytes, on one line.
+            ors_core::text::preview(&String::from_utf8_lossy(&line[..line.len().min(120)]), 120)
         )),
     }
-}
-
-/// The first characters of a line, for a message.
-fn start_of(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(&line[..line.len().min(120)]);
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 impl Transport<RoleClient> for StdioTransport {
