@@ -15,9 +15,6 @@ pub use content::*;
 pub use messages::*;
 pub use tasks::*;
 
-/// A task: an environment-specific JSON value (usually an object).
-pub type TaskJson = Value;
-
 impl BlockText for ToolOutput {
     fn text(&self) -> String {
         self.blocks.text()
@@ -304,14 +301,6 @@ impl ToolError {
             reason: None,
         }
     }
-
-    /// A refusal for `reason`.
-    pub fn with_reason(reason: ToolErrorReason, message: impl Into<String>) -> Self {
-        Self {
-            error: message.into(),
-            reason: Some(reason),
-        }
-    }
 }
 
 impl std::fmt::Display for ToolError {
@@ -350,7 +339,10 @@ impl RunToolOutput {
 
     /// A refused call: an error result with a reason.
     pub fn refused(reason: ToolErrorReason, message: impl Into<String>) -> Self {
-        RunToolOutput::Error(ToolError::with_reason(reason, message))
+        RunToolOutput::Error(ToolError {
+            error: message.into(),
+            reason: Some(reason),
+        })
     }
 
     /// The error of a failed call.
@@ -562,13 +554,12 @@ impl RunToolOutput {
 impl<'de> Deserialize<'de> for RunToolOutput {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let w = RunToolWire::deserialize(d)?;
         let RunToolWire {
             ok,
             output,
             error,
             reason,
-        } = w;
+        } = RunToolWire::deserialize(d)?;
         match (ok, output, error) {
             (true, Some(o), _) => Ok(RunToolOutput::Success(o)),
             (true, None, _) => Err(D::Error::missing_field("output")),
