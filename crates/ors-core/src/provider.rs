@@ -160,12 +160,7 @@ pub fn anthropic_tool(spec: &ToolSpec) -> Value {
 /// A spec as a Gemini function declaration: `{"name", "description", "parameters"}`, the
 /// schema cleaned of keys Gemini rejects; `parameters` is absent when the tool takes no input.
 pub fn gemini_function_declaration(spec: &ToolSpec) -> Value {
-    let mut decl = Map::new();
-    decl.insert("name".to_owned(), Value::String(spec.name.clone()));
-    decl.insert(
-        "description".to_owned(),
-        Value::String(spec.description.clone()),
-    );
+    let mut decl = json!({ "name": spec.name, "description": spec.description });
     if let Some(schema) = schema_of(spec) {
         let parameters = sanitize_gemini_schema(&strip_titles(&schema));
         // Gemini rejects an object schema with no properties; such a tool takes no input.
@@ -174,10 +169,10 @@ pub fn gemini_function_declaration(spec: &ToolSpec) -> Value {
             .and_then(Value::as_object)
             .is_some_and(|p| !p.is_empty());
         if has_properties {
-            decl.insert("parameters".to_owned(), parameters);
+            decl["parameters"] = parameters;
         }
     }
-    Value::Object(decl)
+    decl
 }
 
 /// OpenAI Chat Completions tools for a tool list.
