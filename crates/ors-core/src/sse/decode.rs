@@ -90,8 +90,9 @@ impl SseError {
 /// An incremental `text/event-stream` decoder: feed it bytes split anywhere, get events.
 ///
 /// It holds at most one unfinished line and one unfinished event, each bounded by its
-/// [`DecodeLimits`]; [`SseDecoder::high_water`] says how much it ever held.
-#[derive(Debug)]
+/// [`DecodeLimits`]; [`SseDecoder::high_water`] says how much it ever held. Its `Default` is
+/// a decoder at the start of a stream with the [`DecodeLimits::DEFAULT`] bounds.
+#[derive(Debug, Default)]
 pub struct SseDecoder {
     line: Vec<u8>,
     pending_cr: bool,
@@ -111,12 +112,6 @@ pub struct SseDecoder {
 /// The UTF-8 byte order mark.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-impl Default for SseDecoder {
-    fn default() -> Self {
-        Self::with_limits(DecodeLimits::DEFAULT)
-    }
-}
-
 impl SseDecoder {
     /// A decoder at the start of a stream, with the [`DecodeLimits::DEFAULT`] bounds.
     pub fn new() -> Self {
@@ -126,19 +121,8 @@ impl SseDecoder {
     /// A decoder with the given bounds.
     pub fn with_limits(limits: DecodeLimits) -> Self {
         Self {
-            line: Vec::new(),
-            pending_cr: false,
-            event: None,
-            data: String::new(),
-            has_data: false,
-            bad_utf8: false,
-            saw_bytes: false,
-            bom_matched: 0,
             limits,
-            failed: None,
-            lines: 0,
-            high_water: 0,
-            push_peak: 0,
+            ..Self::default()
         }
     }
 
