@@ -41,14 +41,10 @@ pub struct Echo<'a>(pub &'a str);
 
 impl fmt::Display for Echo<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown = preview(self.0, ECHOED_CHARS);
         if self.0.chars().nth(ECHOED_CHARS).is_none() {
-            return f.write_str(&preview(self.0, ECHOED_CHARS));
+            return f.write_str(&shown);
         }
-        write!(
-            f,
-            "{} ({} bytes)",
-            preview(self.0, ECHOED_CHARS),
-            self.0.len()
-        )
+        write!(f, "{shown} ({} bytes)", self.0.len())
     }
 }
