@@ -197,11 +197,7 @@ pub fn slice_bounds(start: Option<i64>, stop: Option<i64>, len: usize) -> std::o
     let e = fix(stop.unwrap_or(n));
     // Both are in 0..=n, so the casts cannot truncate.
     let (s, e) = (s as usize, e as usize);
-    if s >= e {
-        s..s
-    } else {
-        s..e
-    }
+    s..e.max(s)
 }
 
 /// Secrets passed to an environment (API keys, credentials), each with the domains it may be
@@ -275,13 +271,12 @@ impl Secrets {
             mut domains,
         } = other;
         for (k, v) in values {
-            if self.values.contains_key(&k) {
-                continue;
+            if let std::collections::btree_map::Entry::Vacant(slot) = self.values.entry(k) {
+                if let Some(d) = domains.remove(slot.key()) {
+                    self.domains.insert(slot.key().clone(), d);
+                }
+                slot.insert(v);
             }
-            if let Some(d) = domains.remove(&k) {
-                self.domains.insert(k.clone(), d);
-            }
-            self.values.insert(k, v);
         }
     }
 }
