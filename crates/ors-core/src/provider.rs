@@ -318,10 +318,9 @@ pub fn sanitize_gemini_schema(schema: &Value) -> Value {
         }
         if let Some(Value::Array(types)) = obj.get("type") {
             let non_null: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
-            if non_null.len() == 1 {
-                let nullable = non_null.len() < types.len();
-                let single = non_null[0].clone();
-                obj.insert("type".to_owned(), single);
+            if let [single] = non_null[..] {
+                let nullable = types.len() > 1;
+                obj.insert("type".to_owned(), single.clone());
                 if nullable {
                     obj.insert("nullable".to_owned(), Value::Bool(true));
                 }
@@ -339,14 +338,10 @@ pub fn sanitize_gemini_schema(schema: &Value) -> Value {
         if let Some(defs) = obj.remove("$defs") {
             obj.insert("defs".to_owned(), defs);
         }
-        if let Some(reference) = obj.remove("$ref") {
-            let reference = match reference {
-                Value::String(r) => match r.strip_prefix("#/$defs/") {
-                    Some(name) => Value::String(format!("#/defs/{name}")),
-                    None => Value::String(r),
-                },
-                other => other,
-            };
+        if let Some(mut reference) = obj.remove("$ref") {
+            if let Some(name) = reference.as_str().and_then(|r| r.strip_prefix("#/$defs/")) {
+                reference = Value::String(format!("#/defs/{name}"));
+            }
             obj.insert("ref".to_owned(), reference);
         }
         obj
