@@ -242,11 +242,8 @@ pub struct TerminalToolSpec {
 impl TerminalToolSpec {
     /// The call input carrying `answer`: `{arg: answer}`, or `{}` for a tool without input.
     pub fn input(&self, answer: &str) -> Value {
-        let mut input = JsonObject::new();
-        if let Some(arg) = &self.arg {
-            input.insert(arg.clone(), Value::String(answer.to_owned()));
-        }
-        Value::Object(input)
+        let input = self.arg.iter().map(|arg| (arg.clone(), answer.into()));
+        Value::Object(input.collect())
     }
 }
 
