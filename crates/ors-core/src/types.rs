@@ -306,18 +306,6 @@ impl std::fmt::Display for ToolError {
     }
 }
 
-impl PartialEq<str> for ToolError {
-    fn eq(&self, other: &str) -> bool {
-        self.error == other
-    }
-}
-
-impl PartialEq<&str> for ToolError {
-    fn eq(&self, other: &&str) -> bool {
-        self.error == *other
-    }
-}
-
 /// The result of a tool call, delivered in the SSE `end` event; `ok` discriminates.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunToolOutput {
