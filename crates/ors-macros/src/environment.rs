@@ -5,6 +5,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{
     FnArg, ImplItem, ImplItemConst, ImplItemFn, ImplItemType, ItemImpl, LitStr, Member, Path, Type,
@@ -90,8 +91,7 @@ fn selectables(meta: &syn::meta::ParseNestedMeta) -> syn::Result<Vec<Selectable>
         let name = if inner.input.peek(syn::Token![=]) {
             inner.value()?.parse::<LitStr>()?
         } else {
-            let text = ident.to_string();
-            LitStr::new(text.strip_prefix("r#").unwrap_or(&text), ident.span())
+            LitStr::new(&ident.unraw().to_string(), ident.span())
         };
         out.push(Selectable {
             field: Member::Named(ident.clone()),
@@ -375,15 +375,10 @@ fn check_task_methods(imp: &ItemImpl, moved: &[ImplItemFn], errors: &mut Errors)
     let has = |name: &str| {
         let with = format!("{name}_with");
         let written = imp.items.iter().find_map(|item| match item {
-            ImplItem::Fn(f) if f.sig.ident == name => Some(f.sig.ident.clone()),
+            ImplItem::Fn(f) if f.sig.ident == name => Some(&f.sig.ident),
             _ => None,
         });
-        written.or_else(|| {
-            moved
-                .iter()
-                .find(|f| f.sig.ident == with)
-                .map(|f| f.sig.ident.clone())
-        })
+        written.or_else(|| moved.iter().map(|f| &f.sig.ident).find(|i| **i == with))
     };
     for (name, form) in [
         ("splits", "fn splits() -> Vec<Split>"),
@@ -494,15 +489,11 @@ fn state_type(
              impl says what the state is: add `type State = YourState;`"
         ),
     );
-    match &**ty {
-        Type::Reference(r) => {
-            let elem = &r.elem;
-            quote!(type State = #elem;)
-        }
-        _ => quote!(
-            type State = ();
-        ),
-    }
+    let elem = match &**ty {
+        Type::Reference(r) => r.elem.to_token_stream(),
+        _ => quote!(()),
+    };
+    quote!(type State = #elem;)
 }
 
 /// The type name lower-cased (`Gsm8k` serves at `/gsm8k`).
@@ -512,11 +503,7 @@ fn default_name(self_ty: &Type, errors: &mut Errors) -> LitStr {
         _ => None,
     };
     match ident {
-        Some(ident) => {
-            let name = ident.to_string();
-            let name = name.strip_prefix("r#").unwrap_or(&name).to_lowercase();
-            LitStr::new(&name, ident.span())
-        }
+        Some(ident) => LitStr::new(&ident.unraw().to_string().to_lowercase(), ident.span()),
         None => {
             errors.spanned(
                 self_ty,

@@ -36,35 +36,16 @@ pub(crate) fn parse_impl(
 /// underlines one line rather than the whole body.
 pub(crate) fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {
     use syn::Item;
-    let mut out = proc_macro2::TokenStream::new();
-    match item {
-        Item::Struct(s) => {
-            s.struct_token.to_tokens(&mut out);
-            s.ident.to_tokens(&mut out);
-        }
-        Item::Enum(e) => {
-            e.enum_token.to_tokens(&mut out);
-            e.ident.to_tokens(&mut out);
-        }
-        Item::Fn(f) => {
-            f.sig.fn_token.to_tokens(&mut out);
-            f.sig.ident.to_tokens(&mut out);
-        }
-        Item::Trait(t) => {
-            t.trait_token.to_tokens(&mut out);
-            t.ident.to_tokens(&mut out);
-        }
-        Item::Mod(m) => {
-            m.mod_token.to_tokens(&mut out);
-            m.ident.to_tokens(&mut out);
-        }
-        Item::Impl(i) => {
-            i.impl_token.to_tokens(&mut out);
-            i.self_ty.to_tokens(&mut out);
-        }
-        other => other.to_tokens(&mut out),
-    }
-    out
+    let (keyword, name): (&dyn ToTokens, &dyn ToTokens) = match item {
+        Item::Struct(s) => (&s.struct_token, &s.ident),
+        Item::Enum(e) => (&e.enum_token, &e.ident),
+        Item::Fn(f) => (&f.sig.fn_token, &f.sig.ident),
+        Item::Trait(t) => (&t.trait_token, &t.ident),
+        Item::Mod(m) => (&m.mod_token, &m.ident),
+        Item::Impl(i) => (&i.impl_token, &i.self_ty),
+        other => return other.to_token_stream(),
+    };
+    quote::quote!(#keyword #name)
 }
 
 /// `tokens` with every span set to `span`: generated code that names the SDK carries the span
@@ -78,12 +59,9 @@ pub(crate) fn respan(
         .into_iter()
         .map(|mut tt| {
             if let TokenTree::Group(g) = &tt {
-                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
-                group.set_span(span);
-                tt = TokenTree::Group(group);
-            } else {
-                tt.set_span(span);
+                tt = TokenTree::Group(Group::new(g.delimiter(), respan(g.stream(), span)));
             }
+            tt.set_span(span);
             tt
         })
         .collect()

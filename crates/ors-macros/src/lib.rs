@@ -175,7 +175,7 @@ pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
     // Reached only when no #[environment] / #[toolset] took the attribute off first: the impl
     // around the method has neither. A method is dropped (its error stands in for it): kept,
     // it would add "not a member of trait `Environment`" to the missing-#[environment] error.
-    let err = syn::Error::new(
+    let mut out = syn::Error::new(
         proc_macro2::Span::call_site(),
         "#[tool] is read by the #[environment] or #[toolset] on the impl around it, and there is \
          none: add #[environment] above `impl Environment for ...`, or #[toolset] above an \
@@ -185,14 +185,10 @@ pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
     let item: proc_macro2::TokenStream = item.into();
     let is_method =
         syn::parse2::<syn::ImplItemFn>(item.clone()).is_ok_and(|f| f.sig.receiver().is_some());
-    if is_method {
-        err.into()
-    } else {
-        err.into_iter()
-            .chain(item)
-            .collect::<proc_macro2::TokenStream>()
-            .into()
+    if !is_method {
+        out.extend(item);
     }
+    out.into()
 }
 
 /// Makes an inherent impl a reusable set of tools, for environments to include with

@@ -72,18 +72,13 @@ pub(crate) fn is_tool_attr(attr: &Attribute) -> bool {
 
 /// Remove the `#[tool]` attributes of a method; `Some` when it had one.
 pub(crate) fn take_tool_attr(method: &mut ImplItemFn, errors: &mut Errors) -> Option<Attribute> {
-    let mut found: Option<Attribute> = None;
-    let mut kept = Vec::with_capacity(method.attrs.len());
-    for attr in method.attrs.drain(..) {
-        if !is_tool_attr(&attr) {
-            kept.push(attr);
-        } else if found.is_some() {
-            errors.spanned(&attr, "this method already has a #[tool] attribute");
-        } else {
-            found = Some(attr);
-        }
-    }
+    let (tool_attrs, kept): (Vec<_>, _) = method.attrs.drain(..).partition(is_tool_attr);
     method.attrs = kept;
+    let mut tool_attrs = tool_attrs.into_iter();
+    let found = tool_attrs.next();
+    for extra in tool_attrs {
+        errors.spanned(&extra, "this method already has a #[tool] attribute");
+    }
     found
 }
 
@@ -359,8 +354,7 @@ fn with_lifetimes(ty: &Type, name: &str) -> Type {
 }
 
 fn unraw(ident: &Ident) -> String {
-    let s = ident.to_string();
-    s.strip_prefix("r#").map(str::to_owned).unwrap_or(s)
+    syn::ext::IdentExt::unraw(ident).to_string()
 }
 
 /// `Some(true)` for `&mut self`, `Some(false)` for `&self`, `None` for `self` by value.
@@ -514,12 +508,8 @@ impl Tool {
             });
             args.push(arg);
         }
-        let call = quote!(<#self_ty>::#method(#receiver, #(#args),*));
-        let call = if self.asyncness {
-            quote!(#call.await)
-        } else {
-            call
-        };
+        let await_ = self.asyncness.then(|| quote!(.await));
+        let call = quote!(<#self_ty>::#method(#receiver, #(#args),*) #await_);
         let wrap = quote_spanned! {self.output_span=>
             #p::IntoToolResult::into_tool_result(__ors_out)
         };
@@ -580,12 +570,12 @@ impl Tool {
             .value_params()
             .map(|(ops, _)| quote!(<#self_ty>::#ops.schema));
         let mut decl = quote!(#p::ToolDecl::new(#name, #description, &[#(#schemas),*]));
-        if !self.shared {
-            decl.extend(quote!(.shared(false)));
-        }
-        if let Some(url) = &self.detail_url {
-            decl.extend(quote!(.detail_url(#url)));
-        }
+        decl.extend((!self.shared).then(|| quote!(.shared(false))));
+        decl.extend(
+            self.detail_url
+                .as_ref()
+                .map(|url| quote!(.detail_url(#url))),
+        );
         match &self.schema {
             Some(SchemaSource::Inline(lit)) => decl.extend(quote!(.raw_schema(#lit))),
             Some(SchemaSource::File(lit)) => {
@@ -605,12 +595,8 @@ impl Tool {
         } else if let Some(SchemaSource::Inline(lit) | SchemaSource::File(lit)) = &self.schema {
             decl.extend(needs_validator(lit.span()));
         }
-        if self.terminal {
-            decl.extend(quote!(.terminal()));
-        }
-        if self.runs_commands {
-            decl.extend(quote!(.runs_commands()));
-        }
+        decl.extend(self.terminal.then(|| quote!(.terminal())));
+        decl.extend(self.runs_commands.then(|| quote!(.runs_commands())));
         if let Some(ty) = &self.output_ty {
             decl.extend(quote! {
                 .output({
