@@ -292,10 +292,9 @@ struct Job {
     shared: Arc<CallShared>,
 }
 
-/// What a finished job hands back to a request that polled it to completion in place.
+/// What a finished job hands back to a request that polled it to completion in place: the
+/// progress sent while no stream was attached (its result is in its record).
 struct JobDone {
-    events: Bytes,
-    /// Progress sent while no stream was attached.
     unheard: Vec<Bytes>,
 }
 
@@ -313,18 +312,30 @@ impl Job {
             return resp;
         };
         let first = sse::encode_task_id(record.id());
-        if done.unheard.is_empty() && done.events.len() <= JOIN_AT_MOST {
-            // One piece: hyper handles each piece of a body on its own.
-            let mut joined = Vec::with_capacity(first.len() + done.events.len());
-            joined.extend_from_slice(&first);
-            joined.extend_from_slice(&done.events);
-            return sse_full(Bytes::from(joined));
+        let answer = record.with_events(|events| {
+            if done.unheard.is_empty() && events.len() <= JOIN_AT_MOST {
+                // One piece: hyper handles each piece of a body on its own.
+                let mut joined = Vec::with_capacity(first.len() + events.len());
+                joined.extend_from_slice(&first);
+                joined.extend_from_slice(events);
+                Ok(Bytes::from(joined))
+            } else {
+                Err(events.clone())
+            }
+        });
+        match answer {
+            Some(Ok(joined)) => sse_full(joined),
+            Some(Err(events)) => {
+                let mut frames = Vec::with_capacity(done.unheard.len() + 2);
+                frames.push(Bytes::from(first));
+                frames.extend(done.unheard);
+                frames.push(events);
+                sse_frames(frames)
+            }
+            // Not reached (the job finished its record), but a stream of the record is right
+            // whatever its state.
+            None => attach(&listener, &record, keepalive),
         }
-        let mut frames = Vec::with_capacity(done.unheard.len() + 2);
-        frames.push(Bytes::from(first));
-        frames.extend(done.unheard);
-        frames.push(done.events);
-        sse_frames(frames)
     }
 
     /// The whole life of one call: take the episode as the work needs it, run the work under
@@ -372,8 +383,9 @@ impl Job {
         // result's linger and the session's idle time start.
         let now = Instant::now();
         let events = outcome.encode();
-        let (listeners, unheard) = record.finish(events.clone());
-        shared.results.keep(&session, &record, events.len(), now);
+        let size = events.len();
+        let (listeners, unheard) = record.finish(events);
+        shared.results.keep(&session, &record, size, now);
         session.touch_at(now);
         session.active_calls.fetch_sub(1, Ordering::AcqRel);
         shared.active.fetch_sub(1, Ordering::AcqRel);
@@ -388,10 +400,15 @@ impl Job {
         // Never awaited: a stalled stream (say, the half-open connection a client has already
         // reconnected from) must not hold the result back from the streams after it. Progress
         // always leaves the last slot free, so this cannot find the channel full.
-        for tx in listeners {
-            let _ = tx.try_send(events.clone());
+        // The record's copy: cloned only when a stream listens (a clone allocates).
+        if !listeners.is_empty() {
+            if let Some(events) = record.with_events(Bytes::clone) {
+                for tx in listeners {
+                    let _ = tx.try_send(events.clone());
+                }
+            }
         }
-        JobDone { events, unheard }
+        JobDone { unheard }
     }
 }
 

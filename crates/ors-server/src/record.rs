@@ -126,6 +126,16 @@ impl CallRecord {
         &self.id
     }
 
+    /// `read` the finished call's events in place (`None` while it runs): the answer of a
+    /// call that finished in its first poll copies them after its `task_id` event, so the
+    /// kept copy is never cloned (a clone of a `Bytes` made from a `Vec` allocates).
+    pub(crate) fn with_events<R>(&self, read: impl FnOnce(&Bytes) -> R) -> Option<R> {
+        match &*lock(&self.state) {
+            RecordState::Done { events } => Some(read(events)),
+            RecordState::Running { .. } => None,
+        }
+    }
+
     /// Store the result; returns the attached streams and any progress nobody received.
     pub(crate) fn finish(&self, events: Bytes) -> (Vec<mpsc::Sender<Bytes>>, Vec<Bytes>) {
         let done = RecordState::Done { events };
