@@ -257,6 +257,11 @@ pub(crate) async fn serve(
     Ok(job.start().await)
 }
 
+/// Bytes of the `task_id` event of `id` (one `data:` line: ids have no line breaks).
+fn task_id_event_len(id: &str) -> usize {
+    "event: \ndata: \n\n".len() + sse::EVENT_TASK_ID.len() + id.len()
+}
+
 /// A call as the request asks for it.
 pub(crate) struct CallRequest {
     /// The tool's name ([`SCORE_GROUP`] for a group scoring).
@@ -311,12 +316,13 @@ impl Job {
             tokio::spawn(job);
             return resp;
         };
-        let first = sse::encode_task_id(record.id());
+        let id = record.id();
         let answer = record.with_events(|events| {
             if done.unheard.is_empty() && events.len() <= JOIN_AT_MOST {
-                // One piece: hyper handles each piece of a body on its own.
-                let mut joined = Vec::with_capacity(first.len() + events.len());
-                joined.extend_from_slice(&first);
+                // One piece: hyper handles each piece of a body on its own. Written in place,
+                // at its exact size (a `Bytes` of a `Vec` with spare room allocates).
+                let mut joined = Vec::with_capacity(task_id_event_len(id) + events.len());
+                sse::encode_event_into(&mut joined, sse::EVENT_TASK_ID, id);
                 joined.extend_from_slice(events);
                 Ok(Bytes::from(joined))
             } else {
@@ -327,7 +333,7 @@ impl Job {
             Some(Ok(joined)) => sse_full(joined),
             Some(Err(events)) => {
                 let mut frames = Vec::with_capacity(done.unheard.len() + 2);
-                frames.push(Bytes::from(first));
+                frames.push(Bytes::from(sse::encode_task_id(id)));
                 frames.extend(done.unheard);
                 frames.push(events);
                 sse_frames(frames)
@@ -652,6 +658,46 @@ mod tests {
         assert_eq!(again, first);
         assert_eq!(again[1].as_ptr(), stored(&session, "c1"));
         assert_eq!(shared.results.bytes(), first[1].len(), "kept once");
+    }
+
+    #[tokio::test]
+    async fn a_small_result_is_answered_in_one_piece_of_its_exact_size() {
+        struct Small;
+        impl DynSession for Small {
+            fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>> {
+                Box::pin(async { Ok(Vec::new()) })
+            }
+            fn tools(&self) -> Vec<ToolSpec> {
+                Vec::new()
+            }
+            fn call<'a>(&'a mut self, _: ToolContext, _: &'a str, _: CallInput) -> ToolFuture<'a> {
+                Box::pin(async { RunToolOutput::Success(ToolOutput::text("small")) })
+            }
+            fn teardown(&mut self) -> BoxFuture<'_, ()> {
+                Box::pin(async {})
+            }
+        }
+        let shared = shared();
+        let session = Arc::new(Session::new("s".into(), 0, Arc::clone(&shared.results)));
+        session.set_ready(Box::new(Small)).await;
+        let config = ServerConfig::default();
+        for id in [None, Some("a-client-id")] {
+            let resp = serve(Arc::clone(&session), request(id), &config, &shared);
+            let got = frames(resp.await.unwrap()).await;
+            assert_eq!(got.len(), 1, "one piece");
+            let events = ors_core::sse::SseDecoder::new().push(&got[0]);
+            assert_eq!(events[0].event, "task_id");
+            assert_eq!(events[1].event, "end");
+            let task_id = &events[0].data;
+            // What the piece was sized for (a `Bytes` of a `Vec` with spare room allocates).
+            assert_eq!(
+                task_id_event_len(task_id),
+                sse::encode_task_id(task_id).len()
+            );
+            if let Some(id) = id {
+                assert_eq!(task_id, id);
+            }
+        }
     }
 
     #[test]
