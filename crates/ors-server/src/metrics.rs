@@ -219,6 +219,13 @@ pub(crate) struct Metrics {
     draining: Gauge,
 }
 
+/// Register each listed field of `Metrics` under its name and help text.
+macro_rules! register {
+    ($m:ident; $($field:ident: $name:literal, $help:literal;)*) => {
+        $($m.registry.register($name, $help, $m.$field.clone());)*
+    };
+}
+
 impl Metrics {
     /// The metrics of a server hosting `envs` (name and declared tools, in registration
     /// order).
@@ -294,91 +301,32 @@ impl Metrics {
             lingering_bytes: Gauge::default(),
             draining: Gauge::default(),
         };
-        let r = &mut m.registry;
-        r.register(
-            "ors_requests",
-            "HTTP requests answered, by route and status",
-            m.requests.clone(),
-        );
-        r.register(
-            "ors_request_duration_seconds",
-            "Time to the response head, by route (a call's stream goes on after it)",
-            m.request_seconds.clone(),
-        );
-        r.register(
-            "ors_requests_rejected",
-            "Requests refused for a limit, authentication or draining, by reason",
-            m.rejected.clone(),
-        );
-        r.register(
-            "ors_sessions_created",
-            "Episodes started (/create)",
-            m.sessions_created.clone(),
-        );
-        r.register(
-            "ors_sessions_deleted",
-            "Episodes ended by /delete or /delete_session",
-            m.sessions_deleted.clone(),
-        );
-        r.register(
-            "ors_sessions_reaped",
-            "Episodes ended by the idle reaper",
-            m.sessions_reaped.clone(),
-        );
-        r.register(
-            "ors_calls",
-            "Tool calls finished, by environment, tool and outcome",
-            m.calls.clone(),
-        );
-        r.register(
-            "ors_call_duration_seconds",
-            "Time a tool ran, by environment and tool",
-            m.call_seconds.clone(),
-        );
-        r.register(
-            "ors_reward",
-            "Sum of the rewards tools returned, by environment",
-            m.reward.clone(),
-        );
-        r.register(
-            "ors_sse_reconnects",
-            "Call requests that named a task_id the session already knew (reconnects)",
-            m.sse_reconnects.clone(),
-        );
-        r.register(
-            "ors_sessions_active",
-            "Live sessions, by environment",
-            m.sessions_active.clone(),
-        );
-        r.register(
-            "ors_sessions_max",
-            "The live-session limit (ORS_MAX_SESSIONS)",
-            m.sessions_max.clone(),
-        );
-        r.register(
-            "ors_calls_in_flight",
-            "Tool calls started and not finished",
-            m.calls_in_flight.clone(),
-        );
-        r.register(
-            "ors_connections",
-            "Open client connections",
-            m.connections.clone(),
-        );
-        r.register(
-            "ors_request_body_bytes",
-            "Request-body bytes held: bodies being read and call inputs not yet handed over",
-            m.body_bytes.clone(),
-        );
-        r.register(
-            "ors_lingering_result_bytes",
-            "Bytes of finished results kept for reconnects",
-            m.lingering_bytes.clone(),
-        );
-        r.register(
-            "ors_draining",
-            "1 while the server drains (SIGTERM): no new sessions, /ready answers 503",
-            m.draining.clone(),
+        // Name and help of each metric, beside the field that holds it.
+        register!(m;
+            requests: "ors_requests", "HTTP requests answered, by route and status";
+            request_seconds: "ors_request_duration_seconds",
+                "Time to the response head, by route (a call's stream goes on after it)";
+            rejected: "ors_requests_rejected",
+                "Requests refused for a limit, authentication or draining, by reason";
+            sessions_created: "ors_sessions_created", "Episodes started (/create)";
+            sessions_deleted: "ors_sessions_deleted",
+                "Episodes ended by /delete or /delete_session";
+            sessions_reaped: "ors_sessions_reaped", "Episodes ended by the idle reaper";
+            calls: "ors_calls", "Tool calls finished, by environment, tool and outcome";
+            call_seconds: "ors_call_duration_seconds", "Time a tool ran, by environment and tool";
+            reward: "ors_reward", "Sum of the rewards tools returned, by environment";
+            sse_reconnects: "ors_sse_reconnects",
+                "Call requests that named a task_id the session already knew (reconnects)";
+            sessions_active: "ors_sessions_active", "Live sessions, by environment";
+            sessions_max: "ors_sessions_max", "The live-session limit (ORS_MAX_SESSIONS)";
+            calls_in_flight: "ors_calls_in_flight", "Tool calls started and not finished";
+            connections: "ors_connections", "Open client connections";
+            body_bytes: "ors_request_body_bytes",
+                "Request-body bytes held: bodies being read and call inputs not yet handed over";
+            lingering_bytes: "ors_lingering_result_bytes",
+                "Bytes of finished results kept for reconnects";
+            draining: "ors_draining",
+                "1 while the server drains (SIGTERM): no new sessions, /ready answers 503";
         );
         m
     }
