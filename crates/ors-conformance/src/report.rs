@@ -222,7 +222,7 @@ impl Report {
                 };
                 json!({
                     "id": o.clause.id,
-                    "group": o.clause.group.name(),
+                    "group": o.clause.group(),
                     "description": o.clause.description,
                     "status": status,
                     "reason": reason,

@@ -122,12 +122,29 @@ impl Ctx {
         self.session(&json!({"env_name": self.env, "split": split, "index": index}))
     }
 
+    /// The request of a session route without its session id: `ping`, `delete`,
+    /// `delete_session`, `prompt`, `task_tools`, or `call` (of `counter`).
+    pub fn session_route(&self, route: &str) -> Request {
+        match route {
+            "prompt" | "task_tools" => Request::new("GET", &self.path(&format!("/{route}"))),
+            "call" => Request::new("POST", &self.path(routes::CALL))
+                .header("Accept", EVENT_STREAM)
+                .json(&json!({"name": "counter", "input": {}})),
+            _ => Request::new("POST", &format!("/{route}")),
+        }
+    }
+
     /// The `POST /{env}/call` request for a tool call.
     pub fn call_request(&self, sid: &str, body: &Value) -> Request {
         Request::new("POST", &self.path(routes::CALL))
             .sid(sid)
             .header("Accept", EVENT_STREAM)
             .json(body)
+    }
+
+    /// Send a call request and read its whole stream (with the target's timeout).
+    pub fn call(&self, req: &Request) -> Result<Call, String> {
+        self.call_with(req, self.target.timeout)
     }
 
     /// Send a call request and read its whole stream.
@@ -336,6 +353,11 @@ impl Call {
         v.get("output")
             .cloned()
             .ok_or_else(|| format!("no output in {v}"))
+    }
+
+    /// The first block's text of an `ok: true` result.
+    pub fn text(&self) -> Result<String, String> {
+        first_text(&self.output()?)
     }
 
     /// The `reason` of an `ok: false` result (PROTOCOL_NOTES row `error-reason`), `None` when

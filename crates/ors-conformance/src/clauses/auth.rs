@@ -3,32 +3,28 @@
 
 use serde_json::json;
 
-use super::clause::{clause, Clause, Group};
+use super::clause::{clause, Clause};
 use crate::http::{Request, Response, Target};
 use crate::support::{ensure, expect_error, expect_ok_json, expect_text, Check, Ctx};
 
-const fn a(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
-    clause(Group::Robustness, id, description, check)
-}
-
 /// The API key clauses (part of the robustness group).
 pub const CLAUSES: &[Clause] = &[
-    a(
+    clause(
         "robustness.auth.health-open",
         "with an API key set, GET /health and GET /version need no key (notes rows `api-key`, `version-route`)",
         health_open,
     ),
-    a(
+    clause(
         "robustness.auth.missing-401",
         "with an API key set, every other route without a key is 401 (notes row `api-key`)",
         missing,
     ),
-    a(
+    clause(
         "robustness.auth.wrong-401",
         "a wrong X-API-Key is 401 (notes row `api-key`)",
         wrong,
     ),
-    a(
+    clause(
         "robustness.auth.bearer",
         "Authorization: Bearer <key> is accepted like X-API-Key (notes row `api-key`)",
         bearer,
@@ -70,12 +66,12 @@ fn every_route(ctx: &Ctx, sid: &str) -> Vec<Request> {
         Request::new("POST", &ctx.path("/num_tasks")).json(&json!({"split": "train"})),
         Request::new("POST", &ctx.path("/task")).json(&json!({"split": "train", "index": 0})),
         Request::new("POST", "/create_session").header("Accept", "text/event-stream"),
-        Request::new("POST", "/ping").sid(sid),
-        Request::new("GET", &ctx.path("/prompt")).sid(sid),
-        Request::new("GET", &ctx.path("/task_tools")).sid(sid),
-        ctx.call_request(sid, &json!({"name": "counter", "input": {}})),
-        Request::new("POST", "/delete").sid(sid),
     ]
+    .into_iter()
+    .chain(
+        ["ping", "prompt", "task_tools", "call", "delete"].map(|r| ctx.session_route(r).sid(sid)),
+    )
+    .collect()
 }
 
 fn expect_refused(target: &Target, reqs: Vec<Request>) -> Check {

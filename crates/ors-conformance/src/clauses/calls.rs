@@ -7,75 +7,79 @@ use std::time::Duration;
 use ors_core::sse::{SseDecoder, EVENT_TASK_ID};
 use serde_json::{json, Value};
 
-use super::clause::{clause, Clause, Group};
+use super::clause::{clause, Clause};
 use crate::http::{OpenBody, Request};
 use crate::support::{
     b64_decode, comment_offsets, ensure, expect_json, expect_status, expect_text, first_text, task,
     Call, Check, Ctx, Session,
 };
 
-const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
-    clause(Group::Calls, id, description, check)
-}
-
 /// The call clauses.
 pub const CLAUSES: &[Clause] = &[
-    c("calls.sse.content-type", "POST /{env}/call answers 200 text/event-stream", sse_content_type),
-    c("calls.sse.task_id-first", "the first event of a call stream is task_id with a non-empty id", sse_task_id_first),
-    c("calls.sse.end-last", "a call stream has exactly one end event and nothing after it", sse_end_last),
-    c("calls.sse.single-line-data", "every event's data is a single data: line", sse_single_line),
-    c("calls.sse.accept-optional", "a call without Accept: text/event-stream still gets the SSE stream", sse_accept_optional),
-    c("calls.sse.task-ids-unique", "each call gets its own task_id", sse_task_ids_unique),
-    c("calls.echo.exact", "echo's end data is exactly the documented result (text, metadata, reward 0.0, finished false)", echo_exact),
-    c("calls.echo.unicode", "non-ASCII text round-trips; metadata.length counts characters", echo_unicode),
-    c("calls.echo.escapes", "quotes, backslashes, newlines and control characters round-trip in one data line", echo_escapes),
-    c("calls.echo.empty", "an empty text round-trips", echo_empty),
-    c("calls.wire-keys.output", "output always carries blocks, metadata, reward and finished, null when unset (notes row `tool-output-wire-form`)", wire_keys_output),
-    c("calls.wire-keys.text-block", "a text block is exactly {text, detail: null, type: \"text\"} (notes row `tool-output-wire-form`)", wire_keys_text_block),
-    c("calls.submit.correct", "submit with the right answer gives Correct!, reward 1.0, finished", submit_correct),
-    c("calls.submit.incorrect", "submit with a wrong answer gives Incorrect, reward 0.0, finished", submit_incorrect),
-    c("calls.counter.sequence", "counter counts the calls of its session: 1, 2, 3", counter_sequence),
-    c("calls.image", "image gives a text block and an image block {data, mimeType, detail, type} with a PNG", image),
-    c("calls.fail.ok-false", "a tool error is an end event {\"ok\": false, \"error\": message} (a `reason` of null is no reason)", fail_ok_false),
-    c("calls.unknown-tool.ok-false", "an unknown tool name is an ok: false result naming the tool (notes row `tool-error-ok-false`)", unknown_tool),
-    c("calls.bad-input.ok-false", "input of the wrong type is an ok: false result naming the field (notes row `tool-error-ok-false`)", bad_input),
-    c("calls.reason.not-found", "an unknown tool's ok: false result has reason not_found (notes row `error-reason`)", reason_not_found),
-    c("calls.reason.input-validation", "bad input's ok: false result has reason input_validation (notes row `error-reason`)", reason_input_validation),
-    c("calls.reason.own-error-none", "a tool's own ok: false result has no reason (notes row `error-reason`)", reason_own_error),
-    c("calls.missing-input.ok-false", "input missing a required field is an ok: false result naming the field (notes row `tool-error-ok-false`)", missing_input),
-    c("calls.panic.error-event", "a crashing tool gives task_id then an error event and no end (notes row `tool-crash-error-event`)", panic_error_event),
-    c("calls.panic.server-lives", "after a crash the server and the session keep working (notes row `tool-crash-error-event`)", panic_server_lives),
-    c("calls.hint", "the task-specific tool hint can be called and knows the task", hint),
-    c("calls.hint.task_spec", "hint works for a task given inline as task_spec", hint_task_spec),
-    c("calls.reconnect.same-result", "a call with the task_id of a finished call returns the same result without running again", reconnect_same),
-    c("calls.reconnect.after-disconnect", "a call whose client disconnected finishes; reconnecting by task_id gets its result", reconnect_after_disconnect),
-    c("calls.client-task-id.new-call", "a task_id the session has never seen starts a new call under that id (notes row `client-task-id`)", client_task_id_new_call),
-    c("calls.client-task-id.resend-runs-once", "sending a call with a new task_id twice runs the tool once; both get its result (notes row `client-task-id`)", client_task_id_runs_once),
-    c("calls.reconnect.other-session", "a task_id from another session never reaches that session's call: refused, or a new call of this session (notes rows `task-id-bound-to-session`, `client-task-id`)", reconnect_other_session),
-    c("calls.isolation.counter", "counters of two sessions do not interfere", isolation_counter),
-    c("calls.isolation.tasks", "two sessions on different tasks grade against their own task", isolation_tasks),
-    c("calls.parallel.64-sessions", "64 sessions created and driven in parallel all get correct results", parallel_64),
-    c("calls.concurrent.same-session", "two overlapping calls on one session both complete correctly (notes row `calls-serialized`)", concurrent_same_session),
-    c("calls.sleep", "sleep answers slept", sleep),
-    c("calls.timeout.long-call", "a 3 s call completes; the server does not cut long calls short", long_call),
-    c("calls.default-env", "POST /call without env prefix calls the default environment (notes row `default-env-routes`)", default_env),
-    c("calls.body.missing-name-400", "a call body without name is 400, not 422 (notes row `bad-body-400`)", body_missing_name),
-    c("calls.body.unknown-fields-ignored", "a call body with fields the server does not know runs the tool (notes row `unknown-fields-ignored`)", body_unknown_fields),
-    c("calls.body.non-json-400", "a call body that is not JSON is 400 (notes row `bad-body-400`)", body_non_json),
-    c("calls.body.input-not-object", "a call whose input is not an object is refused (400 or ok: false)", body_input_not_object),
+    clause("calls.sse.content-type", "POST /{env}/call answers 200 text/event-stream",
+        |ctx| session(ctx)?.call("counter", json!({}))?.expect_stream()),
+    clause("calls.sse.task_id-first", "the first event of a call stream is task_id with a non-empty id", sse_task_id_first),
+    clause("calls.sse.end-last", "a call stream has exactly one end event and nothing after it", sse_end_last),
+    clause("calls.sse.single-line-data", "every event's data is a single data: line", sse_single_line),
+    clause("calls.sse.accept-optional", "a call without Accept: text/event-stream still gets the SSE stream", sse_accept_optional),
+    clause("calls.sse.task-ids-unique", "each call gets its own task_id", sse_task_ids_unique),
+    clause("calls.echo.exact", "echo's end data is exactly the documented result (text, metadata, reward 0.0, finished false)", echo_exact),
+    clause("calls.echo.unicode", "non-ASCII text round-trips; metadata.length counts characters",
+        |ctx| echo_roundtrip(ctx, "héllo wörld ✓ 数学 🎉")),
+    clause("calls.echo.escapes", "quotes, backslashes, newlines and control characters round-trip in one data line",
+        |ctx| echo_roundtrip(ctx, "quote \" backslash \\ newline \n cr \r tab \t nul-ish \u{1} </script>")),
+    clause("calls.echo.empty", "an empty text round-trips",
+        |ctx| echo_roundtrip(ctx, "")),
+    clause("calls.wire-keys.output", "output always carries blocks, metadata, reward and finished, null when unset (notes row `tool-output-wire-form`)", wire_keys_output),
+    clause("calls.wire-keys.text-block", "a text block is exactly {text, detail: null, type: \"text\"} (notes row `tool-output-wire-form`)", wire_keys_text_block),
+    clause("calls.submit.correct", "submit with the right answer gives Correct!, reward 1.0, finished",
+        |ctx| submit(ctx, "14", "Correct!", 1.0)),
+    clause("calls.submit.incorrect", "submit with a wrong answer gives Incorrect, reward 0.0, finished",
+        |ctx| submit(ctx, "15", "Incorrect", 0.0)),
+    clause("calls.counter.sequence", "counter counts the calls of its session: 1, 2, 3", counter_sequence),
+    clause("calls.image", "image gives a text block and an image block {data, mimeType, detail, type} with a PNG", image),
+    clause("calls.fail.ok-false", "a tool error is an end event {\"ok\": false, \"error\": message} (a `reason` of null is no reason)", fail_ok_false),
+    clause("calls.unknown-tool.ok-false", "an unknown tool name is an ok: false result naming the tool (notes row `tool-error-ok-false`)", unknown_tool),
+    clause("calls.bad-input.ok-false", "input of the wrong type is an ok: false result naming the field (notes row `tool-error-ok-false`)", bad_input),
+    clause("calls.reason.not-found", "an unknown tool's ok: false result has reason not_found (notes row `error-reason`)",
+        |ctx| expect_reason(&session(ctx)?.call("no_such_tool", json!({}))?, Some("not_found"))),
+    clause("calls.reason.input-validation", "bad input's ok: false result has reason input_validation (notes row `error-reason`)",
+        |ctx| expect_reason(&session(ctx)?.call("echo", json!({"text": 5}))?, Some("input_validation"))),
+    clause("calls.reason.own-error-none", "a tool's own ok: false result has no reason (notes row `error-reason`)",
+        |ctx| expect_reason(&session(ctx)?.call("fail", json!({"message": "mine"}))?, None)),
+    clause("calls.missing-input.ok-false", "input missing a required field is an ok: false result naming the field (notes row `tool-error-ok-false`)", missing_input),
+    clause("calls.panic.error-event", "a crashing tool gives task_id then an error event and no end (notes row `tool-crash-error-event`)", panic_error_event),
+    clause("calls.panic.server-lives", "after a crash the server and the session keep working (notes row `tool-crash-error-event`)", panic_server_lives),
+    clause("calls.hint", "the task-specific tool hint can be called and knows the task",
+        |ctx| expect_text("hint", &session(ctx)?.text("hint", json!({}))?, "The answer is 14")),
+    clause("calls.hint.task_spec", "hint works for a task given inline as task_spec", hint_task_spec),
+    clause("calls.reconnect.same-result", "a call with the task_id of a finished call returns the same result without running again", reconnect_same),
+    clause("calls.reconnect.after-disconnect", "a call whose client disconnected finishes; reconnecting by task_id gets its result", reconnect_after_disconnect),
+    clause("calls.client-task-id.new-call", "a task_id the session has never seen starts a new call under that id (notes row `client-task-id`)", client_task_id_new_call),
+    clause("calls.client-task-id.resend-runs-once", "sending a call with a new task_id twice runs the tool once; both get its result (notes row `client-task-id`)", client_task_id_runs_once),
+    clause("calls.reconnect.other-session", "a task_id from another session never reaches that session's call: refused, or a new call of this session (notes rows `task-id-bound-to-session`, `client-task-id`)", reconnect_other_session),
+    clause("calls.isolation.counter", "counters of two sessions do not interfere", isolation_counter),
+    clause("calls.isolation.tasks", "two sessions on different tasks grade against their own task", isolation_tasks),
+    clause("calls.parallel.64-sessions", "64 sessions created and driven in parallel all get correct results", parallel_64),
+    clause("calls.concurrent.same-session", "two overlapping calls on one session both complete correctly (notes row `calls-serialized`)", concurrent_same_session),
+    clause("calls.sleep", "sleep answers slept",
+        |ctx| expect_text("sleep", &session(ctx)?.text("sleep", json!({"ms": 50}))?, "slept")),
+    clause("calls.timeout.long-call", "a 3 s call completes; the server does not cut long calls short", long_call),
+    clause("calls.default-env", "POST /call without env prefix calls the default environment (notes row `default-env-routes`)", default_env),
+    clause("calls.body.missing-name-400", "a call body without name is 400, not 422 (notes row `bad-body-400`)",
+        |ctx| ctx.refused(ctx.call_request(&session(ctx)?.sid, &json!({"input": {}})), 400)),
+    clause("calls.body.unknown-fields-ignored", "a call body with fields the server does not know runs the tool (notes row `unknown-fields-ignored`)", body_unknown_fields),
+    clause("calls.body.non-json-400", "a call body that is not JSON is 400 (notes row `bad-body-400`)", body_non_json),
+    clause("calls.body.input-not-object", "a call whose input is not an object is refused (400 or ok: false)", body_input_not_object),
     Clause {
         slow: true,
-        ..c("calls.keepalive", "a call longer than the keep-alive interval shows a : comment before end (notes rows `keep-alive`, `keep-alive-interval`)", keepalive)
+        ..clause("calls.keepalive", "a call longer than the keep-alive interval shows a : comment before end (notes rows `keep-alive`, `keep-alive-interval`)", keepalive)
     },
 ];
 
 /// The session most call clauses use (the chunking clauses too).
 pub(super) fn session(ctx: &Ctx) -> Result<Session<'_>, String> {
     ctx.session_at("train", 7)
-}
-
-fn sse_content_type(ctx: &Ctx) -> Check {
-    session(ctx)?.call("counter", json!({}))?.expect_stream()
 }
 
 fn sse_task_id_first(ctx: &Ctx) -> Check {
@@ -122,9 +126,7 @@ fn sse_accept_optional(ctx: &Ctx) -> Check {
     let req = Request::new("POST", &ctx.path("/call"))
         .sid(&s.sid)
         .json(&json!({"name": "echo", "input": {"text": "no accept"}}));
-    let call = ctx.call_with(&req, ctx.target.timeout)?;
-    let text = first_text(&call.output()?)?;
-    expect_text("echo", &text, "no accept")
+    expect_text("echo", &ctx.call(&req)?.text()?, "no accept")
 }
 
 fn sse_task_ids_unique(ctx: &Ctx) -> Check {
@@ -143,8 +145,7 @@ fn echo_exact(ctx: &Ctx) -> Check {
     let v = session(ctx)?
         .call("echo", json!({"text": "hello"}))?
         .result_json()?;
-    let want = json!({"ok": true, "output": {
-        "blocks": [{"text": "hello", "detail": null, "type": "text"}],
+    let want = json!({"ok": true, "output": {"blocks": text_blocks("hello"),
         "metadata": {"length": 5}, "reward": 0.0, "finished": false}});
     expect_json("echo result", &v, &want)
 }
@@ -163,21 +164,6 @@ fn echo_roundtrip(ctx: &Ctx, text: &str) -> Check {
         out["metadata"]["length"]
     );
     Ok(())
-}
-
-fn echo_unicode(ctx: &Ctx) -> Check {
-    echo_roundtrip(ctx, "héllo wörld ✓ 数学 🎉")
-}
-
-fn echo_escapes(ctx: &Ctx) -> Check {
-    echo_roundtrip(
-        ctx,
-        "quote \" backslash \\ newline \n cr \r tab \t nul-ish \u{1} </script>",
-    )
-}
-
-fn echo_empty(ctx: &Ctx) -> Check {
-    echo_roundtrip(ctx, "")
 }
 
 fn wire_keys_output(ctx: &Ctx) -> Check {
@@ -203,26 +189,19 @@ fn wire_keys_output(ctx: &Ctx) -> Check {
 
 fn wire_keys_text_block(ctx: &Ctx) -> Check {
     let out = session(ctx)?.ok("counter", json!({}))?;
-    expect_json(
-        "counter blocks",
-        &out["blocks"],
-        &json!([{"text": "1", "detail": null, "type": "text"}]),
-    )
+    expect_json("counter blocks", &out["blocks"], &text_blocks("1"))
+}
+
+/// The blocks of an output holding just `text`.
+fn text_blocks(text: &str) -> Value {
+    json!([{"text": text, "detail": null, "type": "text"}])
 }
 
 fn submit(ctx: &Ctx, answer: &str, text: &str, reward: f64) -> Check {
     let out = session(ctx)?.ok("submit", json!({"answer": answer}))?;
-    let want = json!({"blocks": [{"text": text, "detail": null, "type": "text"}],
-        "metadata": null, "reward": reward, "finished": true});
+    let want =
+        json!({"blocks": text_blocks(text), "metadata": null, "reward": reward, "finished": true});
     expect_json("submit output", &out, &want)
-}
-
-fn submit_correct(ctx: &Ctx) -> Check {
-    submit(ctx, "14", "Correct!", 1.0)
-}
-
-fn submit_incorrect(ctx: &Ctx) -> Check {
-    submit(ctx, "15", "Incorrect", 0.0)
 }
 
 fn counter_sequence(ctx: &Ctx) -> Check {
@@ -301,27 +280,6 @@ fn expect_reason(call: &Call, want: Option<&str>) -> Check {
     Ok(())
 }
 
-fn reason_not_found(ctx: &Ctx) -> Check {
-    expect_reason(
-        &session(ctx)?.call("no_such_tool", json!({}))?,
-        Some("not_found"),
-    )
-}
-
-fn reason_input_validation(ctx: &Ctx) -> Check {
-    expect_reason(
-        &session(ctx)?.call("echo", json!({"text": 5}))?,
-        Some("input_validation"),
-    )
-}
-
-fn reason_own_error(ctx: &Ctx) -> Check {
-    expect_reason(
-        &session(ctx)?.call("fail", json!({"message": "mine"}))?,
-        None,
-    )
-}
-
 fn bad_input(ctx: &Ctx) -> Check {
     let err = session(ctx)?
         .call("echo", json!({"text": 5}))?
@@ -373,21 +331,15 @@ fn panic_server_lives(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn hint(ctx: &Ctx) -> Check {
-    let text = session(ctx)?.text("hint", json!({}))?;
-    expect_text("hint", &text, "The answer is 14")
-}
-
 fn hint_task_spec(ctx: &Ctx) -> Check {
     let spec = json!({"id": 999, "question": "Name a colour.", "answer": "blue"});
     let s = ctx.session(&json!({"task_spec": spec}))?;
-    let text = s.text("hint", json!({}))?;
-    expect_text("hint", &text, "The answer is blue")
+    expect_text("hint", &s.text("hint", json!({}))?, "The answer is blue")
 }
 
 fn reconnect(ctx: &Ctx, sid: &str, name: &str, task_id: &str) -> Result<Call, String> {
     let body = json!({"name": name, "input": {}, "task_id": task_id});
-    ctx.call_with(&ctx.call_request(sid, &body), ctx.target.timeout)
+    ctx.call(&ctx.call_request(sid, &body))
 }
 
 /// Fails unless `again` (a `what` of `first`) has `first`'s result and the counter of `s`
@@ -426,8 +378,7 @@ fn reconnect_after_disconnect(ctx: &Ctx) -> Check {
         // the connection is dropped here, mid-call
     };
     let again = reconnect(ctx, &s.sid, "sleep", &task_id)?;
-    let text = first_text(&again.output()?)?;
-    expect_text("reconnected result", &text, "slept")
+    expect_text("reconnected result", &again.text()?, "slept")
 }
 
 /// Read a call stream up to its `task_id` event: the id, and every byte read so far.
@@ -466,8 +417,7 @@ fn client_task_id_new_call(ctx: &Ctx) -> Check {
         call.names(),
         call.task_id()
     );
-    let text = first_text(&call.output()?)?;
-    expect_text("counter", &text, "1")
+    expect_text("counter", &call.text()?, "1")
 }
 
 fn client_task_id_runs_once(ctx: &Ctx) -> Check {
@@ -572,7 +522,7 @@ fn concurrent_same_session(ctx: &Ctx) -> Check {
     let (_, raw) = until_task_id(&mut slow)?;
     let fast = s.text("echo", json!({"text": "overlap"}))?;
     let slow = slow.finish(raw)?;
-    let slow = first_text(&Call::parse(slow.head, slow.body).output()?)?;
+    let slow = Call::parse(slow.head, slow.body).text()?;
     ensure!(
         slow == "slept" && fast == "overlap",
         "got {slow:?} and {fast:?}"
@@ -580,16 +530,10 @@ fn concurrent_same_session(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn sleep(ctx: &Ctx) -> Check {
-    let text = session(ctx)?.text("sleep", json!({"ms": 50}))?;
-    expect_text("sleep", &text, "slept")
-}
-
 fn long_call(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
     let call = s.call_timeout("sleep", json!({"ms": 3000}), Duration::from_secs(60))?;
-    let text = first_text(&call.output()?)?;
-    expect_text("sleep", &text, "slept")
+    expect_text("sleep", &call.text()?, "slept")
 }
 
 fn default_env(ctx: &Ctx) -> Check {
@@ -598,14 +542,7 @@ fn default_env(ctx: &Ctx) -> Check {
         .sid(&s.sid)
         .header("Accept", "text/event-stream")
         .json(&json!({"name": "echo", "input": {"text": "default"}}));
-    let call = ctx.call_with(&req, ctx.target.timeout)?;
-    let text = first_text(&call.output()?)?;
-    expect_text("echo", &text, "default")
-}
-
-fn body_missing_name(ctx: &Ctx) -> Check {
-    let s = session(ctx)?;
-    ctx.refused(ctx.call_request(&s.sid, &json!({"input": {}})), 400)
+    expect_text("echo", &ctx.call(&req)?.text()?, "default")
 }
 
 fn body_non_json(ctx: &Ctx) -> Check {
@@ -636,10 +573,7 @@ fn keepalive(ctx: &Ctx) -> Check {
     let ms = ctx.keepalive.as_millis() as u64 + 1500;
     let timeout = ctx.keepalive * 3 + Duration::from_secs(30);
     let call = s.call_timeout("sleep", json!({"ms": ms}), timeout)?;
-    ensure!(
-        first_text(&call.output()?)? == "slept",
-        "sleep did not answer slept"
-    );
+    ensure!(call.text()? == "slept", "sleep did not answer slept");
     let first_comment = *comment_offsets(&call.raw).first().ok_or_else(|| {
         format!(
             "no comment line in a {ms} ms call (keep-alive interval {:?})",
@@ -664,7 +598,5 @@ fn body_unknown_fields(ctx: &Ctx) -> Check {
         &s.sid,
         &json!({"name": "echo", "input": {"text": "extended"}, "x_extension": {"trace": 1}}),
     );
-    let call = ctx.call_with(&req, ctx.target.timeout)?;
-    let text = first_text(&call.output()?)?;
-    expect_text("echo", &text, "extended")
+    expect_text("echo", &ctx.call(&req)?.text()?, "extended")
 }

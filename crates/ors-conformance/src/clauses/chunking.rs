@@ -5,46 +5,42 @@ use ors_core::sse::CallEvent;
 use ors_core::RunToolOutput;
 use serde_json::json;
 
-use super::clause::{clause, Clause, Group};
+use super::clause::{clause, Clause};
 use crate::support::{ensure, first_text, Call, Check, Ctx, Session};
-
-const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
-    clause(Group::Calls, id, description, check)
-}
 
 /// The chunking clauses (part of the calls group).
 pub const CLAUSES: &[Clause] = &[
-    c(
+    clause(
         "calls.chunking.small-one-end",
         "a small result is one end event with no chunk",
         small_one_end,
     ),
-    c(
+    clause(
         "calls.chunking.4096",
         "a result of exactly 4096 bytes of JSON is one end event",
         exactly_4096,
     ),
-    c(
+    clause(
         "calls.chunking.4097",
         "a result of 4097 bytes is a 4096-byte chunk and a 1-byte end",
         exactly_4097,
     ),
-    c(
+    clause(
         "calls.chunking.large",
         "a 100 000-byte result arrives as chunks of at most 4096 bytes that join to the result",
         large,
     ),
-    c(
+    clause(
         "calls.chunking.order",
         "chunk events come after task_id and before the single end",
         order,
     ),
-    c(
+    clause(
         "calls.chunking.multibyte",
         "chunks are at most 4096 bytes and never split a UTF-8 character (notes row `chunking`)",
         multibyte,
     ),
-    c(
+    clause(
         "calls.chunking.core-decoder",
         "the core CallStreamDecoder reassembles a chunked result exactly",
         core_decoder,

@@ -5,74 +5,94 @@
 use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
-use super::clause::{clause, Clause, Group};
+use super::clause::{clause, Clause};
 use crate::http::Request;
 use crate::support::{
     ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
     task, tasks, Check, Ctx, SPLITS,
 };
 
-const fn d(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
-    clause(Group::Discovery, id, description, check)
-}
-
 /// The discovery clauses.
 pub const CLAUSES: &[Clause] = &[
-    d("discovery.health", "GET /health answers 200 {\"status\": \"ok\"}", health),
-    d("discovery.health.json", "GET /health is served as application/json", health_json),
-    d("discovery.environments", "GET /list_environments is a JSON array of names that includes the fixture", environments),
-    d("discovery.tools.shape", "GET /{env}/tools is {\"tools\": [...]} with name, description and input_schema on every tool", tools_shape),
-    d("discovery.tools.shared-set", "GET /{env}/tools lists exactly the fixture's shared tools", tools_set),
-    d("discovery.tools.no-task-specific", "GET /{env}/tools does not list the task-specific tool hint", tools_no_hint),
-    d("discovery.tools.schema-object", "every non-null input_schema is a JSON Schema object with properties", tools_schema_objects),
-    d("discovery.tools.schema-echo", "echo's schema requires a string property text", schema_echo),
-    d("discovery.tools.schema-big", "big's schema requires an integer property bytes", schema_big),
-    d("discovery.tools.schema-null", "tools without input (counter, image, panic) have input_schema null", schema_null),
-    d("discovery.tools.descriptions", "every tool has a non-empty description string", tools_descriptions),
-    d("discovery.tools.unknown-env-404", "GET /{unknown}/tools is 404 with a detail naming the environment", tools_unknown_env),
-    d("discovery.splits", "GET /{env}/splits lists train/train, test/test, hard/validation in order", splits),
-    d("discovery.splits.bare-name-validation", "a split declared by bare custom name has type validation (notes row `bare-split-names`)", splits_bare),
-    d("discovery.splits.unknown-env-404", "GET /{unknown}/splits is 404", splits_unknown_env),
-    d("discovery.tasks.train", "POST /{env}/tasks train lists the 25 train tasks and env_name", tasks_train),
-    d("discovery.tasks.test", "POST /{env}/tasks test lists tasks 100..104", tasks_test),
-    d("discovery.tasks.hard", "POST /{env}/tasks hard lists tasks 200..202", tasks_hard),
-    d("discovery.tasks.invalid-split-400", "POST /{env}/tasks with an unknown split is 400", tasks_bad_split),
-    d("discovery.tasks.missing-split-400", "POST /{env}/tasks without split is 400, not 422 (notes row `bad-body-400`)", tasks_missing_split),
-    d("discovery.tasks.unknown-env-404", "POST /{unknown}/tasks is 404", tasks_unknown_env),
-    d("discovery.num_tasks", "POST /{env}/num_tasks gives 25, 5 and 3 for train, test and hard", num_tasks),
-    d("discovery.num_tasks.invalid-split-400", "POST /{env}/num_tasks with an unknown split is 400", num_tasks_bad_split),
-    d("discovery.num_tasks.unknown-env-404", "POST /{unknown}/num_tasks is 404", num_tasks_unknown_env),
-    d("discovery.version", "GET /version answers {\"version\": string, \"build_sha\"} (notes row `version-route`)", version),
-    d("discovery.task.env-name", "POST /{env}/task and /{env}/task_range replies carry env_name (notes row `task-reply-env-name`)", task_env_name),
-    d("discovery.task.index", "POST /{env}/task returns {\"task\": ...} for a split and index", task_index),
-    d("discovery.task.bounds", "POST /{env}/task serves index 0 and the last index of every split", task_bounds),
-    d("discovery.task.out-of-range-400", "POST /{env}/task with index == num_tasks is 400", task_out_of_range),
-    d("discovery.task.negative-400", "POST /{env}/task with a negative index is 400 Invalid index (notes row `negative-index`)", task_negative),
-    d("discovery.task.invalid-split-400", "POST /{env}/task with an unknown split is 400", task_bad_split),
-    d("discovery.task.wrong-type-400", "POST /{env}/task with a string index is 400, not 422 (notes row `bad-body-400`)", task_wrong_type),
-    d("discovery.task.unknown-env-404", "POST /{unknown}/task is 404", task_unknown_env),
-    d("discovery.task_range.basic", "POST /{env}/task_range start 2 stop 5 gives tasks 2, 3, 4", range_basic),
-    d("discovery.task_range.defaults", "task_range without start and stop gives the whole split", range_defaults),
-    d("discovery.task_range.negative", "task_range resolves negative start and stop from the end (notes row `task-range-slices`)", range_negative),
-    d("discovery.task_range.clamped", "task_range clamps out-of-range bounds like a Python slice", range_clamped),
-    d("discovery.task_range.empty", "task_range with start > stop gives [] (notes row `task-range-slices`)", range_empty),
-    d("discovery.task_range.invalid-split-400", "task_range with an unknown split is 400", range_bad_split),
-    d("discovery.task_range.unknown-env-404", "POST /{unknown}/task_range is 404", range_unknown_env),
-    d("discovery.alias.get_task", "POST /{env}/get_task is the same as /task (notes row `get-task-aliases`)", alias_get_task),
-    d("discovery.alias.get_task_range", "POST /{env}/get_task_range is the same as /task_range (notes row `get-task-aliases`)", alias_get_task_range),
-    d("discovery.default-env.tools", "GET /tools answers the default environment's tools directly, no redirect (notes row `default-env-routes`)", default_tools),
-    d("discovery.default-env.splits", "GET /splits answers the default environment's splits directly (notes row `default-env-routes`)", default_splits),
-    d("discovery.default-env.num_tasks", "POST /num_tasks answers for the default environment directly (notes row `default-env-routes`)", default_num_tasks),
-    d("discovery.errors.json-detail", "error replies are application/json {\"detail\": \"...\"}", errors_json),
-    d("discovery.errors.unknown-route-404", "an unknown route under the environment is 404", unknown_route),
-    d("discovery.errors.codes", "error replies carry a machine-readable code: unknown_environment, invalid_request, no_route, method_not_allowed (notes row `error-codes`)", error_codes),
-    d("discovery.body.unknown-fields-ignored", "tasks, num_tasks, task and task_range bodies with extra fields answer as without them (notes row `unknown-fields-ignored`)", unknown_fields_ignored),
+    clause("discovery.health", "GET /health answers 200 {\"status\": \"ok\"}",
+        |ctx| expect_json("health", &expect_ok_json(&ctx.get("/health")?)?, &json!({"status": "ok"}))),
+    clause("discovery.health.json", "GET /health is served as application/json", health_json),
+    clause("discovery.environments", "GET /list_environments is a JSON array of names that includes the fixture", environments),
+    clause("discovery.tools.shape", "GET /{env}/tools is {\"tools\": [...]} with name, description and input_schema on every tool", tools_shape),
+    clause("discovery.tools.shared-set", "GET /{env}/tools lists exactly the fixture's shared tools", tools_set),
+    clause("discovery.tools.no-task-specific", "GET /{env}/tools does not list the task-specific tool hint", tools_no_hint),
+    clause("discovery.tools.schema-object", "every non-null input_schema is a JSON Schema object with properties", tools_schema_objects),
+    clause("discovery.tools.schema-echo", "echo's schema requires a string property text",
+        |ctx| expect_property(ctx, "echo", "text", "string")),
+    clause("discovery.tools.schema-big", "big's schema requires an integer property bytes",
+        |ctx| expect_property(ctx, "big", "bytes", "integer")),
+    clause("discovery.tools.schema-null", "tools without input (counter, image, panic) have input_schema null", schema_null),
+    clause("discovery.tools.descriptions", "every tool has a non-empty description string", tools_descriptions),
+    clause("discovery.tools.unknown-env-404", "GET /{unknown}/tools is 404 with a detail naming the environment", tools_unknown_env),
+    clause("discovery.splits", "GET /{env}/splits lists train/train, test/test, hard/validation in order", splits),
+    clause("discovery.splits.bare-name-validation", "a split declared by bare custom name has type validation (notes row `bare-split-names`)", splits_bare),
+    clause("discovery.splits.unknown-env-404", "GET /{unknown}/splits is 404",
+        |ctx| ctx.refused(Request::new("GET", &format!("/{UNKNOWN_ENV}/splits")), 404)),
+    clause("discovery.tasks.train", "POST /{env}/tasks train lists the 25 train tasks and env_name",
+        |ctx| list_tasks(ctx, "train", 0, 25)),
+    clause("discovery.tasks.test", "POST /{env}/tasks test lists tasks 100..104",
+        |ctx| list_tasks(ctx, "test", 100, 5)),
+    clause("discovery.tasks.hard", "POST /{env}/tasks hard lists tasks 200..202",
+        |ctx| list_tasks(ctx, "hard", 200, 3)),
+    clause("discovery.tasks.invalid-split-400", "POST /{env}/tasks with an unknown split is 400",
+        |ctx| bad_request(ctx, "/tasks", json!({"split": "nope"}))),
+    clause("discovery.tasks.missing-split-400", "POST /{env}/tasks without split is 400, not 422 (notes row `bad-body-400`)",
+        |ctx| bad_request(ctx, "/tasks", json!({}))),
+    clause("discovery.tasks.unknown-env-404", "POST /{unknown}/tasks is 404",
+        |ctx| unknown_env(ctx, "/tasks", json!({"split": "train"}))),
+    clause("discovery.num_tasks", "POST /{env}/num_tasks gives 25, 5 and 3 for train, test and hard", num_tasks),
+    clause("discovery.num_tasks.invalid-split-400", "POST /{env}/num_tasks with an unknown split is 400",
+        |ctx| bad_request(ctx, "/num_tasks", json!({"split": "nope"}))),
+    clause("discovery.num_tasks.unknown-env-404", "POST /{unknown}/num_tasks is 404",
+        |ctx| unknown_env(ctx, "/num_tasks", json!({"split": "train"}))),
+    clause("discovery.version", "GET /version answers {\"version\": string, \"build_sha\"} (notes row `version-route`)", version),
+    clause("discovery.task.env-name", "POST /{env}/task and /{env}/task_range replies carry env_name (notes row `task-reply-env-name`)", task_env_name),
+    clause("discovery.task.index", "POST /{env}/task returns {\"task\": ...} for a split and index",
+        |ctx| expect_fields("task 7", &get_task(ctx, "/task", "train", 7)?, &json!({"task": task(7)}))),
+    clause("discovery.task.bounds", "POST /{env}/task serves index 0 and the last index of every split", task_bounds),
+    clause("discovery.task.out-of-range-400", "POST /{env}/task with index == num_tasks is 400",
+        |ctx| bad_request(ctx, "/task", json!({"split": "train", "index": 25}))),
+    clause("discovery.task.negative-400", "POST /{env}/task with a negative index is 400 Invalid index (notes row `negative-index`)",
+        |ctx| bad_request(ctx, "/task", json!({"split": "train", "index": -1}))),
+    clause("discovery.task.invalid-split-400", "POST /{env}/task with an unknown split is 400",
+        |ctx| bad_request(ctx, "/task", json!({"split": "nope", "index": 0}))),
+    clause("discovery.task.wrong-type-400", "POST /{env}/task with a string index is 400, not 422 (notes row `bad-body-400`)",
+        |ctx| bad_request(ctx, "/task", json!({"split": "train", "index": "three"}))),
+    clause("discovery.task.unknown-env-404", "POST /{unknown}/task is 404",
+        |ctx| unknown_env(ctx, "/task", json!({"split": "train", "index": 0}))),
+    clause("discovery.task_range.basic", "POST /{env}/task_range start 2 stop 5 gives tasks 2, 3, 4",
+        |ctx| expect_ranges(ctx, &[(Some(2), Some(5), 2..5)])),
+    clause("discovery.task_range.defaults", "task_range without start and stop gives the whole split",
+        |ctx| expect_ranges(ctx, &[(None, None, 0..25), (Some(20), None, 20..25), (None, Some(3), 0..3)])),
+    clause("discovery.task_range.negative", "task_range resolves negative start and stop from the end (notes row `task-range-slices`)",
+        |ctx| expect_ranges(ctx, &[(Some(-3), None, 22..25), (None, Some(-22), 0..3), (Some(-5), Some(-3), 20..22)])),
+    clause("discovery.task_range.clamped", "task_range clamps out-of-range bounds like a Python slice",
+        |ctx| expect_ranges(ctx, &[(Some(20), Some(100), 20..25), (Some(-100), Some(2), 0..2), (Some(30), Some(40), 0..0)])),
+    clause("discovery.task_range.empty", "task_range with start > stop gives [] (notes row `task-range-slices`)",
+        |ctx| expect_ranges(ctx, &[(Some(5), Some(2), 0..0), (Some(3), Some(3), 0..0)])),
+    clause("discovery.task_range.invalid-split-400", "task_range with an unknown split is 400",
+        |ctx| bad_request(ctx, "/task_range", json!({"split": "nope", "start": 0, "stop": 1}))),
+    clause("discovery.task_range.unknown-env-404", "POST /{unknown}/task_range is 404",
+        |ctx| unknown_env(ctx, "/task_range", json!({"split": "train"}))),
+    clause("discovery.alias.get_task", "POST /{env}/get_task is the same as /task (notes row `get-task-aliases`)",
+        |ctx| expect_fields("get_task test[2]", &get_task(ctx, "/get_task", "test", 2)?, &json!({"task": task(102)}))),
+    clause("discovery.alias.get_task_range", "POST /{env}/get_task_range is the same as /task_range (notes row `get-task-aliases`)", alias_get_task_range),
+    clause("discovery.default-env.tools", "GET /tools answers the default environment's tools directly, no redirect (notes row `default-env-routes`)",
+        |ctx| same_as_env_route(ctx, "/tools")),
+    clause("discovery.default-env.splits", "GET /splits answers the default environment's splits directly (notes row `default-env-routes`)",
+        |ctx| same_as_env_route(ctx, "/splits")),
+    clause("discovery.default-env.num_tasks", "POST /num_tasks answers for the default environment directly (notes row `default-env-routes`)", default_num_tasks),
+    clause("discovery.errors.json-detail", "error replies are application/json {\"detail\": \"...\"}", errors_json),
+    clause("discovery.errors.unknown-route-404", "an unknown route under the environment is 404",
+        |ctx| expect_status(&ctx.get(&ctx.path("/no_such_route"))?, 404)),
+    clause("discovery.errors.codes", "error replies carry a machine-readable code: unknown_environment, invalid_request, no_route, method_not_allowed (notes row `error-codes`)", error_codes),
+    clause("discovery.body.unknown-fields-ignored", "tasks, num_tasks, task and task_range bodies with extra fields answer as without them (notes row `unknown-fields-ignored`)", unknown_fields_ignored),
 ];
-
-fn health(ctx: &Ctx) -> Check {
-    let v = expect_ok_json(&ctx.get("/health")?)?;
-    expect_json("health", &v, &json!({"status": "ok"}))
-}
 
 fn health_json(ctx: &Ctx) -> Check {
     let r = ctx.get("/health")?;
@@ -190,14 +210,6 @@ fn expect_property(ctx: &Ctx, name: &str, prop: &str, ty: &str) -> Check {
     Ok(())
 }
 
-fn schema_echo(ctx: &Ctx) -> Check {
-    expect_property(ctx, "echo", "text", "string")
-}
-
-fn schema_big(ctx: &Ctx) -> Check {
-    expect_property(ctx, "big", "bytes", "integer")
-}
-
 fn schema_null(ctx: &Ctx) -> Check {
     let list = tools(ctx)?;
     for name in ["counter", "image", "panic"] {
@@ -261,62 +273,27 @@ fn unknown_env(ctx: &Ctx, route: &str, body: Value) -> Check {
     ctx.post_refused(&format!("/{UNKNOWN_ENV}{route}"), &body, 404)
 }
 
-fn splits_unknown_env(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("GET", &format!("/{UNKNOWN_ENV}/splits")), 404)
-}
-
 fn list_tasks(ctx: &Ctx, split: &str, first: i64, n: i64) -> Check {
-    let v = expect_ok_json(&ctx.post_json(&ctx.path("/tasks"), &json!({"split": split}))?)?;
-    expect_json(
-        "tasks reply",
-        &v,
-        &json!({"tasks": tasks(first, n), "env_name": ctx.env}),
-    )
-}
-
-fn tasks_train(ctx: &Ctx) -> Check {
-    list_tasks(ctx, "train", 0, 25)
-}
-
-fn tasks_test(ctx: &Ctx) -> Check {
-    list_tasks(ctx, "test", 100, 5)
-}
-
-fn tasks_hard(ctx: &Ctx) -> Check {
-    list_tasks(ctx, "hard", 200, 3)
-}
-
-fn tasks_bad_split(ctx: &Ctx) -> Check {
-    bad_request(ctx, "/tasks", json!({"split": "nope"}))
-}
-
-fn tasks_missing_split(ctx: &Ctx) -> Check {
-    bad_request(ctx, "/tasks", json!({}))
-}
-
-fn tasks_unknown_env(ctx: &Ctx) -> Check {
-    unknown_env(ctx, "/tasks", json!({"split": "train"}))
+    let v = post_ok(ctx, "/tasks", &json!({"split": split}))?;
+    let want = json!({"tasks": tasks(first, n), "env_name": ctx.env});
+    expect_json("tasks reply", &v, &want)
 }
 
 fn num_tasks(ctx: &Ctx) -> Check {
     for (split, _, _, n) in SPLITS {
-        let v = expect_ok_json(&ctx.post_json(&ctx.path("/num_tasks"), &json!({"split": split}))?)?;
+        let v = post_ok(ctx, "/num_tasks", &json!({"split": split}))?;
         expect_json(split, &v, &json!({"num_tasks": n}))?;
     }
     Ok(())
 }
 
-fn num_tasks_bad_split(ctx: &Ctx) -> Check {
-    bad_request(ctx, "/num_tasks", json!({"split": "nope"}))
-}
-
-fn num_tasks_unknown_env(ctx: &Ctx) -> Check {
-    unknown_env(ctx, "/num_tasks", json!({"split": "train"}))
+/// The JSON of a 200 answer to `POST /{env}{route}` with `body`.
+fn post_ok(ctx: &Ctx, route: &str, body: &Value) -> Result<Value, String> {
+    expect_ok_json(&ctx.post_json(&ctx.path(route), body)?)
 }
 
 fn get_task(ctx: &Ctx, route: &str, split: &str, index: i64) -> Result<Value, String> {
-    let r = ctx.post_json(&ctx.path(route), &json!({"split": split, "index": index}))?;
-    expect_ok_json(&r)
+    post_ok(ctx, route, &json!({"split": split, "index": index}))
 }
 
 fn version(ctx: &Ctx) -> Check {
@@ -335,10 +312,10 @@ fn version(ctx: &Ctx) -> Check {
 
 fn task_env_name(ctx: &Ctx) -> Check {
     let one = get_task(ctx, "/task", "train", 0)?;
-    let many = range(
+    let many = post_ok(
         ctx,
         "/task_range",
-        json!({"split": "train", "start": 0, "stop": 2}),
+        &json!({"split": "train", "start": 0, "stop": 2}),
     )?;
     for (what, v) in [("task", one), ("task_range", many)] {
         ensure!(
@@ -348,11 +325,6 @@ fn task_env_name(ctx: &Ctx) -> Check {
         );
     }
     Ok(())
-}
-
-fn task_index(ctx: &Ctx) -> Check {
-    let v = get_task(ctx, "/task", "train", 7)?;
-    expect_fields("task 7", &v, &json!({"task": task(7)}))
 }
 
 fn task_bounds(ctx: &Ctx) -> Check {
@@ -369,97 +341,28 @@ fn task_bounds(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn task_out_of_range(ctx: &Ctx) -> Check {
-    bad_request(ctx, "/task", json!({"split": "train", "index": 25}))
-}
-
-fn task_negative(ctx: &Ctx) -> Check {
-    bad_request(ctx, "/task", json!({"split": "train", "index": -1}))
-}
-
-fn task_bad_split(ctx: &Ctx) -> Check {
-    bad_request(ctx, "/task", json!({"split": "nope", "index": 0}))
-}
-
-fn task_wrong_type(ctx: &Ctx) -> Check {
-    bad_request(ctx, "/task", json!({"split": "train", "index": "three"}))
-}
-
-fn task_unknown_env(ctx: &Ctx) -> Check {
-    unknown_env(ctx, "/task", json!({"split": "train", "index": 0}))
-}
-
-fn range(ctx: &Ctx, route: &str, body: Value) -> Result<Value, String> {
-    expect_ok_json(&ctx.post_json(&ctx.path(route), &body)?)
-}
-
-fn expect_range(
-    ctx: &Ctx,
-    start: Option<i64>,
-    stop: Option<i64>,
-    ids: std::ops::Range<i64>,
-) -> Check {
-    let mut body = json!({"split": "train"});
-    if let Some(s) = start {
-        body["start"] = json!(s);
+/// Fails unless `task_range` on train with each `(start, stop)` gives the tasks of `ids`.
+fn expect_ranges(ctx: &Ctx, cases: &[(Option<i64>, Option<i64>, std::ops::Range<i64>)]) -> Check {
+    for (start, stop, ids) in cases {
+        let mut body = json!({"split": "train"});
+        if let Some(s) = start {
+            body["start"] = json!(s);
+        }
+        if let Some(s) = stop {
+            body["stop"] = json!(s);
+        }
+        let v = post_ok(ctx, "/task_range", &body)?;
+        let want = Value::Array(ids.clone().map(task).collect());
+        expect_fields(&format!("task_range {body}"), &v, &json!({"tasks": want}))?;
     }
-    if let Some(s) = stop {
-        body["stop"] = json!(s);
-    }
-    let v = range(ctx, "/task_range", body.clone())?;
-    let want = Value::Array(ids.map(task).collect());
-    expect_fields(&format!("task_range {body}"), &v, &json!({"tasks": want}))
-}
-
-fn range_basic(ctx: &Ctx) -> Check {
-    expect_range(ctx, Some(2), Some(5), 2..5)
-}
-
-fn range_defaults(ctx: &Ctx) -> Check {
-    expect_range(ctx, None, None, 0..25)?;
-    expect_range(ctx, Some(20), None, 20..25)?;
-    expect_range(ctx, None, Some(3), 0..3)
-}
-
-fn range_negative(ctx: &Ctx) -> Check {
-    expect_range(ctx, Some(-3), None, 22..25)?;
-    expect_range(ctx, None, Some(-22), 0..3)?;
-    expect_range(ctx, Some(-5), Some(-3), 20..22)
-}
-
-fn range_clamped(ctx: &Ctx) -> Check {
-    expect_range(ctx, Some(20), Some(100), 20..25)?;
-    expect_range(ctx, Some(-100), Some(2), 0..2)?;
-    expect_range(ctx, Some(30), Some(40), 0..0)
-}
-
-fn range_empty(ctx: &Ctx) -> Check {
-    expect_range(ctx, Some(5), Some(2), 0..0)?;
-    expect_range(ctx, Some(3), Some(3), 0..0)
-}
-
-fn range_bad_split(ctx: &Ctx) -> Check {
-    bad_request(
-        ctx,
-        "/task_range",
-        json!({"split": "nope", "start": 0, "stop": 1}),
-    )
-}
-
-fn range_unknown_env(ctx: &Ctx) -> Check {
-    unknown_env(ctx, "/task_range", json!({"split": "train"}))
-}
-
-fn alias_get_task(ctx: &Ctx) -> Check {
-    let v = get_task(ctx, "/get_task", "test", 2)?;
-    expect_fields("get_task test[2]", &v, &json!({"task": task(102)}))
+    Ok(())
 }
 
 fn alias_get_task_range(ctx: &Ctx) -> Check {
-    let v = range(
+    let v = post_ok(
         ctx,
         "/get_task_range",
-        json!({"split": "train", "start": 1, "stop": 3}),
+        &json!({"split": "train", "start": 1, "stop": 3}),
     )?;
     expect_fields("get_task_range", &v, &json!({"tasks": tasks(1, 2)}))
 }
@@ -469,14 +372,6 @@ fn same_as_env_route(ctx: &Ctx, route: &str) -> Check {
     let got = expect_ok_json(&ctx.get(route)?)?;
     let want = expect_ok_json(&ctx.get(&ctx.path(route))?)?;
     expect_json(&format!("GET {route}"), &got, &want)
-}
-
-fn default_tools(ctx: &Ctx) -> Check {
-    same_as_env_route(ctx, "/tools")
-}
-
-fn default_splits(ctx: &Ctx) -> Check {
-    same_as_env_route(ctx, "/splits")
 }
 
 fn default_num_tasks(ctx: &Ctx) -> Check {
@@ -501,10 +396,6 @@ fn errors_json(ctx: &Ctx) -> Check {
         expect_error(r, r.status())?;
     }
     Ok(())
-}
-
-fn unknown_route(ctx: &Ctx) -> Check {
-    expect_status(&ctx.get(&ctx.path("/no_such_route"))?, 404)
 }
 
 fn error_codes(ctx: &Ctx) -> Check {
@@ -550,8 +441,8 @@ fn unknown_fields_ignored(ctx: &Ctx) -> Check {
         ),
     ];
     for (route, body) in cases {
-        let plain = expect_ok_json(&ctx.post_json(&ctx.path(route), &body)?)?;
-        let extended = expect_ok_json(&ctx.post_json(&ctx.path(route), &extra(body))?)?;
+        let plain = post_ok(ctx, route, &body)?;
+        let extended = post_ok(ctx, route, &extra(body))?;
         expect_json(&format!("{route} with an extra field"), &extended, &plain)?;
     }
     Ok(())

@@ -5,112 +5,113 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::clause::{clause, Clause, Group};
+use super::clause::{clause, Clause};
 use crate::http::{Conn, Request, Response};
 use crate::support::{ensure, expect_ok_json, expect_status, expect_text, task, Check, Ctx};
 
-const fn r(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
-    clause(Group::Robustness, id, description, check)
-}
-
 /// The robustness clauses.
 pub const CLAUSES: &[Clause] = &[
-    r(
+    clause(
         "robustness.body.oversized-413",
         "a body over 10 MiB (Content-Length) is refused with 413",
-        oversized_length,
+        |ctx| oversized_body(ctx, false),
     ),
-    r(
+    clause(
         "robustness.body.oversized-chunked-413",
         "a chunked body growing over 10 MiB is refused with 413",
-        oversized_chunked,
+        |ctx| oversized_body(ctx, true),
     ),
-    r(
+    clause(
         "robustness.header.oversized",
         "a 1 MiB header is refused (400/431 or connection closed), never 5xx",
         oversized_header,
     ),
-    r(
+    clause(
         "robustness.header.many",
         "a request with 500 headers is answered 2xx or 4xx, never 5xx",
         many_headers,
     ),
-    r(
+    clause(
         "robustness.json.not-json-400",
         "a body that is not JSON is 400 with a detail (notes row `bad-body-400`)",
-        not_json,
+        |ctx| ctx.refused(post_body(ctx, "/tasks", "split=train"), 400),
     ),
-    r(
+    clause(
         "robustness.json.wrong-shape-400",
         "a JSON body of the wrong shape (an array) is 400 (notes row `bad-body-400`)",
-        wrong_shape,
+        |ctx| ctx.refused(post_body(ctx, "/tasks", "[\"train\"]"), 400),
     ),
-    r(
+    clause(
         "robustness.json.empty-body-400",
         "an empty body where JSON is required is 400 (notes row `bad-body-400`)",
-        empty_body,
+        |ctx| ctx.refused(post_body(ctx, "/num_tasks", ""), 400),
     ),
-    r(
+    clause(
         "robustness.json.deep-nesting",
         "100 000 levels of JSON nesting are refused with 4xx, never 5xx",
         deep_nesting,
     ),
-    r(
+    clause(
         "robustness.utf8.body-400",
         "a JSON body with invalid UTF-8 is 400",
-        bad_utf8_body,
+        |ctx| {
+            ctx.refused(
+                post_body(ctx, "/tasks", b"{\"split\": \"tr\xffin\"}".to_vec()),
+                400,
+            )
+        },
     ),
-    r(
+    clause(
         "robustness.utf8.call-body-400",
         "a call body with invalid UTF-8 is 400",
         bad_utf8_call,
     ),
-    r(
+    clause(
         "robustness.utf8.session-header",
         "an X-Session-ID that is not UTF-8 is 400 or 404, never 5xx",
         bad_utf8_sid,
     ),
-    r(
+    clause(
         "robustness.method.unknown",
         "an unknown method (BREW) is 400, 405 or 501",
         unknown_method,
     ),
-    r(
+    clause(
         "robustness.method.wrong-405",
         "a known route with the wrong method is 405",
         wrong_method,
     ),
-    r(
+    clause(
         "robustness.content-type.absent",
         "a JSON body without Content-Type is accepted",
         no_content_type,
     ),
-    r(
+    clause(
         "robustness.content-type.charset",
         "Content-Type: application/json; charset=utf-8 is accepted",
         charset,
     ),
-    r(
+    clause(
         "robustness.http.keep-alive-reuse",
         "several requests on one keep-alive connection are all answered",
         keep_alive_reuse,
     ),
-    r(
+    clause(
         "robustness.http.garbage",
         "a request line that is not HTTP is refused with 400 or a closed connection",
         garbage,
     ),
-    r(
+    clause(
         "robustness.http.truncated-body",
         "a body shorter than its Content-Length does not hang or crash the server",
         truncated_body,
     ),
-    r(
+    clause(
         "robustness.http.query-string",
         "a query string on a route is ignored",
         query_string,
     ),
-    r(
+    clause(
         "robustness.server-lives",
         "after every malformed request the server still serves a full episode",
         server_lives,
@@ -175,14 +176,6 @@ fn oversized_body(ctx: &Ctx, chunked: bool) -> Check {
     expect_status(&r, 413)
 }
 
-fn oversized_length(ctx: &Ctx) -> Check {
-    oversized_body(ctx, false)
-}
-
-fn oversized_chunked(ctx: &Ctx) -> Check {
-    oversized_body(ctx, true)
-}
-
 /// Send raw bytes; `Ok(None)` when the server closed the connection without answering.
 fn raw(ctx: &Ctx, bytes: &[u8], timeout: Duration) -> Result<Option<Response>, String> {
     let mut conn = Conn::open_with_timeout(&ctx.target, timeout)?;
@@ -231,18 +224,6 @@ fn post_body(ctx: &Ctx, route: &str, body: impl Into<Vec<u8>>) -> Request {
         .body(body)
 }
 
-fn not_json(ctx: &Ctx) -> Check {
-    ctx.refused(post_body(ctx, "/tasks", "split=train"), 400)
-}
-
-fn wrong_shape(ctx: &Ctx) -> Check {
-    ctx.refused(post_body(ctx, "/tasks", "[\"train\"]"), 400)
-}
-
-fn empty_body(ctx: &Ctx) -> Check {
-    ctx.refused(post_body(ctx, "/num_tasks", ""), 400)
-}
-
 fn deep_nesting(ctx: &Ctx) -> Check {
     let depth = 100_000;
     let mut body = b"{\"split\": ".to_vec();
@@ -257,13 +238,6 @@ fn deep_nesting(ctx: &Ctx) -> Check {
         r.snippet()
     );
     expect_status(&ctx.get("/health")?, 200)
-}
-
-fn bad_utf8_body(ctx: &Ctx) -> Check {
-    ctx.refused(
-        post_body(ctx, "/tasks", b"{\"split\": \"tr\xffin\"}".to_vec()),
-        400,
-    )
 }
 
 fn bad_utf8_call(ctx: &Ctx) -> Check {

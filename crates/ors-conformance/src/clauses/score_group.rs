@@ -8,20 +8,16 @@ use ors_core::protocol::{routes, EVENT_STREAM};
 use ors_core::sse::{EVENT_CHUNK, EVENT_END, EVENT_TASK_ID};
 use serde_json::{json, Value};
 
-use super::clause::{clause, Clause, Group};
+use super::clause::{clause, Clause};
 use crate::http::Request;
 use crate::support::{ensure, expect_ok_json, Call, Check, Ctx};
 
-const fn c(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
-    clause(Group::Calls, id, description, check)
-}
-
 /// The group-scoring clauses.
 pub const CLAUSES: &[Clause] = &[
-    c("calls.score_group.advertised-iff-implemented", "supports_score_group: true is in the tools listing exactly when POST /{env}/score_group scores a group over SSE; otherwise the route is 404 (notes row `score-group`)", advertised_iff_implemented),
-    c("calls.score_group.scores-in-order", "score_group gives one score per candidate in candidate order: the fixture's right answer 1.0, a wrong one 0.0 (notes row `score-group`)", scores_in_order),
-    c("calls.score_group.count-mismatch-error", "an environment returning the wrong number of scores gives an error event naming both numbers, no end (notes row `score-group`)", count_mismatch),
-    c("calls.score_group.unsupported-404", "POST /{env}/score_group on an environment that does not score groups is 404 with a detail, before any stream (notes row `score-group`)", unsupported_404),
+    clause("calls.score_group.advertised-iff-implemented", "supports_score_group: true is in the tools listing exactly when POST /{env}/score_group scores a group over SSE; otherwise the route is 404 (notes row `score-group`)", advertised_iff_implemented),
+    clause("calls.score_group.scores-in-order", "score_group gives one score per candidate in candidate order: the fixture's right answer 1.0, a wrong one 0.0 (notes row `score-group`)", scores_in_order),
+    clause("calls.score_group.count-mismatch-error", "an environment returning the wrong number of scores gives an error event naming both numbers, no end (notes row `score-group`)", count_mismatch),
+    clause("calls.score_group.unsupported-404", "POST /{env}/score_group on an environment that does not score groups is 404 with a detail, before any stream (notes row `score-group`)", unsupported_404),
 ];
 
 /// Seconds a scoring may take before the check gives up.

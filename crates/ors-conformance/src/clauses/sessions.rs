@@ -8,76 +8,105 @@ use ors_core::sse::SseDecoder;
 use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
-use super::clause::{clause, Clause, Group};
+use super::clause::{clause, Clause};
 use crate::http::{Request, Response};
 use crate::support::{
     ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
     expect_text, secrets_header, sid_from_create_session, task, Check, Ctx, Session,
 };
 
-const fn s(id: &'static str, description: &'static str, check: fn(&Ctx) -> Check) -> Clause {
-    clause(Group::Sessions, id, description, check)
-}
-
 /// The session clauses.
 pub const CLAUSES: &[Clause] = &[
-    s("sessions.create_session.json", "POST /create_session without Accept: text/event-stream answers JSON {\"sid\": ...} (notes row `create-session-reply`)", create_session_json),
-    s("sessions.create_session.sse", "POST /create_session with Accept: text/event-stream answers a task_id event with the sid, then an empty end (notes row `create-session-reply`)", create_session_sse),
-    s("sessions.create_session.uuid", "session ids are UUID v4 strings", create_session_uuid),
-    s("sessions.create_session.unique", "20 create_session calls give 20 different ids", create_session_unique),
-    s("sessions.create.task_spec", "POST /create with task_spec answers {\"sid\": sid} and the episode serves that task", create_task_spec),
-    s("sessions.create.split-index", "POST /create with split and index resolves the task on the server", create_split_index),
-    s("sessions.create.default-env", "POST /create without env_name uses the default environment", create_default_env),
-    s("sessions.create.ready-at-once", "requests right after /create wait for setup and succeed", create_ready),
-    s("sessions.create.both-sources-400", "POST /create with task_spec and split+index is 400 (notes row `bad-body-400`)", create_both),
-    s("sessions.create.neither-400", "POST /create with neither task_spec nor split+index is 400 (notes row `bad-body-400`)", create_neither),
-    s("sessions.create.split-without-index-400", "POST /create with split but no index is 400", create_split_only),
-    s("sessions.create.index-without-split-400", "POST /create with index but no split is 400", create_index_only),
-    s("sessions.create.invalid-split-400", "POST /create with an unknown split is 400", create_bad_split),
-    s("sessions.create.index-out-of-range-400", "POST /create with index == num_tasks is 400", create_out_of_range),
-    s("sessions.create.negative-index-400", "POST /create with a negative index is 400 (notes row `negative-index`)", create_negative),
-    s("sessions.create.task_spec-not-object-400", "POST /create with a task_spec that is not an object is 400", create_spec_not_object),
-    s("sessions.create.unknown-env-404", "POST /create with an unknown env_name is 404", create_unknown_env),
-    s("sessions.create.non-json-400", "POST /create with a body that is not JSON is 400 (notes row `bad-body-400`)", create_non_json),
-    s("sessions.create.duplicate-400", "a second POST /create on a live session is 400", create_duplicate),
-    s("sessions.missing-sid.create-400", "POST /create without X-Session-ID is 400", missing_create),
-    s("sessions.missing-sid.ping-400", "POST /ping without X-Session-ID is 400", missing_ping),
-    s("sessions.missing-sid.delete-400", "POST /delete without X-Session-ID is 400", missing_delete),
-    s("sessions.missing-sid.delete_session-400", "POST /delete_session without X-Session-ID is 400", missing_delete_session),
-    s("sessions.missing-sid.prompt-400", "GET /{env}/prompt without X-Session-ID is 400", missing_prompt),
-    s("sessions.missing-sid.task_tools-400", "GET /{env}/task_tools without X-Session-ID is 400", missing_task_tools),
-    s("sessions.missing-sid.call-400", "POST /{env}/call without X-Session-ID is 400", missing_call),
-    s("sessions.unknown-sid.ping-404", "POST /ping for a session never created is 404", unknown_ping),
-    s("sessions.unknown-sid.prompt-404", "GET /{env}/prompt for a session never created is 404", unknown_prompt),
-    s("sessions.unknown-sid.task_tools-404", "GET /{env}/task_tools for a session never created is 404", unknown_task_tools),
-    s("sessions.unknown-sid.call-404", "POST /{env}/call for a session never created is 404", unknown_call),
-    s("sessions.ping", "POST /ping on a live session answers {\"status\": \"ok\"}", ping),
-    s("sessions.prompt", "GET /{env}/prompt is one text block with the question, detail null", prompt),
-    s("sessions.prompt.default-env", "GET /prompt without env prefix serves the session (notes row `default-env-routes`)", prompt_default_env),
-    s("sessions.prompt.path-env-not-validated", "an episode route naming another known environment is served by the session's (notes row `path-env-not-validated`)", prompt_path_env),
-    s("sessions.task_tools", "GET /{env}/task_tools lists the shared tools and the task-specific hint", task_tools),
-    s("sessions.task_tools.shared-identical", "task_tools repeats every shared tool exactly as /tools lists it", task_tools_shared),
-    s("sessions.delete", "POST /delete answers {\"sid\": sid}", delete),
-    s("sessions.delete.gone-prompt-410", "GET /{env}/prompt after delete is 410 (notes row `gone-vs-not-found`)", gone_prompt),
-    s("sessions.delete.gone-call-410", "POST /{env}/call after delete is 410 (notes row `gone-vs-not-found`)", gone_call),
-    s("sessions.delete.gone-task_tools-410", "GET /{env}/task_tools after delete is 410 (notes row `gone-vs-not-found`)", gone_task_tools),
-    s("sessions.delete.twice-410", "a second POST /delete is 410 (notes row `delete-unknown`)", delete_twice),
-    s("sessions.delete.unknown-404", "POST /delete of a session never created is 404 (notes row `delete-unknown`)", delete_unknown),
-    s("sessions.delete.ping-after-delete", "POST /ping after delete is 404 or 410, never 200", ping_after_delete),
-    s("sessions.delete_session", "POST /delete_session answers {\"sid\": sid}", delete_session),
-    s("sessions.codes.not-found", "a session never created answers code session_not_found on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_not_found),
-    s("sessions.codes.no-episode-yet", "an id from /create_session with no /create yet answers code no_episode_yet on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_no_episode_yet),
-    s("sessions.codes.deleted", "a deleted session answers code session_deleted on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)", code_deleted),
-    s("sessions.codes.exists", "a second POST /create on a live session answers code session_exists (notes row `error-codes`)", code_exists),
-    s("sessions.create.unknown-fields-ignored", "POST /create with fields the server does not know (extensions) starts the episode (notes row `unknown-fields-ignored`)", create_unknown_fields),
-    s("sessions.create.unknown-toolset-400", "POST /create with a toolset_name the environment does not define is 400 naming it (notes row `toolset-name`)", create_unknown_toolset),
-    s("sessions.create.toolset-selects", "POST /create with toolset_name \"codex\" gives that session the fixture's toolset (shout in task_tools, callable); a session without it has neither (notes row `toolset-name`)", create_toolset_selects),
-    s("sessions.finished.no-teardown", "finished: true does not end the session: its prompt is still served; the client deletes (notes row `finished-no-teardown`)", finished_no_teardown),
-    s("sessions.finished.latch", "a call after one that returned finished: true is ok: false with reason episode_finished (notes row `finished-latch`)", finished_latch),
-    s("sessions.messages.default", "GET /{env}/messages is one user message holding the prompt's blocks (notes row `messages-route`)", messages_default),
-    s("sessions.secrets.body", "secrets in the /create body reach the environment", secrets_body),
-    s("sessions.secrets.header", "secrets in the X-Secrets header (base64 JSON) reach the environment (notes row `secrets-header`)", secrets_header_clause),
-    s("sessions.secrets.not-shared", "one session's secrets are not visible to another session", secrets_not_shared),
+    clause("sessions.create_session.json", "POST /create_session without Accept: text/event-stream answers JSON {\"sid\": ...} (notes row `create-session-reply`)", create_session_json),
+    clause("sessions.create_session.sse", "POST /create_session with Accept: text/event-stream answers a task_id event with the sid, then an empty end (notes row `create-session-reply`)", create_session_sse),
+    clause("sessions.create_session.uuid", "session ids are UUID v4 strings", create_session_uuid),
+    clause("sessions.create_session.unique", "20 create_session calls give 20 different ids", create_session_unique),
+    clause("sessions.create.task_spec", "POST /create with task_spec answers {\"sid\": sid} and the episode serves that task", create_task_spec),
+    clause("sessions.create.split-index", "POST /create with split and index resolves the task on the server",
+        |ctx| expect_prompt(ctx, &ctx.session_at("test", 3)?.sid, "What is 103+103?")),
+    clause("sessions.create.default-env", "POST /create without env_name uses the default environment",
+        |ctx| expect_prompt(ctx, &ctx.session(&json!({"split": "train", "index": 4}))?.sid, "What is 4+4?")),
+    clause("sessions.create.ready-at-once", "requests right after /create wait for setup and succeed", create_ready),
+    clause("sessions.create.both-sources-400", "POST /create with task_spec and split+index is 400 (notes row `bad-body-400`)",
+        |ctx| create_error(ctx, &json!({"task_spec": task(1), "split": "train", "index": 1}), 400)),
+    clause("sessions.create.neither-400", "POST /create with neither task_spec nor split+index is 400 (notes row `bad-body-400`)",
+        |ctx| create_error(ctx, &json!({"env_name": ctx.env}), 400)),
+    clause("sessions.create.split-without-index-400", "POST /create with split but no index is 400",
+        |ctx| create_error(ctx, &json!({"split": "train"}), 400)),
+    clause("sessions.create.index-without-split-400", "POST /create with index but no split is 400",
+        |ctx| create_error(ctx, &json!({"index": 1}), 400)),
+    clause("sessions.create.invalid-split-400", "POST /create with an unknown split is 400",
+        |ctx| create_error(ctx, &json!({"split": "nope", "index": 0}), 400)),
+    clause("sessions.create.index-out-of-range-400", "POST /create with index == num_tasks is 400",
+        |ctx| create_error(ctx, &json!({"split": "test", "index": 5}), 400)),
+    clause("sessions.create.negative-index-400", "POST /create with a negative index is 400 (notes row `negative-index`)",
+        |ctx| create_error(ctx, &json!({"split": "train", "index": -1}), 400)),
+    clause("sessions.create.task_spec-not-object-400", "POST /create with a task_spec that is not an object is 400",
+        |ctx| create_error(ctx, &json!({"task_spec": "What is 1+1?"}), 400)),
+    clause("sessions.create.unknown-env-404", "POST /create with an unknown env_name is 404",
+        |ctx| create_error(ctx, &json!({"env_name": "no-such-env-xyz", "task_spec": task(1)}), 404)),
+    clause("sessions.create.non-json-400", "POST /create with a body that is not JSON is 400 (notes row `bad-body-400`)", create_non_json),
+    clause("sessions.create.duplicate-400", "a second POST /create on a live session is 400", create_duplicate),
+    clause("sessions.missing-sid.create-400", "POST /create without X-Session-ID is 400",
+        |ctx| ctx.refused(Request::new("POST", "/create").json(&json!({"task_spec": task(1)})), 400)),
+    clause("sessions.missing-sid.ping-400", "POST /ping without X-Session-ID is 400",
+        |ctx| ctx.refused(ctx.session_route("ping"), 400)),
+    clause("sessions.missing-sid.delete-400", "POST /delete without X-Session-ID is 400",
+        |ctx| ctx.refused(ctx.session_route("delete"), 400)),
+    clause("sessions.missing-sid.delete_session-400", "POST /delete_session without X-Session-ID is 400",
+        |ctx| ctx.refused(ctx.session_route("delete_session"), 400)),
+    clause("sessions.missing-sid.prompt-400", "GET /{env}/prompt without X-Session-ID is 400",
+        |ctx| ctx.refused(ctx.session_route("prompt"), 400)),
+    clause("sessions.missing-sid.task_tools-400", "GET /{env}/task_tools without X-Session-ID is 400",
+        |ctx| ctx.refused(ctx.session_route("task_tools"), 400)),
+    clause("sessions.missing-sid.call-400", "POST /{env}/call without X-Session-ID is 400",
+        |ctx| ctx.refused(ctx.session_route("call"), 400)),
+    clause("sessions.unknown-sid.ping-404", "POST /ping for a session never created is 404",
+        |ctx| ctx.refused(ctx.session_route("ping").sid(NEVER), 404)),
+    clause("sessions.unknown-sid.prompt-404", "GET /{env}/prompt for a session never created is 404",
+        |ctx| ctx.refused(ctx.session_route("prompt").sid(NEVER), 404)),
+    clause("sessions.unknown-sid.task_tools-404", "GET /{env}/task_tools for a session never created is 404",
+        |ctx| ctx.refused(ctx.session_route("task_tools").sid(NEVER), 404)),
+    clause("sessions.unknown-sid.call-404", "POST /{env}/call for a session never created is 404",
+        |ctx| ctx.refused(ctx.session_route("call").sid(NEVER), 404)),
+    clause("sessions.ping", "POST /ping on a live session answers {\"status\": \"ok\"}", ping),
+    clause("sessions.prompt", "GET /{env}/prompt is one text block with the question, detail null",
+        |ctx| expect_prompt(ctx, &ctx.session_at("train", 9)?.sid, "What is 9+9?")),
+    clause("sessions.prompt.default-env", "GET /prompt without env prefix serves the session (notes row `default-env-routes`)",
+        |ctx| prompt_at(ctx, "/prompt", &ctx.session_at("train", 5)?.sid, "What is 5+5?")),
+    clause("sessions.prompt.path-env-not-validated", "an episode route naming another known environment is served by the session's (notes row `path-env-not-validated`)", prompt_path_env),
+    clause("sessions.task_tools", "GET /{env}/task_tools lists the shared tools and the task-specific hint", task_tools),
+    clause("sessions.task_tools.shared-identical", "task_tools repeats every shared tool exactly as /tools lists it", task_tools_shared),
+    clause("sessions.delete", "POST /delete answers {\"sid\": sid}", delete),
+    clause("sessions.delete.gone-prompt-410", "GET /{env}/prompt after delete is 410 (notes row `gone-vs-not-found`)",
+        |ctx| ctx.refused(ctx.session_route("prompt").sid(&deleted_session(ctx)?), 410)),
+    clause("sessions.delete.gone-call-410", "POST /{env}/call after delete is 410 (notes row `gone-vs-not-found`)",
+        |ctx| ctx.refused(ctx.session_route("call").sid(&deleted_session(ctx)?), 410)),
+    clause("sessions.delete.gone-task_tools-410", "GET /{env}/task_tools after delete is 410 (notes row `gone-vs-not-found`)",
+        |ctx| ctx.refused(ctx.session_route("task_tools").sid(&deleted_session(ctx)?), 410)),
+    clause("sessions.delete.twice-410", "a second POST /delete is 410 (notes row `delete-unknown`)",
+        |ctx| ctx.refused(ctx.session_route("delete").sid(&deleted_session(ctx)?), 410)),
+    clause("sessions.delete.unknown-404", "POST /delete of a session never created is 404 (notes row `delete-unknown`)",
+        |ctx| ctx.refused(ctx.session_route("delete").sid(NEVER), 404)),
+    clause("sessions.delete.ping-after-delete", "POST /ping after delete is 404 or 410, never 200", ping_after_delete),
+    clause("sessions.delete_session", "POST /delete_session answers {\"sid\": sid}", delete_session),
+    clause("sessions.codes.not-found", "a session never created answers code session_not_found on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)",
+        |ctx| expect_session_code(ctx, NEVER, 404, ErrorCode::SessionNotFound)),
+    clause("sessions.codes.no-episode-yet", "an id from /create_session with no /create yet answers code no_episode_yet on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)",
+        |ctx| expect_session_code(ctx, &ctx.new_sid()?, 404, ErrorCode::NoEpisodeYet)),
+    clause("sessions.codes.deleted", "a deleted session answers code session_deleted on ping, prompt, call and delete (notes rows `error-codes`, `gone-vs-not-found`)",
+        |ctx| expect_session_code(ctx, &deleted_session(ctx)?, 410, ErrorCode::SessionDeleted)),
+    clause("sessions.codes.exists", "a second POST /create on a live session answers code session_exists (notes row `error-codes`)",
+        |ctx| expect_code(&create_twice(ctx)?.1, 400, ErrorCode::SessionExists)),
+    clause("sessions.create.unknown-fields-ignored", "POST /create with fields the server does not know (extensions) starts the episode (notes row `unknown-fields-ignored`)", create_unknown_fields),
+    clause("sessions.create.unknown-toolset-400", "POST /create with a toolset_name the environment does not define is 400 naming it (notes row `toolset-name`)", create_unknown_toolset),
+    clause("sessions.create.toolset-selects", "POST /create with toolset_name \"codex\" gives that session the fixture's toolset (shout in task_tools, callable); a session without it has neither (notes row `toolset-name`)", create_toolset_selects),
+    clause("sessions.finished.no-teardown", "finished: true does not end the session: its prompt is still served; the client deletes (notes row `finished-no-teardown`)", finished_no_teardown),
+    clause("sessions.finished.latch", "a call after one that returned finished: true is ok: false with reason episode_finished (notes row `finished-latch`)", finished_latch),
+    clause("sessions.messages.default", "GET /{env}/messages is one user message holding the prompt's blocks (notes row `messages-route`)", messages_default),
+    clause("sessions.secrets.body", "secrets in the /create body reach the environment", secrets_body),
+    clause("sessions.secrets.header", "secrets in the X-Secrets header (base64 JSON) reach the environment (notes row `secrets-header`)", secrets_header_clause),
+    clause("sessions.secrets.not-shared", "one session's secrets are not visible to another session", secrets_not_shared),
 ];
 
 fn create_session_json(ctx: &Ctx) -> Check {
@@ -165,16 +194,6 @@ fn create_task_spec(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn create_split_index(ctx: &Ctx) -> Check {
-    let s = ctx.session_at("test", 3)?;
-    expect_prompt(ctx, &s.sid, "What is 103+103?")
-}
-
-fn create_default_env(ctx: &Ctx) -> Check {
-    let s = ctx.session(&json!({"split": "train", "index": 4}))?;
-    expect_prompt(ctx, &s.sid, "What is 4+4?")
-}
-
 fn create_ready(ctx: &Ctx) -> Check {
     let s = ctx.session(&json!({"task_spec": task(1)}))?;
     let n = s.text("counter", json!({}))?;
@@ -188,50 +207,6 @@ fn create_error(ctx: &Ctx, body: &Value, status: u16) -> Check {
         let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
     }
     expect_error(&r, status).map(drop)
-}
-
-fn create_both(ctx: &Ctx) -> Check {
-    create_error(
-        ctx,
-        &json!({"task_spec": task(1), "split": "train", "index": 1}),
-        400,
-    )
-}
-
-fn create_neither(ctx: &Ctx) -> Check {
-    create_error(ctx, &json!({"env_name": ctx.env}), 400)
-}
-
-fn create_split_only(ctx: &Ctx) -> Check {
-    create_error(ctx, &json!({"split": "train"}), 400)
-}
-
-fn create_index_only(ctx: &Ctx) -> Check {
-    create_error(ctx, &json!({"index": 1}), 400)
-}
-
-fn create_bad_split(ctx: &Ctx) -> Check {
-    create_error(ctx, &json!({"split": "nope", "index": 0}), 400)
-}
-
-fn create_out_of_range(ctx: &Ctx) -> Check {
-    create_error(ctx, &json!({"split": "test", "index": 5}), 400)
-}
-
-fn create_negative(ctx: &Ctx) -> Check {
-    create_error(ctx, &json!({"split": "train", "index": -1}), 400)
-}
-
-fn create_spec_not_object(ctx: &Ctx) -> Check {
-    create_error(ctx, &json!({"task_spec": "What is 1+1?"}), 400)
-}
-
-fn create_unknown_env(ctx: &Ctx) -> Check {
-    create_error(
-        ctx,
-        &json!({"env_name": "no-such-env-xyz", "task_spec": task(1)}),
-        404,
-    )
 }
 
 fn create_non_json(ctx: &Ctx) -> Check {
@@ -260,78 +235,12 @@ fn create_duplicate(ctx: &Ctx) -> Check {
     expect_prompt(ctx, &s.sid, "What is 2+2?")
 }
 
-fn missing_create(ctx: &Ctx) -> Check {
-    ctx.refused(
-        Request::new("POST", "/create").json(&json!({"task_spec": task(1)})),
-        400,
-    )
-}
-
-fn missing_ping(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("POST", "/ping"), 400)
-}
-
-fn missing_delete(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("POST", "/delete"), 400)
-}
-
-fn missing_delete_session(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("POST", "/delete_session"), 400)
-}
-
-fn missing_prompt(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("GET", &ctx.path("/prompt")), 400)
-}
-
-fn missing_task_tools(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("GET", &ctx.path("/task_tools")), 400)
-}
-
-fn missing_call(ctx: &Ctx) -> Check {
-    let req = Request::new("POST", &ctx.path("/call"))
-        .header("Accept", "text/event-stream")
-        .json(&json!({"name": "counter", "input": {}}));
-    ctx.refused(req, 400)
-}
-
 const NEVER: &str = "00000000-0000-4000-8000-00000000dead";
-
-fn unknown_ping(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("POST", "/ping").sid(NEVER), 404)
-}
-
-fn unknown_prompt(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("GET", &ctx.path("/prompt")).sid(NEVER), 404)
-}
-
-fn unknown_task_tools(ctx: &Ctx) -> Check {
-    ctx.refused(
-        Request::new("GET", &ctx.path("/task_tools")).sid(NEVER),
-        404,
-    )
-}
-
-fn unknown_call(ctx: &Ctx) -> Check {
-    ctx.refused(
-        ctx.call_request(NEVER, &json!({"name": "counter", "input": {}})),
-        404,
-    )
-}
 
 fn ping(ctx: &Ctx) -> Check {
     let s = ctx.session(&json!({"task_spec": task(1)}))?;
     let v = expect_ok_json(&ctx.send(Request::new("POST", "/ping").sid(&s.sid))?)?;
     expect_json("ping", &v, &json!({"status": "ok"}))
-}
-
-fn prompt(ctx: &Ctx) -> Check {
-    let s = ctx.session_at("train", 9)?;
-    expect_prompt(ctx, &s.sid, "What is 9+9?")
-}
-
-fn prompt_default_env(ctx: &Ctx) -> Check {
-    let s = ctx.session_at("train", 5)?;
-    prompt_at(ctx, "/prompt", &s.sid, "What is 5+5?")
 }
 
 fn prompt_path_env(ctx: &Ctx) -> Check {
@@ -397,33 +306,6 @@ fn deleted_session(ctx: &Ctx) -> Result<String, String> {
     let mut s = ctx.session_at("train", 1)?;
     expect_status(&s.delete()?, 200)?;
     Ok(s.sid.clone())
-}
-
-fn gone_prompt(ctx: &Ctx) -> Check {
-    let sid = deleted_session(ctx)?;
-    ctx.refused(Request::new("GET", &ctx.path("/prompt")).sid(&sid), 410)
-}
-
-fn gone_call(ctx: &Ctx) -> Check {
-    let sid = deleted_session(ctx)?;
-    ctx.refused(
-        ctx.call_request(&sid, &json!({"name": "counter", "input": {}})),
-        410,
-    )
-}
-
-fn gone_task_tools(ctx: &Ctx) -> Check {
-    let sid = deleted_session(ctx)?;
-    ctx.refused(Request::new("GET", &ctx.path("/task_tools")).sid(&sid), 410)
-}
-
-fn delete_twice(ctx: &Ctx) -> Check {
-    let sid = deleted_session(ctx)?;
-    ctx.refused(Request::new("POST", "/delete").sid(&sid), 410)
-}
-
-fn delete_unknown(ctx: &Ctx) -> Check {
-    ctx.refused(Request::new("POST", "/delete").sid(NEVER), 404)
 }
 
 fn ping_after_delete(ctx: &Ctx) -> Check {
@@ -495,42 +377,12 @@ fn secrets_not_shared(ctx: &Ctx) -> Check {
 
 /// Ping, prompt, call and delete on `sid` all answer `status` with `code`.
 fn expect_session_code(ctx: &Ctx, sid: &str, status: u16, code: ErrorCode) -> Check {
-    let call = ctx.call_request(sid, &json!({"name": "counter", "input": {}}));
-    let replies = [
-        ("ping", ctx.send(Request::new("POST", "/ping").sid(sid))?),
-        (
-            "prompt",
-            ctx.send(Request::new("GET", &ctx.path("/prompt")).sid(sid))?,
-        ),
-        ("call", ctx.send(call)?),
-        (
-            "delete",
-            ctx.send(Request::new("POST", "/delete").sid(sid))?,
-        ),
-    ];
-    for (what, r) in &replies {
-        expect_code(r, status, code).map_err(|e| format!("{what}: {e}"))?;
+    let routes = ["ping", "prompt", "call", "delete"];
+    let replies = routes.map(|route| ctx.send(ctx.session_route(route).sid(sid)));
+    for (what, r) in routes.into_iter().zip(replies) {
+        expect_code(&r?, status, code).map_err(|e| format!("{what}: {e}"))?;
     }
     Ok(())
-}
-
-fn code_not_found(ctx: &Ctx) -> Check {
-    expect_session_code(ctx, NEVER, 404, ErrorCode::SessionNotFound)
-}
-
-fn code_no_episode_yet(ctx: &Ctx) -> Check {
-    let sid = ctx.new_sid()?;
-    expect_session_code(ctx, &sid, 404, ErrorCode::NoEpisodeYet)
-}
-
-fn code_deleted(ctx: &Ctx) -> Check {
-    let sid = deleted_session(ctx)?;
-    expect_session_code(ctx, &sid, 410, ErrorCode::SessionDeleted)
-}
-
-fn code_exists(ctx: &Ctx) -> Check {
-    let (_live, r) = create_twice(ctx)?;
-    expect_code(&r, 400, ErrorCode::SessionExists)
 }
 
 fn create_unknown_fields(ctx: &Ctx) -> Check {
@@ -558,7 +410,7 @@ fn create_unknown_toolset(ctx: &Ctx) -> Check {
 
 /// The tool names of a session's `task_tools`.
 fn task_tool_names(ctx: &Ctx, sid: &str) -> Result<Vec<String>, String> {
-    let v = expect_ok_json(&ctx.send(Request::new("GET", &ctx.path("/task_tools")).sid(sid))?)?;
+    let v = expect_ok_json(&ctx.send(ctx.session_route("task_tools").sid(sid))?)?;
     Ok(list_of(&v)?
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
