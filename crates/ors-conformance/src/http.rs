@@ -339,12 +339,9 @@ impl Conn {
         }
     }
 
-    /// A reader for the body that follows `head`.
-    pub fn body<'a>(&'a mut self, head: &Head, request_method: &str) -> BodyReader<'a> {
-        BodyReader {
-            conn: self,
-            state: BodyState::new(head, request_method),
-        }
+    /// Read the whole body that follows `head`.
+    pub fn read_body(&mut self, head: &Head, request_method: &str) -> Result<Vec<u8>, String> {
+        BodyState::new(head, request_method).read_rest(self, Vec::new())
     }
 
     /// The body that follows `head`, read piece by piece from this connection it owns (hold
@@ -360,7 +357,7 @@ impl Conn {
     /// Read a whole response (head and body).
     pub fn read_response(&mut self, request_method: &str) -> Result<Response, String> {
         let head = self.read_head()?;
-        let body = self.body(&head, request_method).read_all()?;
+        let body = self.read_body(&head, request_method)?;
         Ok(Response { head, body })
     }
 }
@@ -413,6 +410,14 @@ impl BodyState {
             }
         }
         Ok(piece)
+    }
+
+    /// Read the rest of the body onto `out`.
+    fn read_rest(&mut self, conn: &mut Conn, mut out: Vec<u8>) -> Result<Vec<u8>, String> {
+        while let Some(piece) = self.next_piece(conn)? {
+            out.extend_from_slice(&piece);
+        }
+        Ok(out)
     }
 
     fn next_framed(&mut self, conn: &mut Conn) -> Result<Option<Vec<u8>>, String> {
@@ -474,28 +479,6 @@ fn too_large() -> String {
     format!("the response body is larger than {MAX_BODY} bytes, the most the checks read")
 }
 
-/// Reads a body piece by piece as it arrives.
-pub struct BodyReader<'a> {
-    conn: &'a mut Conn,
-    state: BodyState,
-}
-
-impl BodyReader<'_> {
-    /// The next piece of the body, `None` at its end.
-    pub fn next_piece(&mut self) -> Result<Option<Vec<u8>>, String> {
-        self.state.next_piece(self.conn)
-    }
-
-    /// The rest of the body.
-    pub fn read_all(mut self) -> Result<Vec<u8>, String> {
-        let mut out = Vec::new();
-        while let Some(piece) = self.next_piece()? {
-            out.extend_from_slice(&piece);
-        }
-        Ok(out)
-    }
-}
-
 /// A response whose body is still arriving, owning its connection (see [`Conn::into_body`]).
 pub struct OpenBody {
     conn: Conn,
@@ -511,13 +494,11 @@ impl OpenBody {
     }
 
     /// Read the rest of the body; `received` is what was read before (it comes first).
-    pub fn finish(mut self, mut received: Vec<u8>) -> Result<Response, String> {
-        while let Some(piece) = self.next_piece()? {
-            received.extend_from_slice(&piece);
-        }
+    pub fn finish(mut self, received: Vec<u8>) -> Result<Response, String> {
+        let body = self.state.read_rest(&mut self.conn, received)?;
         Ok(Response {
             head: self.head,
-            body: received,
+            body,
         })
     }
 }

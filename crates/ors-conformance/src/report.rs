@@ -84,6 +84,11 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether the clause failed.
+    pub fn failed(&self) -> bool {
+        matches!(self.status, Status::Fail(_))
+    }
+
     /// The line printed for this outcome.
     pub fn line(&self) -> String {
         match &self.status {
@@ -112,47 +117,38 @@ pub struct Report {
 }
 
 impl Report {
-    /// Clauses that passed.
-    pub fn passed(&self) -> usize {
+    /// The ids of the clauses whose outcome `keep` selects.
+    fn ids(&self, keep: impl Fn(&Outcome) -> bool) -> Vec<&'static str> {
         self.outcomes
             .iter()
-            .filter(|o| o.status == Status::Pass)
-            .count()
+            .filter(|o| keep(o))
+            .map(|o| o.clause.id)
+            .collect()
+    }
+
+    /// Clauses that passed.
+    pub fn passed(&self) -> usize {
+        self.ids(|o| o.status == Status::Pass).len()
     }
 
     /// Clauses that failed (expected or not).
     pub fn failed(&self) -> usize {
-        self.outcomes
-            .iter()
-            .filter(|o| matches!(o.status, Status::Fail(_)))
-            .count()
+        self.ids(Outcome::failed).len()
     }
 
     /// Failed clauses not in the expected-failures file.
     pub fn unexpected_failures(&self) -> Vec<&'static str> {
-        self.outcomes
-            .iter()
-            .filter(|o| matches!(o.status, Status::Fail(_)) && o.expected.is_none())
-            .map(|o| o.clause.id)
-            .collect()
+        self.ids(|o| o.failed() && o.expected.is_none())
     }
 
     /// Failed clauses that were expected to fail.
     pub fn expected_failures(&self) -> Vec<&'static str> {
-        self.outcomes
-            .iter()
-            .filter(|o| matches!(o.status, Status::Fail(_)) && o.expected.is_some())
-            .map(|o| o.clause.id)
-            .collect()
+        self.ids(|o| o.failed() && o.expected.is_some())
     }
 
     /// Clauses listed as expected failures that passed.
     pub fn unexpected_passes(&self) -> Vec<&'static str> {
-        self.outcomes
-            .iter()
-            .filter(|o| o.status == Status::Pass && o.expected.is_some())
-            .map(|o| o.clause.id)
-            .collect()
+        self.ids(|o| o.status == Status::Pass && o.expected.is_some())
     }
 
     /// Whether the failures are exactly the expected ones (no surprise either way).
@@ -186,11 +182,7 @@ impl Report {
         if !unexpected.is_empty() {
             lines.push(format!("unexpected failures: {}", unexpected.join(", ")));
         }
-        let skipped = self
-            .outcomes
-            .iter()
-            .filter(|o| matches!(o.status, Status::Skip(_)))
-            .count();
+        let skipped = self.ids(|o| matches!(o.status, Status::Skip(_))).len();
         if skipped > 0 {
             lines.push(format!("{skipped} skipped"));
         }

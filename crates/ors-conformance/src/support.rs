@@ -13,6 +13,8 @@ use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
 use super::http::{Conn, Head, Request, Response, Target};
+// JSON equality with numbers by value (`0` equals `0.0`), as JSON Schema's `const` compares.
+use crate::check::schema::same;
 
 /// Fail the clause with a formatted reason unless the condition holds.
 macro_rules! ensure {
@@ -262,7 +264,7 @@ pub struct Call {
 impl Call {
     /// Read a whole call stream from `conn`.
     pub fn read(conn: &mut Conn, head: Head, method: &str) -> Result<Call, String> {
-        let raw = conn.body(&head, method).read_all()?;
+        let raw = conn.read_body(&head, method)?;
         Ok(Call::parse(head, raw))
     }
 
@@ -393,25 +395,9 @@ pub fn expect_text(what: &str, got: &str, want: &str) -> Check {
     Ok(())
 }
 
-/// JSON equality where numbers compare by value (`0` equals `0.0`).
-pub fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| json_eq(a, b))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
 /// Fails unless `got` equals `want` (numbers by value).
 pub fn expect_json(what: &str, got: &Value, want: &Value) -> Check {
-    ensure!(json_eq(got, want), "{what}: expected {want}, got {got}");
+    ensure!(same(got, want), "{what}: expected {want}, got {got}");
     Ok(())
 }
 
@@ -424,7 +410,7 @@ pub fn expect_fields(what: &str, got: &Value, want: &Value) -> Check {
     };
     for (k, w) in want_obj {
         ensure!(
-            got_obj.get(k).is_some_and(|g| json_eq(g, w)),
+            got_obj.get(k).is_some_and(|g| same(g, w)),
             "{what}: expected {k} = {w}, got {got}"
         );
     }
@@ -530,9 +516,9 @@ mod tests {
 
     #[test]
     fn numbers_compare_by_value() {
-        assert!(json_eq(&json!({"a": [0, 1.5]}), &json!({"a": [0.0, 1.5]})));
-        assert!(!json_eq(&json!({"a": 1}), &json!({"a": 1, "b": null})));
-        assert!(!json_eq(&json!("1"), &json!(1)));
+        assert!(same(&json!({"a": [0, 1.5]}), &json!({"a": [0.0, 1.5]})));
+        assert!(!same(&json!({"a": 1}), &json!({"a": 1, "b": null})));
+        assert!(!same(&json!("1"), &json!(1)));
     }
 
     #[test]

@@ -434,17 +434,12 @@ fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
             )),
         }
     }
-    let tried = results
-        .iter()
-        .filter(|(_, a)| !matches!(a, Answer::NoEpisode(_)))
-        .count();
+    // `results` holds only the inputs that were tried: [`fuzz`] took out those with no episode.
     let invalid_tried = results
         .iter()
-        .filter(|(p, a)| {
-            matches!(p.verdict, Verdict::Invalid(_)) && !matches!(a, Answer::NoEpisode(_))
-        })
+        .filter(|(p, _)| matches!(p.verdict, Verdict::Invalid(_)))
         .count();
-    let mut items = vec![ctx.item("no-crash", &crash, Some(count(tried, "input")))];
+    let mut items = vec![ctx.item("no-crash", &crash, Some(count(results.len(), "input")))];
     if ctx.tool.validity_known() {
         let note = if invalid_tried == 0 {
             "no input the schema rejects was generated".to_owned()

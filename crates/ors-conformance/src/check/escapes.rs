@@ -14,7 +14,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use ors_client::{Block, Environment, RunToolOutput, Session, TaskRef, ToolSpec};
+use ors_client::{Environment, RunToolOutput, Session, TaskRef, ToolSpec};
+use ors_core::BlockText;
 use serde_json::{json, Map, Value};
 
 use super::episodes::{within, FuzzTask};
@@ -242,15 +243,7 @@ impl Probes<'_> {
             .map_err(|_| format!("no answer within {} s", self.limit.as_secs()))?
             .map_err(|e| e.to_string())?;
         let text = match answer {
-            RunToolOutput::Success(out) => out
-                .blocks
-                .iter()
-                .filter_map(|b| match b {
-                    Block::Text(t) => Some(t.text.as_str()),
-                    Block::Image(_) => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n"),
+            RunToolOutput::Success(out) => out.text(),
             RunToolOutput::Error(e) => e.error,
         };
         let mark = format!("ORS-CHECK-{} ", self.token);
@@ -285,6 +278,17 @@ impl Probes<'_> {
 enum Verdict {
     Leaked(String),
     Held(Option<String>),
+}
+
+impl Verdict {
+    /// Leaked, saying `what` of the `leaks` found, or held when there are none.
+    fn of(leaks: &[String], what: &str) -> Self {
+        if leaks.is_empty() {
+            Verdict::Held(None)
+        } else {
+            Verdict::Leaked(format!("{what}: {}", leaks.join("; ")))
+        }
+    }
 }
 
 /// Push the seven escape checks of every tool that runs commands.
@@ -402,14 +406,10 @@ async fn host_file(p: &Probes<'_>) -> Result<Verdict, String> {
             }
         }
     }
-    Ok(if leaks.is_empty() {
-        Verdict::Held(None)
-    } else {
-        Verdict::Leaked(format!(
-            "a command reads host files outside its episode: {}",
-            leaks.join("; ")
-        ))
-    })
+    Ok(Verdict::of(
+        &leaks,
+        "a command reads host files outside its episode",
+    ))
 }
 
 /// The server's `/health`, on loopback and at the address the check reached it by.
@@ -651,14 +651,12 @@ async fn server_env(p: &Probes<'_>) -> Result<Verdict, String> {
             abbreviate(&secretish)
         ));
     }
-    Ok(if leaks.is_empty() {
-        Verdict::Held(None)
-    } else {
-        Verdict::Leaked(format!(
-            "a command reads the server's environment: {} (names only shown)",
-            leaks.join("; ")
-        ))
-    })
+    Ok(
+        match Verdict::of(&leaks, "a command reads the server's environment") {
+            Verdict::Leaked(what) => Verdict::Leaked(format!("{what} (names only shown)")),
+            held => held,
+        },
+    )
 }
 
 /// Up to 12 names, then how many more.

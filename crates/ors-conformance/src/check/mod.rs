@@ -36,7 +36,7 @@ pub mod fuzz;
 mod options;
 mod report;
 pub mod rng;
-mod schema;
+pub(crate) mod schema;
 
 use std::time::Duration;
 

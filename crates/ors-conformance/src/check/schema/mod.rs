@@ -494,7 +494,7 @@ fn compare(a: &Number, b: &Number) -> Option<Ordering> {
 }
 
 /// JSON equality as JSON Schema defines it (`enum`, `const`, `uniqueItems`): numbers by value.
-fn same(a: &Value, b: &Value) -> bool {
+pub(crate) fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => compare(x, y) == Some(Ordering::Equal),
         (Value::Array(x), Value::Array(y)) => {
