@@ -26,6 +26,19 @@ macro_rules! ensure {
 }
 pub(crate) use ensure;
 
+/// `Ok(())` when the condition holds, else the formatted reason: a clause's last test, where
+/// [`ensure!`] would be followed by `Ok(())`.
+macro_rules! check {
+    ($cond:expr, $($fmt:tt)+) => {
+        if $cond {
+            Ok(())
+        } else {
+            Err(format!($($fmt)+))
+        }
+    };
+}
+pub(crate) use check;
+
 /// The outcome of one clause check.
 pub type Check = Result<(), String>;
 
@@ -391,14 +404,12 @@ pub fn first_text(output: &Value) -> Result<String, String> {
 
 /// Fails unless the text `what` gave is exactly `want`.
 pub fn expect_text(what: &str, got: &str, want: &str) -> Check {
-    ensure!(got == want, "{what} gave {got:?}, expected {want:?}");
-    Ok(())
+    check!(got == want, "{what} gave {got:?}, expected {want:?}")
 }
 
 /// Fails unless `got` equals `want` (numbers by value).
 pub fn expect_json(what: &str, got: &Value, want: &Value) -> Check {
-    ensure!(same(got, want), "{what}: expected {want}, got {got}");
-    Ok(())
+    check!(same(got, want), "{what}: expected {want}, got {got}")
 }
 
 /// Fails unless `got` is an object holding every field of `want` with equal values (numbers by
@@ -419,13 +430,12 @@ pub fn expect_fields(what: &str, got: &Value, want: &Value) -> Check {
 
 /// Fails unless the response has this status.
 pub fn expect_status(r: &Response, status: u16) -> Check {
-    ensure!(
+    check!(
         r.status() == status,
         "expected status {status}, got {}: {}",
         r.status(),
         r.snippet()
-    );
-    Ok(())
+    )
 }
 
 /// Fails unless the response is a JSON error `{"detail": "<non-empty>"}` with this status;
@@ -446,13 +456,12 @@ pub fn expect_error(r: &Response, status: u16) -> Result<String, String> {
 pub fn expect_code(r: &Response, status: u16, code: ErrorCode) -> Check {
     expect_error(r, status)?;
     let got = r.code();
-    ensure!(
+    check!(
         got.as_deref() == Some(code.as_str()),
         "expected code {:?} with status {status}, got {got:?}: {}",
         code.as_str(),
         r.snippet()
-    );
-    Ok(())
+    )
 }
 
 /// Fails unless the response is 200 with a JSON body; returns it.

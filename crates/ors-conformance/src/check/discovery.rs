@@ -260,19 +260,27 @@ async fn one_split(
     sample: Option<usize>,
 ) -> SplitInfo {
     let base = format!("split.{}", id_part(split));
+    let id = |check: &str| format!("{base}.{check}");
+    let failed = |route: &str, e: Error| {
+        let env = env.name();
+        CheckItem::problem(
+            id(&route.replace('_', "-")),
+            format!("POST /{env}/{route} for split '{split}' failed: {e}"),
+        )
+    };
     let listed = match env.tasks(split).await {
+        Ok(tasks) if tasks.is_empty() => {
+            rec.push(CheckItem::problem(
+                id("tasks"),
+                format!(
+                    "split '{split}' has no tasks, so no episode can start on it; add tasks or \
+                     drop the split"
+                ),
+            ));
+            Some(tasks)
+        }
         Ok(tasks) => {
-            rec.push(if tasks.is_empty() {
-                CheckItem::problem(
-                    format!("{base}.tasks"),
-                    format!(
-                        "split '{split}' has no tasks, so no episode can start on it; add \
-                         tasks or drop the split"
-                    ),
-                )
-            } else {
-                CheckItem::ok_with(format!("{base}.tasks"), count(tasks.len(), "task"))
-            });
+            rec.push(CheckItem::ok_with(id("tasks"), count(tasks.len(), "task")));
             Some(tasks)
         }
         // Listing a huge split may be refused by design; the index routes then serve it.
@@ -282,16 +290,13 @@ async fn one_split(
             ..
         }) if detail.contains("not supported") => {
             rec.push(CheckItem::ok_with(
-                format!("{base}.tasks"),
+                id("tasks"),
                 "listing not supported; checked through num_tasks and task",
             ));
             None
         }
         Err(e) => {
-            rec.push(CheckItem::problem(
-                format!("{base}.tasks"),
-                format!("POST /{}/tasks for split '{split}' failed: {e}", env.name()),
-            ));
+            rec.push(failed("tasks", e));
             None
         }
     };
@@ -299,7 +304,7 @@ async fn one_split(
         Ok(n) => {
             rec.push(match &listed {
                 Some(tasks) if tasks.len() as u64 != n => CheckItem::problem(
-                    format!("{base}.num-tasks"),
+                    id("num-tasks"),
                     format!(
                         "num_tasks of split '{split}' says {n} but tasks lists {}; a trainer \
                          that samples by index would ask for tasks that do not exist or never \
@@ -307,18 +312,12 @@ async fn one_split(
                         tasks.len()
                     ),
                 ),
-                _ => CheckItem::ok(format!("{base}.num-tasks")),
+                _ => CheckItem::ok(id("num-tasks")),
             });
             Some(n)
         }
         Err(e) => {
-            rec.push(CheckItem::problem(
-                format!("{base}.num-tasks"),
-                format!(
-                    "POST /{}/num_tasks for split '{split}' failed: {e}",
-                    env.name()
-                ),
-            ));
+            rec.push(failed("num_tasks", e));
             None
         }
     };

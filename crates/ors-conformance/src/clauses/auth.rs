@@ -5,7 +5,7 @@ use serde_json::json;
 
 use super::clause::{clause, Clause};
 use crate::http::{Request, Response, Target};
-use crate::support::{ensure, expect_error, expect_ok_json, expect_text, Check, Ctx};
+use crate::support::{check, ensure, expect_error, expect_ok_json, expect_text, Check, Ctx};
 
 /// The API key clauses (part of the robustness group).
 pub const CLAUSES: &[Clause] = &[
@@ -48,12 +48,11 @@ fn health_open(ctx: &Ctx) -> Check {
     let v = expect_ok_json(&Request::new("GET", "/health").send(&bare(ctx))?)?;
     ensure!(v == json!({"status": "ok"}), "health without a key: {v}");
     let r = Request::new("GET", "/version").send(&bare(ctx))?;
-    ensure!(
+    check!(
         r.status() == 200,
         "GET /version without a key: {}",
         r.status()
-    );
-    Ok(())
+    )
 }
 
 /// One request to every kind of route (the session ones with a real session).
@@ -120,9 +119,8 @@ fn bearer(ctx: &Ctx) -> Check {
         .json(&json!({"split": "hard"}))
         .send(&target)?;
     let v = expect_ok_json(&r)?;
-    ensure!(
+    check!(
         v == json!({"num_tasks": 3}),
         "num_tasks with a bearer token: {v}"
-    );
-    Ok(())
+    )
 }

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use super::clause::{clause, Clause};
 use crate::http::{OpenBody, Request};
 use crate::support::{
-    b64_decode, comment_offsets, ensure, expect_json, expect_status, expect_text, first_text, task,
-    Call, Check, Ctx, Session,
+    b64_decode, check, comment_offsets, ensure, expect_json, expect_status, expect_text,
+    first_text, task, Call, Check, Ctx, Session,
 };
 
 /// The call clauses.
@@ -87,19 +87,17 @@ fn sse_task_id_first(ctx: &Ctx) -> Check {
     call.expect_stream()?;
     let first = call.events.first().ok_or("empty stream")?;
     ensure!(first.event == "task_id", "first event is {:?}", first.event);
-    ensure!(!first.data.trim().is_empty(), "empty task_id");
-    Ok(())
+    check!(!first.data.trim().is_empty(), "empty task_id")
 }
 
 fn sse_end_last(ctx: &Ctx) -> Check {
     let call = session(ctx)?.call("echo", json!({"text": "a"}))?;
     call.result_json()?;
-    ensure!(
+    check!(
         call.events.last().map(|e| e.event.as_str()) == Some("end"),
         "events are {:?}",
         call.names()
-    );
-    Ok(())
+    )
 }
 
 fn sse_single_line(ctx: &Ctx) -> Check {
@@ -137,8 +135,7 @@ fn sse_task_ids_unique(ctx: &Ctx) -> Check {
         a.task_id().ok_or("no task_id")?,
         b.task_id().ok_or("no task_id")?,
     );
-    ensure!(a != b, "two calls share task_id {a}");
-    Ok(())
+    check!(a != b, "two calls share task_id {a}")
 }
 
 fn echo_exact(ctx: &Ctx) -> Check {
@@ -158,12 +155,11 @@ fn echo_roundtrip(ctx: &Ctx, text: &str) -> Check {
         "echo changed the text: sent {text:?}, got {got:?}"
     );
     let n = text.chars().count();
-    ensure!(
+    check!(
         out["metadata"]["length"] == json!(n),
         "metadata.length is {}, expected {n}",
         out["metadata"]["length"]
-    );
-    Ok(())
+    )
 }
 
 fn wire_keys_output(ctx: &Ctx) -> Check {
@@ -179,12 +175,11 @@ fn wire_keys_output(ctx: &Ctx) -> Check {
         out["metadata"].is_null() && out["reward"].is_null(),
         "unset metadata/reward are not null: {out}"
     );
-    ensure!(
+    check!(
         out["finished"] == json!(false),
         "finished is {}",
         out["finished"]
-    );
-    Ok(())
+    )
 }
 
 fn wire_keys_text_block(ctx: &Ctx) -> Check {
@@ -238,8 +233,7 @@ fn image(ctx: &Ctx) -> Check {
     );
     ensure!(img["detail"].is_null(), "image detail is not null");
     let png = b64_decode(img["data"].as_str().ok_or("data is not a string")?)?;
-    ensure!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "data is not a PNG");
-    Ok(())
+    check!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "data is not a PNG")
 }
 
 fn fail_ok_false(ctx: &Ctx) -> Check {
@@ -264,40 +258,36 @@ fn unknown_tool(ctx: &Ctx) -> Check {
     let err = session(ctx)?
         .call("no_such_tool", json!({}))?
         .tool_error()?;
-    ensure!(
+    check!(
         err.contains("no_such_tool"),
         "the error does not name the tool: {err:?}"
-    );
-    Ok(())
+    )
 }
 
 fn expect_reason(call: &Call, want: Option<&str>) -> Check {
     let got = call.tool_error_reason()?;
-    ensure!(
+    check!(
         got.as_deref() == want,
         "expected reason {want:?}, got {got:?}"
-    );
-    Ok(())
+    )
 }
 
 fn bad_input(ctx: &Ctx) -> Check {
     let err = session(ctx)?
         .call("echo", json!({"text": 5}))?
         .tool_error()?;
-    ensure!(
+    check!(
         err.contains("text"),
         "the error does not name the field: {err:?}"
-    );
-    Ok(())
+    )
 }
 
 fn missing_input(ctx: &Ctx) -> Check {
     let err = session(ctx)?.call("submit", json!({}))?.tool_error()?;
-    ensure!(
+    check!(
         err.contains("answer"),
         "the error does not name the field: {err:?}"
-    );
-    Ok(())
+    )
 }
 
 fn panic_error_event(ctx: &Ctx) -> Check {
@@ -308,11 +298,10 @@ fn panic_error_event(ctx: &Ctx) -> Check {
         "events are {:?}",
         call.names()
     );
-    ensure!(
+    check!(
         !call.error_event().unwrap_or_default().is_empty(),
         "empty error message"
-    );
-    Ok(())
+    )
 }
 
 fn panic_server_lives(ctx: &Ctx) -> Check {
@@ -324,11 +313,10 @@ fn panic_server_lives(ctx: &Ctx) -> Check {
     let _ = s.call("panic", json!({}))?;
     expect_status(&ctx.get("/health")?, 200)?;
     let n = s.text("counter", json!({}))?;
-    ensure!(
+    check!(
         n == "2",
         "the session lost its state after a crash: counter gave {n:?}"
-    );
-    Ok(())
+    )
 }
 
 fn hint_task_spec(ctx: &Ctx) -> Check {
@@ -352,11 +340,10 @@ fn ran_once(s: &Session<'_>, what: &str, first: &Call, again: &Call) -> Check {
         &want,
     )?;
     let n = s.text("counter", json!({}))?;
-    ensure!(
+    check!(
         n == "2",
         "the {what} ran the tool again: next counter is {n:?}"
-    );
-    Ok(())
+    )
 }
 
 fn reconnect_same(ctx: &Ctx) -> Check {
@@ -442,12 +429,11 @@ fn reconnect_other_session(ctx: &Ctx) -> Check {
     let refused = stolen.error_event().is_some() || stolen.head.status >= 400;
     // Or, under the `client-task-id` row, the id is new to b: b's own echo of no text ran.
     let ran_in_b = stolen.task_id() == Some(id) && stolen.result_json().is_ok();
-    ensure!(
+    check!(
         refused || ran_in_b,
         "a foreign task_id was neither refused nor a new call: {:?}",
         stolen.names()
-    );
-    Ok(())
+    )
 }
 
 fn isolation_counter(ctx: &Ctx) -> Check {
@@ -457,11 +443,10 @@ fn isolation_counter(ctx: &Ctx) -> Check {
     a.text("counter", json!({}))?;
     let nb = b.text("counter", json!({}))?;
     let na = a.text("counter", json!({}))?;
-    ensure!(
+    check!(
         nb == "1" && na == "3",
         "counters interfere: b gave {nb:?}, a gave {na:?}"
-    );
-    Ok(())
+    )
 }
 
 fn isolation_tasks(ctx: &Ctx) -> Check {
@@ -469,11 +454,10 @@ fn isolation_tasks(ctx: &Ctx) -> Check {
     let b = ctx.session_at("train", 3)?;
     let ta = a.text("submit", json!({"answer": "4"}))?;
     let tb = b.text("submit", json!({"answer": "4"}))?;
-    ensure!(
+    check!(
         ta == "Correct!" && tb == "Incorrect",
         "a gave {ta:?}, b gave {tb:?}"
-    );
-    Ok(())
+    )
 }
 
 fn drive_one(ctx: &Ctx, i: i64) -> Check {
@@ -501,13 +485,12 @@ fn parallel_64(ctx: &Ctx) -> Check {
             })
             .collect()
     });
-    ensure!(
+    check!(
         errors.is_empty(),
         "{} of 64 sessions failed; first: {}",
         errors.len(),
         errors[0]
-    );
-    Ok(())
+    )
 }
 
 fn concurrent_same_session(ctx: &Ctx) -> Check {
@@ -523,11 +506,10 @@ fn concurrent_same_session(ctx: &Ctx) -> Check {
     let fast = s.text("echo", json!({"text": "overlap"}))?;
     let slow = slow.finish(raw)?;
     let slow = Call::parse(slow.head, slow.body).text()?;
-    ensure!(
+    check!(
         slow == "slept" && fast == "overlap",
         "got {slow:?} and {fast:?}"
-    );
-    Ok(())
+    )
 }
 
 fn long_call(ctx: &Ctx) -> Check {
@@ -585,11 +567,10 @@ fn keepalive(ctx: &Ctx) -> Check {
         .into_iter()
         .map(|e| e.event)
         .collect();
-    ensure!(
+    check!(
         !before.iter().any(|e| e == "end"),
         "the first comment came after end"
-    );
-    Ok(())
+    )
 }
 
 fn body_unknown_fields(ctx: &Ctx) -> Check {

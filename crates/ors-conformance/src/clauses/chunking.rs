@@ -6,7 +6,7 @@ use ors_core::RunToolOutput;
 use serde_json::json;
 
 use super::clause::{clause, Clause};
-use crate::support::{ensure, first_text, Call, Check, Ctx, Session};
+use crate::support::{check, ensure, Call, Check, Ctx};
 
 /// The chunking clauses (part of the calls group).
 pub const CLAUSES: &[Clause] = &[
@@ -18,12 +18,12 @@ pub const CLAUSES: &[Clause] = &[
     clause(
         "calls.chunking.4096",
         "a result of exactly 4096 bytes of JSON is one end event",
-        exactly_4096,
+        |ctx| expect_pieces(ctx, 4096, &[("end", 4096)]),
     ),
     clause(
         "calls.chunking.4097",
         "a result of 4097 bytes is a 4096-byte chunk and a 1-byte end",
-        exactly_4097,
+        |ctx| expect_pieces(ctx, 4097, &[("chunk", 4096), ("end", 1)]),
     ),
     clause(
         "calls.chunking.large",
@@ -56,87 +56,72 @@ fn piece_sizes(call: &Call) -> Vec<(String, usize)> {
         .collect()
 }
 
-/// How many bytes of JSON surround `big`'s text in this server's result.
-fn big_overhead(s: &Session<'_>) -> Result<usize, String> {
+/// A call of `big` for `bytes` bytes, in the session the call clauses use.
+fn big(ctx: &Ctx, bytes: usize) -> Result<Call, String> {
+    super::calls::session(ctx)?.call("big", json!({ "bytes": bytes }))
+}
+
+/// Fails unless a result of `json_len` bytes of JSON comes as the `want` pieces.
+fn expect_pieces(ctx: &Ctx, json_len: usize, want: &[(&str, usize)]) -> Check {
+    let s = super::calls::session(ctx)?;
+    // How many bytes of JSON surround `big`'s text in this server's result.
     let call = s.call("big", json!({"bytes": 1}))?;
     call.result_json()?;
     let sizes = piece_sizes(&call);
     ensure!(sizes.len() == 1, "a 1-byte big result came as {sizes:?}");
-    Ok(sizes[0].1 - 1)
-}
-
-fn big_call(s: &Session<'_>, json_len: usize) -> Result<Call, String> {
-    let overhead = big_overhead(s)?;
+    let overhead = sizes[0].1 - 1;
     ensure!(json_len > overhead, "overhead {overhead} too large");
     let call = s.call("big", json!({"bytes": json_len - overhead}))?;
-    let out = call.output()?;
-    let text = first_text(&out)?;
+    let text = call.text()?;
     ensure!(
         text.len() == json_len - overhead,
         "big returned {} bytes",
         text.len()
     );
-    Ok(call)
+    let sizes = piece_sizes(&call);
+    let want: Vec<(String, usize)> = want.iter().map(|(e, n)| ((*e).to_owned(), *n)).collect();
+    check!(sizes == want, "a {json_len}-byte result came as {sizes:?}")
+}
+
+/// Fails unless no `chunk` or `end` data of `call` is over 4096 bytes.
+fn expect_pieces_fit(call: &Call) -> Check {
+    let sizes = piece_sizes(call);
+    check!(
+        sizes.iter().all(|(_, n)| *n <= 4096),
+        "a piece exceeds 4096 bytes: {sizes:?}"
+    )
 }
 
 fn small_one_end(ctx: &Ctx) -> Check {
-    let s = super::calls::session(ctx)?;
-    let call = s.call("big", json!({"bytes": 100}))?;
+    let call = big(ctx, 100)?;
     call.result_json()?;
-    ensure!(
+    check!(
         call.names() == ["task_id", "end"],
         "events are {:?}",
         call.names()
-    );
-    Ok(())
-}
-
-fn exactly_4096(ctx: &Ctx) -> Check {
-    let s = super::calls::session(ctx)?;
-    let call = big_call(&s, 4096)?;
-    let sizes = piece_sizes(&call);
-    ensure!(
-        sizes == [("end".to_owned(), 4096)],
-        "a 4096-byte result came as {sizes:?}"
-    );
-    Ok(())
-}
-
-fn exactly_4097(ctx: &Ctx) -> Check {
-    let s = super::calls::session(ctx)?;
-    let call = big_call(&s, 4097)?;
-    let sizes = piece_sizes(&call);
-    let want = [("chunk".to_owned(), 4096), ("end".to_owned(), 1)];
-    ensure!(sizes == want, "a 4097-byte result came as {sizes:?}");
-    Ok(())
+    )
 }
 
 fn large(ctx: &Ctx) -> Check {
-    let s = super::calls::session(ctx)?;
-    let call = s.call("big", json!({"bytes": 100_000}))?;
-    let text = first_text(&call.output()?)?;
+    let call = big(ctx, 100_000)?;
+    let text = call.text()?;
     ensure!(
         text.len() == 100_000 && text.bytes().all(|b| b == b'x'),
         "the joined text is wrong ({} bytes)",
         text.len()
     );
+    expect_pieces_fit(&call)?;
     let sizes = piece_sizes(&call);
-    ensure!(
-        sizes.iter().all(|(_, n)| *n <= 4096),
-        "a piece exceeds 4096 bytes: {sizes:?}"
-    );
     let total: usize = sizes.iter().map(|(_, n)| n).sum();
-    ensure!(
+    check!(
         sizes.len() >= total.div_ceil(4096),
         "{} pieces for {total} bytes",
         sizes.len()
-    );
-    Ok(())
+    )
 }
 
 fn order(ctx: &Ctx) -> Check {
-    let s = super::calls::session(ctx)?;
-    let call = s.call("big", json!({"bytes": 20_000}))?;
+    let call = big(ctx, 20_000)?;
     call.result_json()?;
     let names = call.names();
     ensure!(
@@ -150,19 +135,17 @@ fn order(ctx: &Ctx) -> Check {
         names.last()
     );
     let middle = &names[1..names.len() - 1];
-    ensure!(
+    check!(
         !middle.is_empty() && middle.iter().all(|n| *n == "chunk"),
         "events are {names:?}"
-    );
-    Ok(())
+    )
 }
 
 fn multibyte(ctx: &Ctx) -> Check {
-    let s = super::calls::session(ctx)?;
     // 2-, 3- and 4-byte characters after a 1-byte prefix, so cuts at fixed byte offsets
     // would land inside characters.
     let text = format!("a{}", "é€🎉".repeat(1500));
-    let call = s.call("echo", json!({"text": text}))?;
+    let call = super::calls::session(ctx)?.call("echo", json!({ "text": text }))?;
     for e in &call.events {
         ensure!(
             !e.data.contains('\u{FFFD}'),
@@ -170,19 +153,13 @@ fn multibyte(ctx: &Ctx) -> Check {
             e.event
         );
     }
-    let sizes = piece_sizes(&call);
-    ensure!(
-        sizes.iter().all(|(_, n)| *n <= 4096),
-        "a piece exceeds 4096 bytes: {sizes:?}"
-    );
-    let got = first_text(&call.output()?)?;
-    ensure!(got == text, "the joined text differs from what was sent");
-    Ok(())
+    expect_pieces_fit(&call)?;
+    let got = call.text()?;
+    check!(got == text, "the joined text differs from what was sent")
 }
 
 fn core_decoder(ctx: &Ctx) -> Check {
-    let s = super::calls::session(ctx)?;
-    let call = s.call("big", json!({"bytes": 30_000}))?;
+    let call = big(ctx, 30_000)?;
     let raw = call.result_json()?;
     let typed = call
         .typed
@@ -202,10 +179,9 @@ fn core_decoder(ctx: &Ctx) -> Check {
         .and_then(|o| o.blocks.first())
         .and_then(|b| b.as_text())
         .unwrap_or_default();
-    ensure!(
+    check!(
         text.len() == 30_000,
         "decoded text has {} bytes",
         text.len()
-    );
-    Ok(())
+    )
 }

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 use super::clause::{clause, Clause};
 use crate::http::Request;
 use crate::support::{
-    ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
-    task, tasks, Check, Ctx, SPLITS,
+    check, ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json,
+    expect_status, task, tasks, Check, Ctx, SPLITS,
 };
 
 /// The discovery clauses.
@@ -97,8 +97,7 @@ pub const CLAUSES: &[Clause] = &[
 fn health_json(ctx: &Ctx) -> Check {
     let r = ctx.get("/health")?;
     let ct = r.header("content-type").unwrap_or_default();
-    ensure!(ct.starts_with("application/json"), "content-type is {ct:?}");
-    Ok(())
+    check!(ct.starts_with("application/json"), "content-type is {ct:?}")
 }
 
 fn environments(ctx: &Ctx) -> Check {
@@ -108,12 +107,11 @@ fn environments(ctx: &Ctx) -> Check {
         names.iter().all(Value::is_string),
         "not all names are strings: {v}"
     );
-    ensure!(
+    check!(
         names.contains(&json!(ctx.env)),
         "{:?} is not listed: {v}",
         ctx.env
-    );
-    Ok(())
+    )
 }
 
 fn tools(ctx: &Ctx) -> Result<Vec<Value>, String> {
@@ -159,20 +157,18 @@ fn tools_set(ctx: &Ctx) -> Check {
     let list = tools(ctx)?;
     let mut names: Vec<&str> = list.iter().filter_map(|t| t["name"].as_str()).collect();
     names.sort_unstable();
-    ensure!(
+    check!(
         names == SHARED_TOOLS,
         "tools are {names:?}, expected {SHARED_TOOLS:?}"
-    );
-    Ok(())
+    )
 }
 
 fn tools_no_hint(ctx: &Ctx) -> Check {
     let list = tools(ctx)?;
-    ensure!(
+    check!(
         tool(&list, "hint").is_err(),
         "the task-specific tool hint is listed by /tools"
-    );
-    Ok(())
+    )
 }
 
 fn tools_schema_objects(ctx: &Ctx) -> Check {
@@ -203,11 +199,10 @@ fn expect_property(ctx: &Ctx, name: &str, prop: &str, ty: &str) -> Check {
         "{name}.{prop} is not of type {ty}: {s}"
     );
     let required = s["required"].as_array().cloned().unwrap_or_default();
-    ensure!(
+    check!(
         required.contains(&json!(prop)),
         "{name}.{prop} is not required: {s}"
-    );
-    Ok(())
+    )
 }
 
 fn schema_null(ctx: &Ctx) -> Check {
@@ -234,11 +229,10 @@ const UNKNOWN_ENV: &str = "no-such-env-xyz";
 
 fn tools_unknown_env(ctx: &Ctx) -> Check {
     let detail = expect_error(&ctx.get(&format!("/{UNKNOWN_ENV}/tools"))?, 404)?;
-    ensure!(
+    check!(
         detail.contains(UNKNOWN_ENV),
         "detail does not name the environment: {detail:?}"
-    );
-    Ok(())
+    )
 }
 
 fn splits(ctx: &Ctx) -> Check {
@@ -302,12 +296,11 @@ fn version(ctx: &Ctx) -> Check {
         v.get("version").is_some_and(Value::is_string),
         "no version string in {v}"
     );
-    ensure!(
+    check!(
         v.get("build_sha")
             .is_some_and(|s| s.is_string() || s.is_null()),
         "build_sha is neither a string nor null in {v}"
-    );
-    Ok(())
+    )
 }
 
 fn task_env_name(ctx: &Ctx) -> Check {

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::clause::{clause, Clause};
 use crate::http::{Conn, Request, Response};
-use crate::support::{ensure, expect_ok_json, expect_status, expect_text, task, Check, Ctx};
+use crate::support::{check, ensure, expect_ok_json, expect_status, expect_text, task, Check, Ctx};
 
 /// The robustness clauses.
 pub const CLAUSES: &[Clause] = &[
@@ -253,22 +253,20 @@ fn bad_utf8_call(ctx: &Ctx) -> Check {
 fn bad_utf8_sid(ctx: &Ctx) -> Check {
     let req = Request::new("GET", &ctx.path("/prompt")).header("X-Session-ID", b"\xff\xfe-bad");
     let r = ctx.send(req)?;
-    ensure!(
+    check!(
         matches!(r.status(), 400 | 404),
         "a non-UTF-8 session id got {}",
         r.status()
-    );
-    Ok(())
+    )
 }
 
 fn unknown_method(ctx: &Ctx) -> Check {
     let r = ctx.send(Request::new("BREW", "/health"))?;
-    ensure!(
+    check!(
         matches!(r.status(), 400 | 405 | 501),
         "BREW /health got {}",
         r.status()
-    );
-    Ok(())
+    )
 }
 
 fn wrong_method(ctx: &Ctx) -> Check {
@@ -289,8 +287,7 @@ fn no_content_type(ctx: &Ctx) -> Check {
     let r =
         ctx.send(Request::new("POST", &ctx.path("/num_tasks")).body("{\"split\": \"test\"}"))?;
     let v = expect_ok_json(&r)?;
-    ensure!(v == json!({"num_tasks": 5}), "got {v}");
-    Ok(())
+    check!(v == json!({"num_tasks": 5}), "got {v}")
 }
 
 fn charset(ctx: &Ctx) -> Check {
@@ -298,8 +295,7 @@ fn charset(ctx: &Ctx) -> Check {
         .header("Content-Type", "application/json; charset=utf-8")
         .body("{\"split\": \"test\"}");
     let v = expect_ok_json(&ctx.send(req)?)?;
-    ensure!(v == json!({"num_tasks": 5}), "got {v}");
-    Ok(())
+    check!(v == json!({"num_tasks": 5}), "got {v}")
 }
 
 fn keep_alive_reuse(ctx: &Ctx) -> Check {
@@ -348,11 +344,10 @@ fn query_string(ctx: &Ctx) -> Check {
     let v = expect_ok_json(&ctx.get("/health?probe=1&x=%20")?)?;
     ensure!(v == json!({"status": "ok"}), "got {v}");
     let v = expect_ok_json(&ctx.get(&format!("{}?verbose=1", ctx.path("/splits")))?)?;
-    ensure!(
+    check!(
         v.as_array().is_some_and(|a| a.len() == 3),
         "splits with a query string: {v}"
-    );
-    Ok(())
+    )
 }
 
 fn server_lives(ctx: &Ctx) -> Check {

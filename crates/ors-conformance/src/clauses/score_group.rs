@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::clause::{clause, Clause};
 use crate::http::Request;
-use crate::support::{ensure, expect_ok_json, Call, Check, Ctx};
+use crate::support::{check, ensure, expect_ok_json, Call, Check, Ctx};
 
 /// The group-scoring clauses.
 pub const CLAUSES: &[Clause] = &[
@@ -120,11 +120,10 @@ fn scores_in_order(ctx: &Ctx) -> Check {
         candidate("22", json!(null)),
     ];
     let got = rewards(&score(ctx, &ctx.env, &s.sid, cands)?)?;
-    ensure!(
+    check!(
         got == [0.0, 1.0, 0.0],
         "rewards {got:?}, expected [0.0, 1.0, 0.0]"
-    );
-    Ok(())
+    )
 }
 
 fn count_mismatch(ctx: &Ctx) -> Check {
@@ -147,11 +146,10 @@ fn count_mismatch(ctx: &Ctx) -> Check {
         "an end event beside the error: {:?}",
         call.names()
     );
-    ensure!(
+    check!(
         error.contains("1 scores") && error.contains("2 candidates"),
         "the error does not name both numbers (1 score, 2 candidates): {error:?}"
-    );
-    Ok(())
+    )
 }
 
 fn unsupported_404(ctx: &Ctx) -> Check {

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 use super::clause::{clause, Clause};
 use crate::http::{Request, Response};
 use crate::support::{
-    ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json, expect_status,
-    expect_text, secrets_header, sid_from_create_session, task, Check, Ctx, Session,
+    check, ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json,
+    expect_status, expect_text, secrets_header, sid_from_create_session, task, Check, Ctx, Session,
 };
 
 /// The session clauses.
@@ -138,12 +138,11 @@ fn create_session_sse(ctx: &Ctx) -> Check {
     let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
     ensure!(names == ["task_id", "end"], "events are {names:?}");
     ensure!(!events[0].data.trim().is_empty(), "empty sid");
-    ensure!(
+    check!(
         events[1].data.is_empty(),
         "end data is {:?}, not empty",
         events[1].data
-    );
-    Ok(())
+    )
 }
 
 fn is_uuid_v4(s: &str) -> bool {
@@ -159,8 +158,7 @@ fn is_uuid_v4(s: &str) -> bool {
 
 fn create_session_uuid(ctx: &Ctx) -> Check {
     let sid = ctx.new_sid()?;
-    ensure!(is_uuid_v4(&sid), "{sid:?} is not a UUID v4");
-    Ok(())
+    check!(is_uuid_v4(&sid), "{sid:?} is not a UUID v4")
 }
 
 fn create_session_unique(ctx: &Ctx) -> Check {
@@ -279,11 +277,10 @@ fn task_tools(ctx: &Ctx) -> Check {
         .collect();
     want.push("hint".to_owned());
     want.sort();
-    ensure!(
+    check!(
         names == want,
         "task_tools lists {names:?}, expected {want:?}"
-    );
-    Ok(())
+    )
 }
 
 fn task_tools_shared(ctx: &Ctx) -> Check {
@@ -311,13 +308,12 @@ fn deleted_session(ctx: &Ctx) -> Result<String, String> {
 fn ping_after_delete(ctx: &Ctx) -> Check {
     let sid = deleted_session(ctx)?;
     let r = ctx.send(Request::new("POST", "/ping").sid(&sid))?;
-    ensure!(
+    check!(
         matches!(r.status(), 404 | 410),
         "ping after delete answered {}: {}",
         r.status(),
         r.snippet()
-    );
-    Ok(())
+    )
 }
 
 fn delete_session(ctx: &Ctx) -> Check {
@@ -368,11 +364,10 @@ fn secrets_not_shared(ctx: &Ctx) -> Check {
     let b = ctx.session(&json!({"task_spec": task(1)}))?;
     let call = b.call("secret", json!({"name": "API_KEY"}))?;
     let v = call.result_json()?;
-    ensure!(
+    check!(
         !v.to_string().contains("sk-private-789"),
         "session b sees session a's secret: {v}"
-    );
-    Ok(())
+    )
 }
 
 /// Ping, prompt, call and delete on `sid` all answer `status` with `code`.
@@ -401,11 +396,10 @@ fn create_unknown_toolset(ctx: &Ctx) -> Check {
         &json!({"env_name": ctx.env, "task_spec": task(1), "toolset_name": "no-such-toolset"}),
     );
     let detail = expect_error(&ctx.send(req)?, 400)?;
-    ensure!(
+    check!(
         detail.contains("no-such-toolset"),
         "the error does not name the toolset: {detail:?}"
-    );
-    Ok(())
+    )
 }
 
 /// The tool names of a session's `task_tools`.
@@ -437,11 +431,10 @@ fn create_toolset_selects(ctx: &Ctx) -> Check {
     let reason = plain
         .call("shout", json!({"text": "x"}))?
         .tool_error_reason()?;
-    ensure!(
+    check!(
         reason.as_deref() == Some("not_found"),
         "shout without the toolset gave reason {reason:?}, not not_found"
-    );
-    Ok(())
+    )
 }
 
 fn finished_latch(ctx: &Ctx) -> Check {
@@ -449,11 +442,10 @@ fn finished_latch(ctx: &Ctx) -> Check {
     s.ok("submit", json!({"answer": "5"}))?;
     let call = s.call("submit", json!({"answer": "6"}))?;
     let reason = call.tool_error_reason()?;
-    ensure!(
+    check!(
         reason.as_deref() == Some("episode_finished"),
         "a second submit after finished gave reason {reason:?}, not episode_finished"
-    );
-    Ok(())
+    )
 }
 
 fn messages_default(ctx: &Ctx) -> Check {
@@ -465,9 +457,8 @@ fn messages_default(ctx: &Ctx) -> Check {
         &v.get(0).cloned().unwrap_or(Value::Null),
         &json!({"role": "user", "blocks": [{"text": "What is 4+4?", "detail": null, "type": "text"}]}),
     )?;
-    ensure!(
+    check!(
         v.as_array().map(Vec::len) == Some(1),
         "expected one message, got {v}"
-    );
-    Ok(())
+    )
 }
