@@ -112,7 +112,34 @@ impl Ctx {
     pub fn new_sid(&self) -> Result<String, String> {
         let r =
             self.send(Request::new("POST", routes::CREATE_SESSION).header("Accept", EVENT_STREAM))?;
-        sid_from_create_session(&r)
+        ensure!(
+            r.status() == 200,
+            "POST /create_session answered {}: {}",
+            r.status(),
+            r.snippet()
+        );
+        let ct = r.header("content-type").unwrap_or_default();
+        if !ct.starts_with(EVENT_STREAM) {
+            let v = r.json()?;
+            return v
+                .get("sid")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("no \"sid\" in the create_session reply: {v}"));
+        }
+        let events = SseDecoder::new().push(&r.body);
+        let sid = events
+            .iter()
+            .find(|e| e.event == EVENT_TASK_ID)
+            .map(|e| e.data.trim().to_owned())
+            .ok_or_else(|| {
+                format!(
+                    "no task_id event in the create_session stream: {}",
+                    r.snippet()
+                )
+            })?;
+        ensure!(!sid.is_empty(), "empty sid in the create_session stream");
+        Ok(sid)
     }
 
     /// `create_session` then `create` with `body`; the session is deleted when dropped.
@@ -151,10 +178,16 @@ impl Ctx {
 
     /// The `POST /{env}/call` request for a tool call.
     pub fn call_request(&self, sid: &str, body: &Value) -> Request {
+        self.raw_call_request(sid, body.to_string())
+    }
+
+    /// The `POST /{env}/call` request with a body sent as it is, labelled as JSON.
+    pub fn raw_call_request(&self, sid: &str, body: impl Into<Vec<u8>>) -> Request {
         Request::new("POST", &self.path(routes::CALL))
             .sid(sid)
             .header("Accept", EVENT_STREAM)
-            .json(body)
+            .header("Content-Type", "application/json")
+            .body(body)
     }
 
     /// Send a call request and read its whole stream (with the target's timeout).
@@ -166,38 +199,6 @@ impl Ctx {
     pub fn call_with(&self, req: &Request, timeout: Duration) -> Result<Call, String> {
         let (mut conn, head) = req.open(&self.target, timeout)?;
         Call::read(&mut conn, head, &req.method)
-    }
-}
-
-/// The sid in a `create_session` reply.
-pub fn sid_from_create_session(r: &Response) -> Result<String, String> {
-    ensure!(
-        r.status() == 200,
-        "POST /create_session answered {}: {}",
-        r.status(),
-        r.snippet()
-    );
-    let ct = r.header("content-type").unwrap_or_default();
-    if ct.starts_with(EVENT_STREAM) {
-        let events = SseDecoder::new().push(&r.body);
-        let sid = events
-            .iter()
-            .find(|e| e.event == EVENT_TASK_ID)
-            .map(|e| e.data.trim().to_owned())
-            .ok_or_else(|| {
-                format!(
-                    "no task_id event in the create_session stream: {}",
-                    r.snippet()
-                )
-            })?;
-        ensure!(!sid.is_empty(), "empty sid in the create_session stream");
-        Ok(sid)
-    } else {
-        let v = r.json()?;
-        v.get("sid")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| format!("no \"sid\" in the create_session reply: {v}"))
     }
 }
 
@@ -331,26 +332,15 @@ impl Call {
     /// The result JSON: every `chunk` joined with the final `end`, parsed as it came on the
     /// wire (so key sets can be checked), after checking the core decoder accepts it too.
     pub fn result_json(&self) -> Result<Value, String> {
-        self.expect_stream()?;
-        if let Some(e) = self.error_event() {
-            return Err(format!("the stream has an error event: {e:?}"));
-        }
+        self.expect_no_error()?;
         let ends = self.events.iter().filter(|e| e.event == EVENT_END).count();
         ensure!(
             ends == 1,
             "expected one end event, got events {:?}",
             self.names()
         );
-        let mut text = String::new();
-        for e in &self.events {
-            if e.event == EVENT_CHUNK || e.event == EVENT_END {
-                text.push_str(&e.data);
-            }
-        }
-        for t in &self.typed {
-            if let Err(e) = t {
-                return Err(format!("the core decoder rejects the stream: {e}"));
-            }
+        if let Some(Err(e)) = self.typed.iter().find(|t| t.is_err()) {
+            return Err(format!("the core decoder rejects the stream: {e}"));
         }
         ensure!(
             self.typed
@@ -358,7 +348,25 @@ impl Call {
                 .any(|t| matches!(t, Ok(CallEvent::Result(_)))),
             "the core decoder found no result"
         );
-        serde_json::from_str(&text).map_err(|e| format!("the result is not JSON ({e})"))
+        serde_json::from_str(&self.data()).map_err(|e| format!("the result is not JSON ({e})"))
+    }
+
+    /// Fails unless the call was answered 200 with an event stream that has no `error` event.
+    pub fn expect_no_error(&self) -> Check {
+        self.expect_stream()?;
+        match self.error_event() {
+            Some(e) => Err(format!("the stream has an error event: {e:?}")),
+            None => Ok(()),
+        }
+    }
+
+    /// The data of the `chunk` events and the `end` event, joined.
+    pub fn data(&self) -> String {
+        self.events
+            .iter()
+            .filter(|e| e.event == EVENT_CHUNK || e.event == EVENT_END)
+            .map(|e| e.data.as_str())
+            .collect()
     }
 
     /// The `output` object of an `ok: true` result.

@@ -529,12 +529,7 @@ fn default_env(ctx: &Ctx) -> Check {
 
 fn body_non_json(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
-    let req = Request::new("POST", &ctx.path("/call"))
-        .sid(&s.sid)
-        .header("Accept", "text/event-stream")
-        .header("Content-Type", "application/json")
-        .body("{\"name\": \"echo\", ");
-    ctx.refused(req, 400)
+    ctx.refused(ctx.raw_call_request(&s.sid, "{\"name\": \"echo\", "), 400)
 }
 
 fn body_input_not_object(ctx: &Ctx) -> Check {

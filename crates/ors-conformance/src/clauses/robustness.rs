@@ -242,11 +242,8 @@ fn deep_nesting(ctx: &Ctx) -> Check {
 
 fn bad_utf8_call(ctx: &Ctx) -> Check {
     let s = ctx.session(&json!({"task_spec": task(1)}))?;
-    let req = Request::new("POST", &ctx.path("/call"))
-        .sid(&s.sid)
-        .header("Accept", "text/event-stream")
-        .header("Content-Type", "application/json")
-        .body(b"{\"name\": \"echo\", \"input\": {\"text\": \"\xc3\x28\"}}".to_vec());
+    let body = b"{\"name\": \"echo\", \"input\": {\"text\": \"\xc3\x28\"}}";
+    let req = ctx.raw_call_request(&s.sid, body.to_vec());
     ctx.refused(req, 400)
 }
 

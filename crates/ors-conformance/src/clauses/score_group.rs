@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use ors_core::protocol::{routes, EVENT_STREAM};
-use ors_core::sse::{EVENT_CHUNK, EVENT_END, EVENT_TASK_ID};
+use ors_core::sse::{EVENT_END, EVENT_TASK_ID};
 use serde_json::{json, Value};
 
 use super::clause::{clause, Clause};
@@ -56,10 +56,7 @@ fn score(ctx: &Ctx, env: &str, sid: &str, candidates: Vec<Value>) -> Result<Call
 /// The rewards of a scoring stream: `task_id` first, then `chunk`s and one `end` holding
 /// `{"scores": [{"reward", ...}, ...]}`.
 fn rewards(call: &Call) -> Result<Vec<f64>, String> {
-    call.expect_stream()?;
-    if let Some(e) = call.error_event() {
-        return Err(format!("the stream has an error event: {e:?}"));
-    }
+    call.expect_no_error()?;
     let names = call.names();
     ensure!(
         names.first() == Some(&EVENT_TASK_ID),
@@ -69,14 +66,8 @@ fn rewards(call: &Call) -> Result<Vec<f64>, String> {
         names.last() == Some(&EVENT_END) && names.iter().filter(|n| **n == EVENT_END).count() == 1,
         "expected one end event, last: {names:?}"
     );
-    let text: String = call
-        .events
-        .iter()
-        .filter(|e| e.event == EVENT_CHUNK || e.event == EVENT_END)
-        .map(|e| e.data.as_str())
-        .collect();
     let v: Value =
-        serde_json::from_str(&text).map_err(|e| format!("end data is not JSON ({e})"))?;
+        serde_json::from_str(&call.data()).map_err(|e| format!("end data is not JSON ({e})"))?;
     let scores = v["scores"]
         .as_array()
         .ok_or_else(|| format!("end data has no scores array: {v}"))?;

@@ -12,7 +12,7 @@ use super::clause::{clause, Clause};
 use crate::http::{Request, Response};
 use crate::support::{
     check, ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json,
-    expect_status, expect_text, secrets_header, sid_from_create_session, task, Check, Ctx, Session,
+    expect_status, expect_text, secrets_header, task, Check, Ctx, Session,
 };
 
 /// The session clauses.
@@ -317,10 +317,8 @@ fn ping_after_delete(ctx: &Ctx) -> Check {
 }
 
 fn delete_session(ctx: &Ctx) -> Check {
-    let r =
-        ctx.send(Request::new("POST", "/create_session").header("Accept", "text/event-stream"))?;
-    let sid = sid_from_create_session(&r)?;
-    let v = expect_ok_json(&ctx.send(Request::new("POST", "/delete_session").sid(&sid))?)?;
+    let sid = ctx.new_sid()?;
+    let v = expect_ok_json(&ctx.send(ctx.session_route("delete_session").sid(&sid))?)?;
     expect_json("delete_session reply", &v, &json!({"sid": sid}))
 }
 
