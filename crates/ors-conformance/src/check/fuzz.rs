@@ -201,26 +201,26 @@ impl<'a> Gen<'a> {
         match strategy {
             Strategy::Typical | Strategy::Minimal => {}
             Strategy::EmptyStrings => {
-                let strings = self.string_keys(&props);
+                let strings = self.properties_where(&props, Kind::is_stringy);
                 if strings.is_empty() {
                     return None;
                 }
-                for k in strings {
+                for (k, _) in strings {
                     map.insert(k.clone(), json!(""));
                 }
             }
             Strategy::HugeString => {
-                let strings = self.string_keys(&props);
-                let key = (*self.rng.pick(&strings)?).clone();
+                let key = self
+                    .rng
+                    .pick(&self.properties_where(&props, Kind::is_stringy))?
+                    .0
+                    .clone();
                 let c = char::from(b'a' + self.rng.below(26) as u8);
                 map.insert(key, Value::String(c.to_string().repeat(HUGE_STRING_LEN)));
             }
             Strategy::Boundary => {
-                let numbers: Vec<(&String, &Value)> = props
-                    .iter()
-                    .filter(|(_, s)| matches!(self.kind(s), Kind::Integer | Kind::Number))
-                    .map(|(k, s)| (*k, *s))
-                    .collect();
+                let numbers =
+                    self.properties_where(&props, |k| matches!(k, Kind::Integer | Kind::Number));
                 let (key, schema) = *self.rng.pick(&numbers)?;
                 let values = self.boundaries(schema);
                 let v = values
@@ -230,12 +230,9 @@ impl<'a> Gen<'a> {
                 map.insert(key.clone(), v);
             }
             Strategy::WrongType => {
-                let keys: Vec<(&String, &Value)> = props
-                    .iter()
-                    .filter(|(_, s)| self.kind(s) != Kind::Any)
-                    .map(|(k, s)| (*k, *s))
-                    .collect();
-                let (key, schema) = *self.rng.pick(&keys)?;
+                let (key, schema) = *self
+                    .rng
+                    .pick(&self.properties_where(&props, |k| *k != Kind::Any))?;
                 let v = self.wrong_type(schema);
                 map.insert(key.clone(), v);
             }
@@ -258,20 +255,23 @@ impl<'a> Gen<'a> {
                 map.insert(name, v);
             }
             Strategy::NullField => {
-                let keys: Vec<&String> = props.iter().map(|(k, _)| *k).collect();
-                let key = (*self.rng.pick(&keys)?).clone();
-                map.insert(key, Value::Null);
+                let key = self.rng.pick(&props)?.0;
+                map.insert(key.clone(), Value::Null);
             }
         }
         Some(obj)
     }
 
-    /// The properties that take a string (or an enum of strings).
-    fn string_keys(&self, props: &[(&'a String, &'a Value)]) -> Vec<&'a String> {
+    /// The properties whose kind `keep` accepts.
+    fn properties_where(
+        &self,
+        props: &[(&'a String, &'a Value)],
+        keep: impl Fn(&Kind) -> bool,
+    ) -> Vec<(&'a String, &'a Value)> {
         props
             .iter()
-            .filter(|(_, s)| self.kind(s).is_stringy())
-            .map(|(k, _)| *k)
+            .copied()
+            .filter(|(_, s)| keep(&self.kind(s)))
             .collect()
     }
 

@@ -84,12 +84,12 @@ pub const CLAUSES: &[Clause] = &[
     clause(
         "robustness.content-type.absent",
         "a JSON body without Content-Type is accepted",
-        no_content_type,
+        |ctx| num_tasks_with(ctx, &[]),
     ),
     clause(
         "robustness.content-type.charset",
         "Content-Type: application/json; charset=utf-8 is accepted",
-        charset,
+        |ctx| num_tasks_with(ctx, &[("Content-Type", "application/json; charset=utf-8")]),
     ),
     clause(
         "robustness.http.keep-alive-reuse",
@@ -280,17 +280,12 @@ fn wrong_method(ctx: &Ctx) -> Check {
     Ok(())
 }
 
-fn no_content_type(ctx: &Ctx) -> Check {
-    let r =
-        ctx.send(Request::new("POST", &ctx.path("/num_tasks")).body("{\"split\": \"test\"}"))?;
-    let v = expect_ok_json(&r)?;
-    check!(v == json!({"num_tasks": 5}), "got {v}")
-}
-
-fn charset(ctx: &Ctx) -> Check {
-    let req = Request::new("POST", &ctx.path("/num_tasks"))
-        .header("Content-Type", "application/json; charset=utf-8")
-        .body("{\"split\": \"test\"}");
+/// Fails unless `POST /{env}/num_tasks` of split test, sent with these headers, is answered.
+fn num_tasks_with(ctx: &Ctx, headers: &[(&str, &str)]) -> Check {
+    let mut req = Request::new("POST", &ctx.path("/num_tasks")).body("{\"split\": \"test\"}");
+    for (name, value) in headers {
+        req = req.header(name, value);
+    }
     let v = expect_ok_json(&ctx.send(req)?)?;
     check!(v == json!({"num_tasks": 5}), "got {v}")
 }
