@@ -97,6 +97,13 @@ impl Ctx {
         self.send(Request::new("POST", path).json(body))
     }
 
+    /// The environment names `GET /list_environments` lists.
+    pub fn environments(&self) -> Result<Vec<String>, String> {
+        let v = expect_ok_json(&self.get(routes::LIST_ENVIRONMENTS)?)?;
+        let names = v.as_array().into_iter().flatten().filter_map(Value::as_str);
+        Ok(names.map(str::to_owned).collect())
+    }
+
     /// Fails unless `req` is answered with a JSON error of `status`.
     pub fn refused(&self, req: Request, status: u16) -> Check {
         expect_error(&self.send(req)?, status).map(drop)

@@ -150,8 +150,7 @@ pub fn one_line(s: &str) -> String {
 /// (the generated huge strings) are written `"a"×1048576`; anything else that is still too
 /// long is cut, and says so.
 pub fn show_input(input: &Value) -> String {
-    let mut text = String::new();
-    render(input, &mut text);
+    let text = render(input);
     if text.chars().count() <= SHOWN_INPUT_CHARS {
         return text;
     }
@@ -161,49 +160,33 @@ pub fn show_input(input: &Value) -> String {
 
 /// Whether [`show_input`] shows `input` exactly as JSON (so it can be pasted into `ors call`).
 pub fn shown_exactly(input: &Value) -> bool {
-    let mut text = String::new();
-    render(input, &mut text);
+    let text = render(input);
     serde_json::to_string(input).is_ok_and(|exact| exact == text)
         && text.chars().count() <= SHOWN_INPUT_CHARS
 }
 
 /// Compact JSON, with a repeated-character string longer than 40 characters as `"c"×N`.
-fn render(v: &Value, out: &mut String) {
+fn render(v: &Value) -> String {
     let json = |v: &Value| serde_json::to_string(v).unwrap_or_default();
+    let joined = |parts: Vec<String>| parts.join(",");
     match v {
         Value::String(s) if s.len() > 40 => {
             let mut chars = s.chars();
             match chars.next() {
                 Some(c) if chars.all(|d| d == c) => {
-                    out.push_str(&json(&Value::String(c.to_string())));
-                    out.push_str(&format!("×{}", s.chars().count()));
+                    format!("{}×{}", json(&json!(c.to_string())), s.chars().count())
                 }
-                _ => out.push_str(&json(v)),
+                _ => json(v),
             }
         }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                render(item, out);
-            }
-            out.push(']');
-        }
+        Value::Array(items) => format!("[{}]", joined(items.iter().map(render).collect())),
         Value::Object(map) => {
-            out.push('{');
-            for (i, (k, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&json(&Value::String(k.clone())));
-                out.push(':');
-                render(item, out);
-            }
-            out.push('}');
+            let members = map
+                .iter()
+                .map(|(k, v)| format!("{}:{}", json(&json!(k)), render(v)));
+            format!("{{{}}}", joined(members.collect()))
         }
-        other => out.push_str(&json(other)),
+        other => json(other),
     }
 }
 

@@ -144,16 +144,7 @@ fn count_mismatch(ctx: &Ctx) -> Check {
 }
 
 fn unsupported_404(ctx: &Ctx) -> Check {
-    let envs = expect_ok_json(&ctx.get(routes::LIST_ENVIRONMENTS)?)?;
-    let names: Vec<String> = envs
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    for env in names {
+    for env in ctx.environments()? {
         if advertised(ctx, &env)? {
             continue;
         }

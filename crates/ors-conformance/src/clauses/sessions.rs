@@ -244,15 +244,8 @@ fn ping(ctx: &Ctx) -> Check {
 fn prompt_path_env(ctx: &Ctx) -> Check {
     // Needs a second environment: an unknown name is a 404 like any env-scoped route
     // (notes row `default-env-routes`); row `path-env-not-validated` is about a known environment that is not the session's.
-    let envs = expect_ok_json(&ctx.get("/list_environments")?)?;
-    let Some(other) = envs
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .find(|e| !e.eq_ignore_ascii_case(&ctx.env))
-        .map(str::to_owned)
-    else {
+    let envs = ctx.environments()?;
+    let Some(other) = envs.iter().find(|e| !e.eq_ignore_ascii_case(&ctx.env)) else {
         return ctx
             .skip("the server hosts one environment; row `path-env-not-validated` needs a second");
     };
