@@ -39,15 +39,18 @@ pub const CLAUSES: &[Clause] = &[
     clause("calls.counter.sequence", "counter counts the calls of its session: 1, 2, 3", counter_sequence),
     clause("calls.image", "image gives a text block and an image block {data, mimeType, detail, type} with a PNG", image),
     clause("calls.fail.ok-false", "a tool error is an end event {\"ok\": false, \"error\": message} (a `reason` of null is no reason)", fail_ok_false),
-    clause("calls.unknown-tool.ok-false", "an unknown tool name is an ok: false result naming the tool (notes row `tool-error-ok-false`)", unknown_tool),
-    clause("calls.bad-input.ok-false", "input of the wrong type is an ok: false result naming the field (notes row `tool-error-ok-false`)", bad_input),
+    clause("calls.unknown-tool.ok-false", "an unknown tool name is an ok: false result naming the tool (notes row `tool-error-ok-false`)",
+        |ctx| error_names(ctx, "no_such_tool", json!({}), "tool", "no_such_tool")),
+    clause("calls.bad-input.ok-false", "input of the wrong type is an ok: false result naming the field (notes row `tool-error-ok-false`)",
+        |ctx| error_names(ctx, "echo", json!({"text": 5}), "field", "text")),
     clause("calls.reason.not-found", "an unknown tool's ok: false result has reason not_found (notes row `error-reason`)",
         |ctx| expect_reason(&session(ctx)?.call("no_such_tool", json!({}))?, Some("not_found"))),
     clause("calls.reason.input-validation", "bad input's ok: false result has reason input_validation (notes row `error-reason`)",
         |ctx| expect_reason(&session(ctx)?.call("echo", json!({"text": 5}))?, Some("input_validation"))),
     clause("calls.reason.own-error-none", "a tool's own ok: false result has no reason (notes row `error-reason`)",
         |ctx| expect_reason(&session(ctx)?.call("fail", json!({"message": "mine"}))?, None)),
-    clause("calls.missing-input.ok-false", "input missing a required field is an ok: false result naming the field (notes row `tool-error-ok-false`)", missing_input),
+    clause("calls.missing-input.ok-false", "input missing a required field is an ok: false result naming the field (notes row `tool-error-ok-false`)",
+        |ctx| error_names(ctx, "submit", json!({}), "field", "answer")),
     clause("calls.panic.error-event", "a crashing tool gives task_id then an error event and no end (notes row `tool-crash-error-event`)", panic_error_event),
     clause("calls.panic.server-lives", "after a crash the server and the session keep working (notes row `tool-crash-error-event`)", panic_server_lives),
     clause("calls.hint", "the task-specific tool hint can be called and knows the task",
@@ -254,13 +257,13 @@ fn fail_ok_false(ctx: &Ctx) -> Check {
     )
 }
 
-fn unknown_tool(ctx: &Ctx) -> Check {
-    let err = session(ctx)?
-        .call("no_such_tool", json!({}))?
-        .tool_error()?;
+/// Fails unless calling `name` with `input` is an `ok: false` result whose error names
+/// `part` (the `what`: tool or field).
+fn error_names(ctx: &Ctx, name: &str, input: Value, what: &str, part: &str) -> Check {
+    let err = session(ctx)?.call(name, input)?.tool_error()?;
     check!(
-        err.contains("no_such_tool"),
-        "the error does not name the tool: {err:?}"
+        err.contains(part),
+        "the error does not name the {what}: {err:?}"
     )
 }
 
@@ -269,24 +272,6 @@ fn expect_reason(call: &Call, want: Option<&str>) -> Check {
     check!(
         got.as_deref() == want,
         "expected reason {want:?}, got {got:?}"
-    )
-}
-
-fn bad_input(ctx: &Ctx) -> Check {
-    let err = session(ctx)?
-        .call("echo", json!({"text": 5}))?
-        .tool_error()?;
-    check!(
-        err.contains("text"),
-        "the error does not name the field: {err:?}"
-    )
-}
-
-fn missing_input(ctx: &Ctx) -> Check {
-    let err = session(ctx)?.call("submit", json!({}))?.tool_error()?;
-    check!(
-        err.contains("answer"),
-        "the error does not name the field: {err:?}"
     )
 }
 
