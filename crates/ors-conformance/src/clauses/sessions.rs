@@ -339,14 +339,10 @@ fn secrets_header_clause(ctx: &Ctx) -> Check {
         .header("X-Secrets", &header)
         .json(&json!({"task_spec": task(1)}));
     expect_status(&ctx.send(req)?, 200)?;
-    let call = ctx.call_with(
-        &ctx.call_request(&sid, &json!({"name": "secret", "input": {"name": "TOKEN"}})),
-        ctx.target.timeout,
-    );
+    let secret = json!({"name": "secret", "input": {"name": "TOKEN"}});
+    let call = ctx.call(&ctx.call_request(&sid, &secret));
     let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
-    let out = call?.output()?;
-    let v = crate::support::first_text(&out)?;
-    expect_text("secret TOKEN", &v, "tok-header-456")
+    expect_text("secret TOKEN", &call?.text()?, "tok-header-456")
 }
 
 fn secrets_not_shared(ctx: &Ctx) -> Check {
