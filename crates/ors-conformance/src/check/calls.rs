@@ -323,8 +323,7 @@ impl Context<'_> {
         };
         let more = match failing.len() - 1 {
             0 => String::new(),
-            1 => " (and 1 more input)".to_owned(),
-            n => format!(" (and {n} more inputs)"),
+            n => format!(" (and {})", count(n, "more input")),
         };
         let mut item =
             CheckItem::problem(self.id(check), format!("{what}; {}", self.at(probe, &more)));

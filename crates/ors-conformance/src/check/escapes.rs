@@ -500,10 +500,7 @@ async fn other_episode(p: &Probes<'_>) -> (Result<Verdict, String>, Result<Verdi
             let looked = p.call(&b, &look).await;
             let _ = within(p.limit, b.close()).await;
             let mut clean = format!("rm -f ors-check-{t}.txt");
-            for f in &outside {
-                clean.push(' ');
-                clean.push_str(&shell_quote(f));
-            }
+            clean.extend(outside.iter().map(|f| format!(" {}", shell_quote(f))));
             let _ = p.call(&a, &clean).await;
             Ok::<_, String>((cwd, looked?))
         }
