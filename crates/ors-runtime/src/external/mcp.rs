@@ -284,27 +284,18 @@ impl McpServer {
 /// Split a command line into words; quotes group words with spaces.
 fn split_words(line: &str) -> Result<Vec<String>, ExternalError> {
     let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
+    // The word being read (`Some("")` after an empty quoted word), and the open quote.
+    let mut word: Option<String> = None;
     let mut quote: Option<char> = None;
     for c in line.chars() {
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
             (None, '\'' | '"') => {
                 quote = Some(c);
-                in_word = true;
+                word.get_or_insert_with(String::new);
             }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (_, c) => word.get_or_insert_with(String::new).push(c),
         }
     }
     if quote.is_some() {
@@ -312,9 +303,7 @@ fn split_words(line: &str) -> Result<Vec<String>, ExternalError> {
             "the MCP command has an unclosed quote: {line}"
         )));
     }
-    if in_word {
-        words.push(word);
-    }
+    words.extend(word);
     Ok(words)
 }
 
@@ -461,16 +450,10 @@ fn block(content: &ContentBlock) -> Block {
 
 /// `name` with every character an ORS tool name cannot have replaced by `_`.
 fn ors_name(prefix: &str, name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let cleaned = name.replace(
+        |c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'),
+        "_",
+    );
     format!("{prefix}{cleaned}")
 }
 

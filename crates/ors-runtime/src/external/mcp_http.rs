@@ -15,6 +15,7 @@ use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderName, HeaderValue, Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+use ors_core::body::BodyError;
 use ors_core::sse::{DecodeLimits, SseDecoder};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::common::http_header::{
@@ -52,10 +53,7 @@ impl McpHttpClient {
         max: usize,
     ) -> std::result::Result<Vec<u8>, McpHttpError> {
         read_body(resp, max).await.map_err(|e| {
-            if matches!(
-                e,
-                ReadError::Bounds(ors_core::body::BodyError::TooLarge { .. })
-            ) {
+            if let ReadError::Bounds(BodyError::TooLarge { .. }) = e {
                 let _ = self.broken.set(format!(
                     "sent a message (a JSON body) of more than {max} bytes, the limit \
                      (McpServer::max_line_bytes)"
@@ -63,6 +61,18 @@ impl McpHttpClient {
             }
             McpHttpError::from(e)
         })
+    }
+
+    /// Send a request built by [`request`].
+    async fn send(
+        &self,
+        req: http::request::Builder,
+        body: Bytes,
+    ) -> std::result::Result<http::Response<Incoming>, McpHttpError> {
+        let req = req
+            .body(Full::new(body))
+            .map_err(|e| McpHttpError::Build(e.to_string()))?;
+        Ok(self.http.send(req).await?)
     }
 }
 
@@ -103,106 +113,65 @@ fn session_header(resp: &http::Response<Incoming>) -> Option<String> {
         .map(str::to_owned)
 }
 
-impl McpHttpClient {
-    fn mcp_request(
-        &self,
-        method: Method,
-        uri: &str,
-        session_id: Option<&str>,
-        auth: Option<String>,
-        custom: HashMap<HeaderName, HeaderValue>,
-    ) -> http::request::Builder {
-        let mut req = Request::builder().method(method).uri(uri);
-        if let Some(sid) = session_id {
-            req = req.header(HEADER_SESSION_ID, sid);
-        }
-        if let Some(token) = auth {
-            req = req.header(AUTHORIZATION, format!("Bearer {token}"));
-        }
-        for (name, value) in custom {
-            req = req.header(name, value);
-        }
-        req
+/// A request of the MCP session: its id, the bearer token and rmcp's own headers.
+fn request(
+    method: Method,
+    uri: &str,
+    sid: Option<&str>,
+    auth: Option<String>,
+    headers: HashMap<HeaderName, HeaderValue>,
+) -> http::request::Builder {
+    let mut req = Request::builder().method(method).uri(uri);
+    if let Some(sid) = sid {
+        req = req.header(HEADER_SESSION_ID, sid);
     }
-
-    async fn mcp_send(
-        &self,
-        req: http::request::Builder,
-        body: Bytes,
-    ) -> std::result::Result<http::Response<Incoming>, McpHttpError> {
-        let req = req
-            .body(Full::new(body))
-            .map_err(|e| McpHttpError::Build(e.to_string()))?;
-        Ok(self.http.send(req).await?)
+    if let Some(token) = auth {
+        req = req.header(AUTHORIZATION, format!("Bearer {token}"));
     }
+    headers
+        .into_iter()
+        .fold(req, |req, (name, value)| req.header(name, value))
 }
 
 /// An event stream as rmcp's events, each at most `max_event` bytes; a stream that breaks
 /// that (or is not SSE) ends with an error, recorded in `broken`.
-fn sse_events(
-    body: Incoming,
-    max_event: usize,
-    broken: Broken,
-) -> BoxStream<'static, std::result::Result<Sse, SseStreamError>> {
+fn sse_events(body: Incoming, max_event: usize, broken: Broken) -> SseEvents {
     let decoder = SseDecoder::with_limits(DecodeLimits::bounded(max_event));
-    let state = (
-        body,
-        decoder,
-        std::collections::VecDeque::<Sse>::new(),
-        false,
-    );
-    stream::unfold(
-        state,
-        move |(mut body, mut decoder, mut ready, mut done)| {
-            let broken = Arc::clone(&broken);
-            async move {
-                let item = loop {
-                    if let Some(ev) = ready.pop_front() {
-                        break Ok(ev);
-                    }
-                    if done {
-                        return None;
-                    }
-                    match body.frame().await {
-                        None => done = true,
-                        Some(Err(e)) => {
-                            done = true;
-                            break Err(SseStreamError::Body(Box::new(e)));
-                        }
-                        Some(Ok(frame)) => {
-                            let Ok(data) = frame.into_data() else {
-                                continue;
-                            };
-                            match decoder.try_push(&data) {
-                                Ok(events) => ready.extend(
-                                    events.into_iter().filter(|e| !e.data.is_empty()).map(|e| {
-                                        Sse {
-                                            event: Some(e.event),
-                                            data: Some(e.data),
-                                            id: None,
-                                            retry: None,
-                                        }
-                                    }),
-                                ),
-                                Err(e) => {
-                                    done = true;
-                                    let _ = broken.set(format!(
-                                        "sent an event stream the client refused ({e}; a message \
-                                     may have at most {max_event} bytes, \
-                                     McpServer::max_line_bytes)"
-                                    ));
-                                    break Err(SseStreamError::Body(Box::new(e)));
-                                }
-                            }
-                        }
-                    }
-                };
-                Some((item, (body, decoder, ready, done)))
+    // The events of each frame; after an error, the stream ends (the state is `None`).
+    stream::unfold(Some((body, decoder)), move |state| {
+        let broken = Arc::clone(&broken);
+        async move {
+            let (mut body, mut decoder) = state?;
+            let frame = match body.frame().await? {
+                Ok(frame) => frame,
+                Err(e) => return Some((vec![Err(SseStreamError::Body(Box::new(e)))], None)),
+            };
+            // A frame of trailers holds no events.
+            let Ok(data) = frame.into_data() else {
+                return Some((Vec::new(), Some((body, decoder))));
+            };
+            match decoder.try_push(&data) {
+                Ok(events) => {
+                    let events = events.into_iter().filter(|e| !e.data.is_empty());
+                    let events = events.map(|e| Ok(Sse::default().event(e.event).data(e.data)));
+                    Some((events.collect(), Some((body, decoder))))
+                }
+                Err(e) => {
+                    let _ = broken.set(format!(
+                        "sent an event stream the client refused ({e}; a message may have at \
+                         most {max_event} bytes, McpServer::max_line_bytes)"
+                    ));
+                    Some((vec![Err(SseStreamError::Body(Box::new(e)))], None))
+                }
             }
-        },
-    )
+        }
+    })
+    .flat_map(stream::iter)
     .boxed()
 }
+
+/// rmcp's event stream.
+type SseEvents = BoxStream<'static, std::result::Result<Sse, SseStreamError>>;
 
 impl StreamableHttpClient for McpHttpClient {
     type Error = McpHttpError;
@@ -211,70 +180,52 @@ impl StreamableHttpClient for McpHttpClient {
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        sid: Option<Arc<str>>,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<StreamableHttpPostResponse> {
-        self.post_message_with_response_limits(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default(),
-        )
-        .await
+        let limits = StreamableHttpResponseLimits::default();
+        self.post_message_with_response_limits(uri, message, sid, auth, headers, limits)
+            .await
     }
 
     async fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
         message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        sid: Option<Arc<str>>,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse> {
         let body = Bytes::from(serde_json::to_vec(&message)?);
-        let had_session = session_id.is_some();
-        let req = self
-            .mcp_request(
-                Method::POST,
-                &uri,
-                session_id.as_deref(),
-                auth_header,
-                custom_headers,
-            )
+        let req = request(Method::POST, &uri, sid.as_deref(), auth, headers)
             .header(CONTENT_TYPE, JSON_MIME_TYPE)
             .header(
                 ACCEPT,
                 format!("{EVENT_STREAM_MIME_TYPE}, {JSON_MIME_TYPE}"),
             );
-        let resp = self.mcp_send(req, body).await?;
+        let resp = self.send(req, body).await?;
         let status = resp.status();
         if matches!(status, StatusCode::ACCEPTED | StatusCode::NO_CONTENT) {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        if status == StatusCode::NOT_FOUND && had_session {
+        if status == StatusCode::NOT_FOUND && sid.is_some() {
             return Err(StreamableHttpError::SessionExpired);
         }
         let new_session = session_header(&resp);
+        let is_json = content_type_is(&resp, JSON_MIME_TYPE);
         if !status.is_success() {
-            let is_json = content_type_is(&resp, JSON_MIME_TYPE);
             let bytes = self.body(resp, limits.max_json_response_size).await?;
             // A JSON-RPC error carried by an error status is the server's answer.
             if is_json {
-                if let Ok(msg @ ServerJsonRpcMessage::Error(_)) =
-                    serde_json::from_slice::<ServerJsonRpcMessage>(&bytes)
-                {
+                if let Ok(msg @ ServerJsonRpcMessage::Error(_)) = serde_json::from_slice(&bytes) {
                     return Ok(StreamableHttpPostResponse::Json(msg, new_session));
                 }
             }
             let text = String::from_utf8_lossy(&bytes);
             let text = ors_core::text::preview(&text, limits.max_error_response_size.min(1024));
-            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!("HTTP {status}: {text}"),
-            )));
+            return Err(unexpected(format!("HTTP {status}: {text}")));
         }
         let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
         if content_type_is(&resp, EVENT_STREAM_MIME_TYPE) {
@@ -285,7 +236,7 @@ impl StreamableHttpClient for McpHttpClient {
             );
             return Ok(StreamableHttpPostResponse::Sse(events, new_session));
         }
-        if content_type_is(&resp, JSON_MIME_TYPE) {
+        if is_json {
             let bytes = self.body(resp, limits.max_json_response_size).await?;
             return match serde_json::from_slice::<ServerJsonRpcMessage>(&bytes) {
                 Ok(msg) => Ok(StreamableHttpPostResponse::Json(msg, new_session)),
@@ -296,32 +247,23 @@ impl StreamableHttpClient for McpHttpClient {
         if awaits_no_response {
             return Ok(StreamableHttpPostResponse::Accepted);
         }
-        let ct = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let ct = resp.headers().get(CONTENT_TYPE);
+        let ct = ct.map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         Err(StreamableHttpError::UnexpectedContentType(ct))
     }
 
     async fn delete_session(
         &self,
         uri: Arc<str>,
-        session_id: Arc<str>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        sid: Arc<str>,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<()> {
-        let req = self.mcp_request(
-            Method::DELETE,
-            &uri,
-            Some(&session_id),
-            auth_header,
-            custom_headers,
-        );
-        let resp = self.mcp_send(req, Bytes::new()).await?;
-        match resp.status() {
+        let req = request(Method::DELETE, &uri, Some(&sid), auth, headers);
+        match self.send(req, Bytes::new()).await?.status() {
             s if s.is_success() || s == StatusCode::METHOD_NOT_ALLOWED => Ok(()),
-            s => Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!("deleting the MCP session answered HTTP {s}"),
+            s => Err(unexpected(format!(
+                "deleting the MCP session answered HTTP {s}"
             ))),
         }
     }
@@ -329,63 +271,52 @@ impl StreamableHttpClient for McpHttpClient {
     async fn get_stream(
         &self,
         uri: Arc<str>,
-        session_id: Option<Arc<str>>,
+        sid: Option<Arc<str>>,
         last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<BoxStream<'static, std::result::Result<Sse, SseStreamError>>> {
-        self.get_stream_with_max_sse_event_size(
-            uri,
-            session_id,
-            last_event_id,
-            auth_header,
-            custom_headers,
-            StreamableHttpResponseLimits::default().max_sse_event_size,
-        )
-        .await
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<SseEvents> {
+        let max = StreamableHttpResponseLimits::default().max_sse_event_size;
+        self.get_stream_with_max_sse_event_size(uri, sid, last_event_id, auth, headers, max)
+            .await
     }
 
     async fn get_stream_with_max_sse_event_size(
         &self,
         uri: Arc<str>,
-        session_id: Option<Arc<str>>,
+        sid: Option<Arc<str>>,
         last_event_id: Option<String>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
+        auth: Option<String>,
+        headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
-    ) -> Result<BoxStream<'static, std::result::Result<Sse, SseStreamError>>> {
-        let mut req = self
-            .mcp_request(
-                Method::GET,
-                &uri,
-                session_id.as_deref(),
-                auth_header,
-                custom_headers,
-            )
+    ) -> Result<SseEvents> {
+        let mut req = request(Method::GET, &uri, sid.as_deref(), auth, headers)
             .header(ACCEPT, EVENT_STREAM_MIME_TYPE);
         if let Some(id) = last_event_id {
             req = req.header(HEADER_LAST_EVENT_ID, id);
         }
-        let resp = self.mcp_send(req, Bytes::new()).await?;
+        let resp = self.send(req, Bytes::new()).await?;
         let status = resp.status();
         if status == StatusCode::METHOD_NOT_ALLOWED {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        if status == StatusCode::NOT_FOUND && session_id.is_some() {
+        if status == StatusCode::NOT_FOUND && sid.is_some() {
             return Err(StreamableHttpError::SessionExpired);
         }
         if !status.is_success() {
-            return Err(StreamableHttpError::UnexpectedServerResponse(Cow::Owned(
-                format!("opening the MCP event stream answered HTTP {status}"),
+            return Err(unexpected(format!(
+                "opening the MCP event stream answered HTTP {status}"
             )));
         }
         if !content_type_is(&resp, EVENT_STREAM_MIME_TYPE) {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
-        Ok(sse_events(
-            resp.into_body(),
-            max_sse_event_size,
-            Arc::clone(&self.broken),
-        ))
+        let broken = Arc::clone(&self.broken);
+        Ok(sse_events(resp.into_body(), max_sse_event_size, broken))
     }
+}
+
+/// rmcp's error for an answer it cannot use.
+fn unexpected(msg: String) -> StreamableHttpError<McpHttpError> {
+    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(msg))
 }

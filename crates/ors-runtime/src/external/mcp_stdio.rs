@@ -72,6 +72,20 @@ impl Process {
             })
             .await;
     }
+
+    /// Write one message, a line, to the program's input.
+    async fn write_line(&self, mut line: Vec<u8>) -> std::io::Result<()> {
+        line.push(b'\n');
+        let mut stdin = self.stdin.lock().await;
+        let Some(stdin) = stdin.as_mut() else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "the MCP connection is closed",
+            ));
+        };
+        stdin.write_all(&line).await?;
+        stdin.flush().await
+    }
 }
 
 impl Drop for Process {
@@ -146,14 +160,6 @@ impl Drop for StdioTransport {
 /// The line buffer kept between lines; one grown past it by a big line is freed.
 const KEPT_LINE_CAPACITY: usize = 64 << 10;
 
-/// What one read of a line gave.
-enum Read {
-    Line,
-    TooLong,
-    Eof,
-    Failed(std::io::Error),
-}
-
 /// What to do with a line that is not a message rmcp understands.
 enum Unusable {
     /// Skip it (a notification of a kind rmcp does not know).
@@ -165,31 +171,36 @@ enum Unusable {
 }
 
 impl StdioTransport {
-    /// Read one `\n`-terminated line into `self.line`, never holding more than `max_line`
-    /// bytes of it. Cancellation-safe: bytes are consumed only once copied into `self.line`.
-    async fn read_line(&mut self) -> Read {
+    /// Read one `\n`-terminated line into `self.line` (`false` at the end of the stream),
+    /// never holding more than `max_line` bytes of it; the error is why the connection must
+    /// break. Cancellation-safe: bytes are consumed only once copied into `self.line`.
+    async fn read_line(&mut self) -> Result<bool, String> {
         loop {
             let (used, done) = {
                 let available = match self.read.fill_buf().await {
                     Ok(a) => a,
-                    Err(e) => return Read::Failed(e),
+                    Err(e) => return Err(format!("could not be read from: {e}")),
                 };
                 if available.is_empty() {
-                    return Read::Eof;
+                    return Ok(false);
                 }
                 let newline = available.iter().position(|b| *b == b'\n');
                 let take = newline.map_or(available.len(), |i| i + 1);
                 // The newline itself does not count against the limit.
                 let body = newline.map_or(take, |i| i);
                 if self.line.len().saturating_add(body) > self.max_line {
-                    return Read::TooLong;
+                    return Err(format!(
+                        "sent a line (one JSON-RPC message) of more than {} bytes, the limit \
+                         (McpServer::max_line_bytes)",
+                        self.max_line
+                    ));
                 }
                 self.line.extend_from_slice(&available[..take]);
                 (take, newline.is_some())
             };
             self.read.consume(used);
             if done {
-                return Read::Line;
+                return Ok(true);
             }
         }
     }
@@ -207,14 +218,7 @@ impl StdioTransport {
             ),
         });
         let process = Arc::clone(&self.process);
-        tokio::spawn(async move {
-            let mut bytes = answer.to_string().into_bytes();
-            bytes.push(b'\n');
-            if let Some(stdin) = process.stdin.lock().await.as_mut() {
-                let _ = stdin.write_all(&bytes).await;
-                let _ = stdin.flush().await;
-            }
-        });
+        tokio::spawn(async move { process.write_line(answer.to_string().into_bytes()).await });
     }
 
     /// Break the connection for `reason`: record it for the calls, stop the program.
@@ -257,35 +261,18 @@ impl Transport<RoleClient> for StdioTransport {
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let process = Arc::clone(&self.process);
         async move {
-            let mut bytes = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
-            bytes.push(b'\n');
-            let mut stdin = process.stdin.lock().await;
-            let Some(stdin) = stdin.as_mut() else {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::NotConnected,
-                    "the MCP connection is closed",
-                ));
-            };
-            stdin.write_all(&bytes).await?;
-            stdin.flush().await
+            let line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            process.write_line(line).await
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
             match self.read_line().await {
-                Read::Line => {}
-                Read::TooLong => {
-                    let limit = self.max_line;
-                    self.break_for(format!(
-                        "sent a line (one JSON-RPC message) of more than {limit} bytes, the \
-                         limit (McpServer::max_line_bytes)"
-                    ));
-                    return None;
-                }
-                Read::Eof => return None,
-                Read::Failed(e) => {
-                    self.break_for(format!("could not be read from: {e}"));
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(reason) => {
+                    self.break_for(reason);
                     return None;
                 }
             }

@@ -196,15 +196,14 @@ pub struct ExternalTools {
 
 impl std::fmt::Debug for ExternalTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let catalog = &self.catalog;
+        let names: Vec<&str> = catalog
+            .entries
+            .iter()
+            .map(|e| &*catalog.spec(e).name)
+            .collect();
         f.debug_struct("ExternalTools")
-            .field(
-                "tools",
-                &self
-                    .specs()
-                    .iter()
-                    .map(|s| s.name.clone())
-                    .collect::<Vec<_>>(),
-            )
+            .field("tools", &names)
             .finish()
     }
 }
@@ -321,19 +320,17 @@ impl ExternalSession {
             #[cfg(feature = "mcp")]
             Runs::Mcp { toolset, tool } => {
                 let t = &self.catalog.toolsets[*toolset].tools()[*tool];
-                let input = match crate::env::checked_input(&t.validator, &t.spec.name, input) {
-                    Ok(input) => input,
-                    Err(msg) => {
-                        return Some(Box::pin(async move {
+                let (conn, mcp_name) = (Arc::clone(&self.conns[*toolset]), t.mcp_name.clone());
+                Some(
+                    match crate::env::checked_input(&t.validator, &t.spec.name, input) {
+                        Ok(input) => {
+                            Box::pin(async move { conn.call(&ctx, &mcp_name, input).await })
+                        }
+                        Err(msg) => Box::pin(async move {
                             RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
-                        }))
-                    }
-                };
-                let conn = Arc::clone(&self.conns[*toolset]);
-                let mcp_name = t.mcp_name.clone();
-                Some(Box::pin(
-                    async move { conn.call(&ctx, &mcp_name, input).await },
-                ))
+                        }),
+                    },
+                )
             }
             Runs::Here(t) => Some(t.call(ctx, input)),
         }

@@ -168,41 +168,31 @@ impl WebhookTool {
             .map_err(|e| ExternalError::Config(format!("{}: {e}", path.display())))
     }
 
+    /// A configuration error of this tool.
+    fn config(&self, what: impl std::fmt::Display) -> ExternalError {
+        ExternalError::Config(format!("webhook tool '{}': {what}", self.name))
+    }
+
     /// The secret: `secret`, else the variable `secret_env` names.
     fn resolve_secret(&self) -> Result<Option<HeaderValue>, ExternalError> {
         let secret = match (&self.secret, &self.secret_env) {
-            (Some(s), _) => Some(s.clone()),
-            (None, Some(var)) => Some(std::env::var(var).map_err(|_| {
-                ExternalError::Config(format!(
-                    "webhook tool '{}': the variable {var} (its secret_env) is not set",
-                    self.name
-                ))
-            })?),
-            (None, None) => None,
+            (Some(s), _) => s.clone(),
+            (None, Some(var)) => std::env::var(var).map_err(|_| {
+                self.config(format!("the variable {var} (its secret_env) is not set"))
+            })?,
+            (None, None) => return Ok(None),
         };
-        secret
-            .map(|s| {
-                let mut v = HeaderValue::from_str(&s).map_err(|_| {
-                    ExternalError::Config(format!(
-                        "webhook tool '{}': the secret cannot be sent in a header",
-                        self.name
-                    ))
-                })?;
-                v.set_sensitive(true);
-                Ok(v)
-            })
-            .transpose()
+        let mut v = HeaderValue::from_str(&secret)
+            .map_err(|_| self.config("the secret cannot be sent in a header"))?;
+        v.set_sensitive(true);
+        Ok(Some(v))
     }
 
     /// This webhook as a tool of an environment (checked now: name, schema, URL, secret).
     pub fn into_tool(self) -> Result<DynamicTool, ExternalError> {
-        let uri = check_url(&self.url)
-            .map_err(|e| ExternalError::Config(format!("webhook tool '{}': {e}", self.name)))?;
+        let uri = check_url(&self.url).map_err(|e| self.config(e))?;
         if !(self.timeout_secs.is_finite() && self.timeout_secs > 0.0) {
-            return Err(ExternalError::Config(format!(
-                "webhook tool '{}': timeout_secs must be a positive number",
-                self.name
-            )));
+            return Err(self.config("timeout_secs must be a positive number"));
         }
         let hook = Arc::new(Hook {
             name: self.name.clone(),
@@ -236,7 +226,12 @@ struct Hook {
 }
 
 impl Hook {
-    fn request(&self, body: &Bytes) -> Result<Request<Full<Bytes>>, String> {
+    /// A failed call of this tool.
+    fn fail(&self, what: impl std::fmt::Display) -> RunToolOutput {
+        RunToolOutput::error(format!("webhook tool '{}': {what}", self.name))
+    }
+
+    fn request(&self, body: &Bytes) -> Result<Request<Full<Bytes>>, http::Error> {
         let mut req = Request::builder()
             .method(Method::POST)
             .uri(self.uri.clone())
@@ -245,23 +240,14 @@ impl Hook {
             req = req.header(SECRET_HEADER, secret.clone());
         }
         req.body(Full::new(body.clone()))
-            .map_err(|e| format!("cannot build the request: {e}"))
     }
 
     async fn call(&self, ctx: &ToolContext, input: JsonObject) -> RunToolOutput {
         let started = std::time::Instant::now();
         let out = tokio::select! {
-            out = tokio::time::timeout(self.timeout, self.exchange(ctx, input)) => match out {
-                Ok(out) => out,
-                Err(_) => RunToolOutput::error(format!(
-                    "webhook tool '{}': no answer within {:?}",
-                    self.name, self.timeout
-                )),
-            },
-            () = ctx.cancelled() => RunToolOutput::error(format!(
-                "webhook tool '{}': the call was cancelled",
-                self.name
-            )),
+            out = tokio::time::timeout(self.timeout, self.exchange(ctx, input)) => out
+                .unwrap_or_else(|_| self.fail(format!("no answer within {:?}", self.timeout))),
+            () = ctx.cancelled() => self.fail("the call was cancelled"),
         };
         tracing::debug!(
             tool = %self.name,
@@ -285,9 +271,7 @@ impl Hook {
         let resp = loop {
             let req = match self.request(&body) {
                 Ok(r) => r,
-                Err(e) => {
-                    return RunToolOutput::error(format!("webhook tool '{}': {e}", self.name))
-                }
+                Err(e) => return self.fail(format!("cannot build the request: {e}")),
             };
             match self.client.send(req).await {
                 Ok(resp) => break resp,
@@ -296,12 +280,7 @@ impl Hook {
                     tracing::debug!(tool = %self.name, attempt, error = %e, "webhook: retrying");
                     tokio::time::sleep(Duration::from_millis(100 << attempt.min(5))).await;
                 }
-                Err(e) => {
-                    return RunToolOutput::error(format!(
-                        "webhook tool '{}': {} ({e})",
-                        self.name, self.uri
-                    ))
-                }
+                Err(e) => return self.fail(format!("{} ({e})", self.uri)),
             }
         };
         let status = resp.status();
@@ -312,12 +291,7 @@ impl Hook {
             .is_some_and(|ct| ct.to_ascii_lowercase().contains("json"));
         let bytes = match read_body(resp, MAX_RESPONSE_BYTES).await {
             Ok(b) => b,
-            Err(e) => {
-                return RunToolOutput::error(format!(
-                    "webhook tool '{}': reading the answer (HTTP {status}): {e}",
-                    self.name
-                ))
-            }
+            Err(e) => return self.fail(format!("reading the answer (HTTP {status}): {e}")),
         };
         if !status.is_success() {
             return RunToolOutput::error(format!(
@@ -345,16 +319,13 @@ fn answer(tool: &str, bytes: &[u8], is_json: bool) -> RunToolOutput {
     let Some(value) = parsed.filter(|_| is_json || text.trim_start().starts_with('{')) else {
         return RunToolOutput::Success(ToolOutput::text(text));
     };
-    let shaped = value
-        .as_object()
-        .map(|o| (o.contains_key("ok"), o.contains_key("blocks")));
-    match shaped {
-        Some((true, _)) => serde_json::from_value::<RunToolOutput>(value).unwrap_or_else(|e| {
+    match value.as_object() {
+        Some(o) if o.contains_key("ok") => serde_json::from_value(value).unwrap_or_else(|e| {
             RunToolOutput::error(format!(
                 "webhook tool '{tool}' answered an ORS result that does not parse: {e}"
             ))
         }),
-        Some((false, true)) => match serde_json::from_value::<ToolOutput>(value) {
+        Some(o) if o.contains_key("blocks") => match serde_json::from_value(value) {
             Ok(out) => RunToolOutput::Success(out),
             Err(e) => RunToolOutput::error(format!(
                 "webhook tool '{tool}' answered a ToolOutput that does not parse: {e}"
