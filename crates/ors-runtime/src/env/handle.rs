@@ -258,10 +258,15 @@ impl<E: Environment> Slot<E> {
     }
 }
 
-/// One episode: the environment value, the tools it has (the served environment's table, and
-/// the toolset it selected at `/create`), and whether a call has finished it.
+/// One episode: the environment value, and the tools it has.
 pub struct Episode<E: Environment> {
     slot: Slot<E>,
+    tools: Tools<E>,
+}
+
+/// The tools of an episode (the served environment's table, and the toolset it selected at
+/// `/create`), and whether a call has finished it.
+struct Tools<E> {
     /// A call returned `finished: true` (PROTOCOL_NOTES row `finished-latch`). Atomic because
     /// concurrent calls share the episode.
     finished: AtomicBool,
@@ -282,9 +287,11 @@ impl<E: Environment> Episode<E> {
     fn new(env: E, table: Arc<ToolTable<E>>, toolset: Option<usize>) -> Self {
         Self {
             slot: Slot::Here(Box::new(env)),
-            finished: AtomicBool::new(false),
-            table,
-            toolset,
+            tools: Tools {
+                finished: AtomicBool::new(false),
+                table,
+                toolset,
+            },
         }
     }
 
@@ -304,25 +311,22 @@ impl<E: Environment> Episode<E> {
     /// Every tool of the episode: the table's (shared and task-specific), those it computes
     /// from its task, then its selected toolset's.
     pub fn tools(&self) -> Vec<ToolSpec> {
-        let mut specs: Vec<ToolSpec> = self.table.all_specs().cloned().collect();
+        let table = &self.tools.table;
+        let mut specs: Vec<ToolSpec> = table.all_specs().cloned().collect();
         // Away on a blocking tool's thread: without the computed ones.
         if let Some(env) = self.slot.here() {
             specs.extend(env.task_tools().into_iter().map(|mut spec| {
-                if self.table.takes_reasoning() {
+                if table.takes_reasoning() {
                     // A computed tool with its own `reasoning` field keeps its schema as it is.
                     let _ = add_reasoning(&mut spec);
                 }
                 spec
             }));
         }
-        if let Some(ts) = self.selected() {
+        if let Some(ts) = self.tools.selected() {
             specs.extend(ts.all_specs().cloned());
         }
         specs
-    }
-
-    fn selected(&self) -> Option<&ToolTable<E>> {
-        self.toolset.and_then(|i| self.table.selected(i))
     }
 
     /// Run a call with the episode to itself (what every tool but a concurrent one gets).
@@ -332,18 +336,8 @@ impl<E: Environment> Episode<E> {
         name: &str,
         input: impl Into<CallInput>,
     ) -> RunToolOutput {
-        let selected = self.toolset.and_then(|i| self.table.selected(i));
         let at = At::Exclusive(&mut self.slot);
-        dispatch(
-            &self.table,
-            selected,
-            &self.finished,
-            at,
-            ctx,
-            name,
-            input.into(),
-        )
-        .await
+        self.tools.dispatch(at, ctx, name, input.into()).await
     }
 
     /// Run a call of a concurrent tool with the episode shared with the session's other
@@ -355,73 +349,70 @@ impl<E: Environment> Episode<E> {
         input: impl Into<CallInput>,
     ) -> RunToolOutput {
         let at = At::Shared(&self.slot);
-        dispatch(
-            &self.table,
-            self.selected(),
-            &self.finished,
-            at,
-            ctx,
-            name,
-            input.into(),
-        )
-        .await
+        self.tools.dispatch(at, ctx, name, input.into()).await
     }
 }
 
-/// The one way from a call to its tool: refused once the episode has finished (unless the
-/// environment lets calls go on), prepared by the table that has the tool (the selected
-/// toolset's first: `#[environment]` refuses a name it shares with the environment's own
-/// tools, so nothing is shadowed), run as the tool runs, and remembered when it finishes the
-/// episode. A name no table has is a tool the episode computes from its task, or unknown.
-async fn dispatch<E: Environment>(
-    tools: &ToolTable<E>,
-    selected: Option<&ToolTable<E>>,
-    finished: &AtomicBool,
-    at: At<'_, E>,
-    ctx: ToolContext,
-    name: &str,
-    input: CallInput,
-) -> RunToolOutput {
-    if !tools.calls_after_finished() && finished.load(Ordering::Acquire) {
-        return RunToolOutput::refused(
-            ToolErrorReason::EpisodeFinished,
-            format!(
-                "'{name}' was not run: the episode has finished (a tool returned finished: \
-                 true), so no further tool calls are accepted"
-            ),
-        );
+impl<E: Environment> Tools<E> {
+    fn selected(&self) -> Option<&ToolTable<E>> {
+        self.toolset.and_then(|i| self.table.selected(i))
     }
-    let table = selected.filter(|t| t.get(name).is_some()).unwrap_or(tools);
-    let out = match (table.prepare(name, ctx, input), at) {
-        (Prepared::Refused(out), _) => return out,
-        (Prepared::Entry(entry, ctx, input), At::Exclusive(slot)) => {
-            slot.run(&entry.run, ctx, input).await
+
+    /// The one way from a call to its tool: refused once the episode has finished (unless
+    /// the environment lets calls go on), prepared by the table that has the tool (the
+    /// selected toolset's first: `#[environment]` refuses a name it shares with the
+    /// environment's own tools, so nothing is shadowed), run as the tool runs, and remembered
+    /// when it finishes the episode. A name no table has is a tool the episode computes from
+    /// its task, or unknown.
+    async fn dispatch(
+        &self,
+        at: At<'_, E>,
+        ctx: ToolContext,
+        name: &str,
+        input: CallInput,
+    ) -> RunToolOutput {
+        let tools = &*self.table;
+        if !tools.calls_after_finished() && self.finished.load(Ordering::Acquire) {
+            return RunToolOutput::refused(
+                ToolErrorReason::EpisodeFinished,
+                format!(
+                    "'{name}' was not run: the episode has finished (a tool returned finished: \
+                     true), so no further tool calls are accepted"
+                ),
+            );
         }
-        (Prepared::Entry(entry, ctx, input), At::Shared(slot)) => match (&entry.run, slot.here()) {
-            (ToolRun::Concurrent(f), Some(env)) => f(env, ctx, input).await,
-            // A timed-out blocking tool still holds the episode; only an exclusive call may
-            // wait for it.
-            (ToolRun::Concurrent(_), None) => RunToolOutput::error(AWAY),
-            // A server asks `is_concurrent` first, so only a confused caller gets here.
-            _ => RunToolOutput::error(format!("tool '{name}' is not concurrent")),
-        },
-        (Prepared::NotInTable(ctx, input), At::Exclusive(slot)) => match slot.env().await {
-            // Computed tools take their input as a value, built here only for them.
-            Some(env) => match as_value(name, input) {
-                Ok(input) => match env.call_task_tool(ctx, name, input).await {
-                    Some(out) => out,
-                    None => tools.unknown(name),
-                },
-                Err(out) => out,
+        let table = self.selected().filter(|t| t.get(name).is_some());
+        let out = match (table.unwrap_or(tools).prepare(name, ctx, input), at) {
+            (Prepared::Refused(out), _) => return out,
+            (Prepared::Entry(e, ctx, input), At::Exclusive(slot)) => {
+                slot.run(&e.run, ctx, input).await
+            }
+            (Prepared::Entry(e, ctx, input), At::Shared(slot)) => match (&e.run, slot.here()) {
+                (ToolRun::Concurrent(f), Some(env)) => f(env, ctx, input).await,
+                // A timed-out blocking tool still holds the episode; only an exclusive call
+                // may wait for it.
+                (ToolRun::Concurrent(_), None) => RunToolOutput::error(AWAY),
+                // A server asks `is_concurrent` first, so only a confused caller gets here.
+                _ => RunToolOutput::error(format!("tool '{name}' is not concurrent")),
             },
-            None => RunToolOutput::error(LOST),
-        },
-        (Prepared::NotInTable(..), At::Shared(_)) => tools.unknown(name),
-    };
-    if out.output().is_some_and(|o| o.finished) {
-        finished.store(true, Ordering::Release);
+            (Prepared::NotInTable(ctx, input), At::Exclusive(slot)) => match slot.env().await {
+                // Computed tools take their input as a value, built here only for them.
+                Some(env) => match as_value(name, input) {
+                    Ok(input) => match env.call_task_tool(ctx, name, input).await {
+                        Some(out) => out,
+                        None => tools.unknown(name),
+                    },
+                    Err(out) => out,
+                },
+                None => RunToolOutput::error(LOST),
+            },
+            (Prepared::NotInTable(..), At::Shared(_)) => tools.unknown(name),
+        };
+        if out.output().is_some_and(|o| o.finished) {
+            self.finished.store(true, Ordering::Release);
+        }
+        out
     }
-    out
 }
 
 impl<E: Environment> DynSession for Episode<E> {
@@ -563,29 +554,23 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         secrets: Secrets,
         toolset: Option<&str>,
     ) -> BoxFuture<'static, Result<Box<dyn DynSession>, TaskError>> {
-        let toolset = match toolset.map(|name| (name, self.table.selectable_index(name))) {
-            None => None,
-            Some((_, Some(i))) => Some(i),
-            Some((name, None)) => {
-                let err = TaskError::Env(EnvError::Unsupported(format!(
+        let toolset = toolset.map(|name| {
+            self.table.selectable_index(name).ok_or_else(|| {
+                TaskError::Env(EnvError::Unsupported(format!(
                     "environment '{}' has no toolset '{name}' to select",
                     self.name
-                )));
-                return Box::pin(async move { Err(err) });
-            }
-        };
-        let task = match E::Task::from_wire(task) {
-            Ok(task) => task,
-            Err(e) => {
-                let err = TaskError::Env(EnvError::InvalidTask(format!(
-                    "task_spec does not match environment '{}': {e}",
-                    self.name
-                )));
-                return Box::pin(async move { Err(err) });
-            }
-        };
+                )))
+            })
+        });
+        let task = E::Task::from_wire(task).map_err(|e| {
+            TaskError::Env(EnvError::InvalidTask(format!(
+                "task_spec does not match environment '{}': {e}",
+                self.name
+            )))
+        });
         let (state, table) = (Arc::clone(&self.state), Arc::clone(&self.table));
         Box::pin(async move {
+            let (toolset, task) = (toolset.transpose()?, task?);
             let env = E::new_with(&state, task, secrets).await?;
             Ok(Box::new(Episode::new(env, table, toolset)) as Box<dyn DynSession>)
         })

@@ -432,11 +432,7 @@ impl<E: 'static> ToolTable<E> {
     /// table with `reasoning`, a tool with a validator): then it is built once, here.
     pub fn prepare(&self, name: &str, ctx: ToolContext, input: CallInput) -> Prepared<'_, E> {
         let (ctx, input) = if self.reasoning {
-            let value = match as_value(name, input) {
-                Ok(value) => value,
-                Err(out) => return Prepared::Refused(out),
-            };
-            match take_reasoning(name, ctx, value) {
+            match as_value(name, input).and_then(|value| take_reasoning(name, ctx, value)) {
                 Ok((ctx, value)) => (ctx, CallInput::from(value)),
                 Err(out) => return Prepared::Refused(out),
             }
@@ -446,23 +442,20 @@ impl<E: 'static> ToolTable<E> {
         let Some(entry) = self.get(name) else {
             return Prepared::NotInTable(ctx, input);
         };
-        let input = match &entry.validator {
-            None => input,
-            Some(validator) => {
-                let value = match as_value(name, input) {
-                    Ok(value) => value,
-                    Err(out) => return Prepared::Refused(out),
-                };
-                if let Err(msg) = validator.check(name, &value) {
-                    return Prepared::Refused(RunToolOutput::refused(
-                        ToolErrorReason::InputValidation,
-                        msg,
-                    ));
-                }
-                CallInput::from(value)
-            }
+        let Some(validator) = &entry.validator else {
+            return Prepared::Entry(entry, ctx, input);
         };
-        Prepared::Entry(entry, ctx, input)
+        let checked = as_value(name, input).and_then(|value| match validator.check(name, &value) {
+            Ok(()) => Ok(CallInput::from(value)),
+            Err(msg) => Err(RunToolOutput::refused(
+                ToolErrorReason::InputValidation,
+                msg,
+            )),
+        });
+        match checked {
+            Ok(input) => Prepared::Entry(entry, ctx, input),
+            Err(out) => Prepared::Refused(out),
+        }
     }
 
     /// The `ok: false` answer for a tool no one has: it names every tool the call could have

@@ -354,23 +354,20 @@ impl Program {
             tokio::pin!(deadline);
             // The program's end, its timeout or the call's cancellation, while reading output.
             let mut outputs_done = false;
-            let exit = {
-                let wait = child.wait();
-                tokio::pin!(wait);
-                loop {
-                    tokio::select! {
-                        status = &mut wait => {
-                            break match status {
-                                Ok(s) => exit_of(s),
-                                Err(source) => {
-                                    return Err(ProcessError::Wait { program: name, source })
-                                }
-                            };
-                        }
-                        () = &mut outputs, if !outputs_done => outputs_done = true,
-                        _ = &mut deadline => break Exit::TimedOut,
-                        _ = ctx.cancelled() => break Exit::Cancelled,
+            // `Child::wait` is cancel-safe: a new one each turn waits for the same exit.
+            let exit = loop {
+                tokio::select! {
+                    status = child.wait() => {
+                        break match status {
+                            Ok(s) => exit_of(s),
+                            Err(source) => {
+                                return Err(ProcessError::Wait { program: name, source })
+                            }
+                        };
                     }
+                    () = &mut outputs, if !outputs_done => outputs_done = true,
+                    _ = &mut deadline => break Exit::TimedOut,
+                    _ = ctx.cancelled() => break Exit::Cancelled,
                 }
             };
             // Whatever ended it, nothing of its group may live on.

@@ -202,20 +202,10 @@ fn child_pid(info: &str) -> Option<u32> {
 pub(crate) fn args(settings: &SandboxSettings, etc: &Path) -> Vec<OsString> {
     let mut a: Vec<OsString> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(OsString::from));
-    push(&[
-        "--unshare-all",
-        "--unshare-user",
-        "--disable-userns",
-        "--die-with-parent",
-        "--new-session",
-        "--as-pid-1",
-        "--hostname",
-        "sandbox",
-        "--uid",
-        SANDBOX_ID,
-        "--gid",
-        SANDBOX_ID,
-    ]);
+    push(&["--unshare-all", "--unshare-user", "--disable-userns"]);
+    push(&["--die-with-parent", "--new-session", "--as-pid-1"]);
+    push(&["--hostname", "sandbox"]);
+    push(&["--uid", SANDBOX_ID, "--gid", SANDBOX_ID]);
     if settings.network == Network::Host {
         push(&["--share-net"]);
     }
@@ -244,27 +234,18 @@ pub(crate) fn args(settings: &SandboxSettings, etc: &Path) -> Vec<OsString> {
     push(&["--size", &spool, "--tmpfs", "/run/ors"]);
     push(&["--remount-ro", "/dev", "--remount-ro", "/"]);
     push(&["--chdir", WORKSPACE, "--clearenv"]);
-    push(&[
-        "--setenv",
-        "PATH",
-        DEFAULT_PATH,
-        "--setenv",
-        "HOME",
-        WORKSPACE,
-    ]);
-    push(&["--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp"]);
-    for (k, v) in &settings.env {
+    let fixed = [
+        ("PATH", DEFAULT_PATH),
+        ("HOME", WORKSPACE),
+        ("LANG", "C.UTF-8"),
+        ("TMPDIR", "/tmp"),
+    ];
+    let env = settings.env.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    for (k, v) in fixed.into_iter().chain(env) {
         push(&["--setenv", k, v]);
     }
-    push(&[
-        "--info-fd",
-        "3",
-        "--",
-        "/bin/sh",
-        "-c",
-        init_script(),
-        "ors-sandbox-init",
-    ]);
+    push(&["--info-fd", "3", "--", "/bin/sh", "-c"]);
+    push(&[init_script(), "ors-sandbox-init"]);
     a
 }
 

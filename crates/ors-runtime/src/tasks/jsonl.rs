@@ -53,11 +53,7 @@ impl<T> JsonlTasks<T> {
     /// a UTF-8 byte order mark at the start ignored.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, DataError> {
         let path = path.as_ref().to_owned();
-        let io = |source| DataError::Io {
-            path: path.clone(),
-            source,
-        };
-        let mut file = File::open(&path).map_err(io)?;
+        let mut file = File::open(&path).map_err(DataError::io(&path))?;
         let mut index = LineIndex::default();
         let mut buf = vec![0u8; READ_BUF];
         // Where the current line starts, and whether it has anything but whitespace so far.
@@ -70,7 +66,7 @@ impl<T> JsonlTasks<T> {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io(e)),
+                Err(e) => return Err(DataError::io(&path)(e)),
             };
             let mut bytes = &buf[..n];
             let mut base = pos;
@@ -137,10 +133,7 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for JsonlTasks<T> {
         let from = self.index.get(start);
         let to = self.end_of(stop - 1);
         let mut bytes = vec![0u8; (to - from) as usize];
-        read_at(&self.file, &mut bytes, from).map_err(|source| DataError::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        read_at(&self.file, &mut bytes, from).map_err(DataError::io(&self.path))?;
         let mut rows = Vec::with_capacity(stop - start);
         for row in start..stop {
             let a = (self.index.get(row) - from) as usize;

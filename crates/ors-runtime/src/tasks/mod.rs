@@ -103,16 +103,12 @@ impl<T: DeserializeOwned + Send + 'static> TaskFile<T> {
             #[cfg(feature = "parquet")]
             Some("parquet") => Self::parquet(path),
             #[cfg(not(feature = "parquet"))]
-            Some("parquet") => Err(DataError::Format {
-                path: path.to_owned(),
-                reason: "reading Parquet needs the cargo feature `parquet` of ors-runtime \
-                         (ors-server's `parquet` feature)"
-                    .to_owned(),
-            }),
-            _ => Err(DataError::Format {
-                path: path.to_owned(),
-                reason: "a task file is .jsonl or .parquet".to_owned(),
-            }),
+            Some("parquet") => Err(DataError::format(
+                path,
+                "reading Parquet needs the cargo feature `parquet` of ors-runtime (ors-server's \
+                 `parquet` feature)",
+            )),
+            _ => Err(DataError::format(path, "a task file is .jsonl or .parquet")),
         }
     }
 
@@ -157,9 +153,8 @@ impl<T: Send + 'static> TaskFile<T> {
     /// Row `index`, parsed into a task.
     pub async fn get(&self, index: usize) -> Result<T, DataError> {
         let mut rows = self.range(index, index.saturating_add(1)).await?;
-        rows.pop().ok_or_else(|| DataError::Format {
-            path: self.path.to_path_buf(),
-            reason: format!("the source returned no row {index}"),
+        rows.pop().ok_or_else(|| {
+            DataError::format(&self.path, format!("the source returned no row {index}"))
         })
     }
 

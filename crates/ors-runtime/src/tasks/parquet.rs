@@ -31,14 +31,9 @@ impl<T> ParquetTasks<T> {
     /// Open a file, reading only its footer (the schema and the row groups' sizes).
     pub fn open(path: impl AsRef<Path>) -> Result<Self, DataError> {
         let path = path.as_ref().to_owned();
-        let file = File::open(&path).map_err(|source| DataError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let reader = SerializedFileReader::new(file).map_err(|e| DataError::Format {
-            path: path.clone(),
-            reason: format!("not a readable Parquet file: {e}"),
-        })?;
+        let file = File::open(&path).map_err(DataError::io(&path))?;
+        let reader = SerializedFileReader::new(file)
+            .map_err(|e| DataError::format(&path, format!("not a readable Parquet file: {e}")))?;
         let meta = reader.metadata();
         let mut starts = Vec::with_capacity(meta.num_row_groups() + 1);
         let mut total = 0usize;
@@ -62,10 +57,7 @@ impl<T> ParquetTasks<T> {
     }
 
     fn format_err(&self, e: impl std::fmt::Display) -> DataError {
-        DataError::Format {
-            path: self.path.clone(),
-            reason: e.to_string(),
-        }
+        DataError::format(&self.path, e)
     }
 }
 
@@ -121,10 +113,7 @@ where
     I: IntoIterator<Item = Vec<String>>,
 {
     let path = path.as_ref();
-    let err = |e: &dyn std::fmt::Display| DataError::Format {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    };
+    let err = |e: &dyn std::fmt::Display| DataError::format(path, e);
     let fields = columns
         .iter()
         .map(|name| {
@@ -143,10 +132,7 @@ where
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .build();
-    let file = File::create(path).map_err(|source| DataError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let file = File::create(path).map_err(DataError::io(path))?;
     let mut writer =
         SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props)).map_err(|e| err(&e))?;
     let mut total = 0usize;

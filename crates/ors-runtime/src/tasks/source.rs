@@ -56,6 +56,24 @@ pub enum DataError {
     },
 }
 
+impl DataError {
+    /// The file at `path` is not in its format, for `reason`.
+    pub(crate) fn format(path: &Path, reason: impl std::fmt::Display) -> Self {
+        DataError::Format {
+            path: path.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// The I/O error of reading (or writing) the file at `path`.
+    pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Self + '_ {
+        |source| DataError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}
+
 /// `Ok` when `start..stop` is a range of a source of `len` rows.
 pub(crate) fn check_range(
     path: &Path,
