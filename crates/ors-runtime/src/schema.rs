@@ -151,17 +151,14 @@ impl InputValidator {
     /// Compile a schema (JSON Schema 2020-12 unless it says otherwise with `$schema`). It must
     /// be an object schema: a tool input is a JSON object.
     pub fn new(schema: &Value) -> Result<Self, BadSchema> {
-        match schema.get("type") {
-            Some(Value::String(t)) if t == "object" => {}
-            Some(other) => return Err(BadSchema::NotObject(format!("type {other}"))),
-            None if schema.is_object() => {
-                return Err(BadSchema::NotObject("a schema without \"type\"".to_owned()))
-            }
-            None => {
-                return Err(BadSchema::NotObject(
-                    ors_core::types::json_kind(schema).to_owned(),
-                ))
-            }
+        let found = match schema.get("type") {
+            Some(Value::String(t)) if t == "object" => None,
+            Some(other) => Some(format!("type {other}")),
+            None if schema.is_object() => Some("a schema without \"type\"".to_owned()),
+            None => Some(ors_core::types::json_kind(schema).to_owned()),
+        };
+        if let Some(found) = found {
+            return Err(BadSchema::NotObject(found));
         }
         #[cfg(feature = "validate")]
         {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
+use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
 
 use super::{ToolContext, ToolEntry, ToolTableError};
 use crate::schema::InputValidator;
@@ -165,13 +165,10 @@ impl DynamicTool {
                 Ok(Value::Object(obj)) => handler(ctx, obj),
                 Err(out) => Box::pin(async move { out }),
                 Ok(other) => {
-                    let msg = format!(
-                        "invalid input for tool '{name}': expected an object, got {}",
-                        ors_core::types::json_kind(&other)
-                    );
-                    Box::pin(async move {
-                        RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
-                    })
+                    let kind = ors_core::types::json_kind(&other);
+                    let out =
+                        super::invalid_input(&name, format!("expected an object, got {kind}"));
+                    Box::pin(async move { out })
                 }
             },
         )

@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OnceCell};
 
 use ors_core::types::{
     Blocks, GroupCandidate, GroupScore, Message, RunToolOutput, Secrets, Split, TerminalToolSpec,
@@ -55,9 +55,6 @@ impl<T> SplitTasks<T> {
     }
 }
 
-/// Each split's tasks, set up at most once (the cell).
-type SplitCache<T> = Mutex<HashMap<String, Arc<OnceLock<SplitTasks<T>>>>>;
-
 /// One served environment: `E` with its start-up state, under a name, with its tool table;
 /// what a server hosts behind [`DynEnvironment`], and what a test drives without a server
 /// ([`EnvHandle::episode`]).
@@ -67,8 +64,8 @@ pub struct EnvHandle<E: Environment> {
     /// Built once here; every episode holds it.
     table: Arc<ToolTable<E>>,
     splits: Vec<Split>,
-    cache: SplitCache<E::Task>,
-    load_lock: tokio::sync::Mutex<()>,
+    /// Each split's tasks, set up at most once, by one loader at a time.
+    cache: HashMap<String, OnceCell<SplitTasks<E::Task>>>,
 }
 
 impl<E: Environment> Default for EnvHandle<E>
@@ -86,13 +83,16 @@ impl<E: Environment> EnvHandle<E> {
     ///
     /// [`EnvironmentMeta::NAME`]: super::EnvironmentMeta::NAME
     pub fn new(state: E::State) -> Self {
+        let splits = E::splits_with(&state);
         Self {
             name: E::NAME.to_owned(),
             table: Arc::new(E::tool_table(&state)),
-            splits: E::splits_with(&state),
+            cache: splits
+                .iter()
+                .map(|s| (s.name.clone(), OnceCell::new()))
+                .collect(),
+            splits,
             state: Arc::new(state),
-            cache: Mutex::new(HashMap::new()),
-            load_lock: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -122,26 +122,18 @@ impl<E: Environment> EnvHandle<E> {
 
     /// How a split is served: counted by `num_tasks`, else loaded by `tasks`; once per split.
     async fn split(&self, split: &str) -> Result<SplitTasks<E::Task>, TaskError> {
-        if !self.splits.iter().any(|s| s.name == split) {
+        let Some(cell) = self.cache.get(split) else {
             return Err(TaskError::unknown_split(split, &self.splits));
-        }
-        let cell = {
-            let mut map = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(split.to_owned()).or_default().clone()
         };
-        if let Some(tasks) = cell.get() {
-            return Ok(tasks.clone());
-        }
-        // One loader at a time, so a cold split is not loaded by every concurrent request.
-        let _guard = self.load_lock.lock().await;
-        if let Some(tasks) = cell.get() {
-            return Ok(tasks.clone());
-        }
-        let tasks = match E::num_tasks_with(&self.state, split).await? {
-            Some(n) => SplitTasks::Indexed(n),
-            None => SplitTasks::Loaded(E::tasks_with(&self.state, split).await?.into()),
-        };
-        Ok(cell.get_or_init(|| tasks).clone())
+        // One loader a split at a time, so a cold split is not loaded by every concurrent
+        // request.
+        let tasks = cell.get_or_try_init(|| async {
+            Ok::<_, TaskError>(match E::num_tasks_with(&self.state, split).await? {
+                Some(n) => SplitTasks::Indexed(n),
+                None => SplitTasks::Loaded(E::tasks_with(&self.state, split).await?.into()),
+            })
+        });
+        Ok(tasks.await?.clone())
     }
 
     /// Tasks `start..stop` (already within bounds) as JSON.

@@ -31,7 +31,7 @@ pub use input::{CallInput, InputError};
 #[cfg(feature = "mcp")]
 pub(crate) use dynamic_tools::checked_input;
 pub(crate) use environment::ENVIRONMENT_METHODS;
-pub(crate) use table::as_value;
+pub(crate) use table::{as_value, invalid_input};
 pub use table::{
     BlockingFn, NameHasher, Prepared, ToolEntry, ToolFn, ToolFuture, ToolRun, ToolTable,
     ToolTableError, Toolset, REASONING_FIELD,

@@ -510,12 +510,13 @@ pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
 /// The input as a value (`{}` when there is none), or the `ok: false` answer naming what is
 /// wrong with its text.
 pub(crate) fn as_value(tool: &str, input: CallInput) -> Result<Value, RunToolOutput> {
-    input.into_value().map_err(|e| {
-        RunToolOutput::refused(
-            ToolErrorReason::InputValidation,
-            format!("invalid input for tool '{tool}': {e}"),
-        )
-    })
+    input.into_value().map_err(|e| invalid_input(tool, e))
+}
+
+/// The `ok: false` answer to an input the tool cannot take, saying what is wrong with it.
+pub(crate) fn invalid_input(tool: &str, what: impl std::fmt::Display) -> RunToolOutput {
+    let msg = format!("invalid input for tool '{tool}': {what}");
+    RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
 }
 
 /// Take the `reasoning` string out of an input into the context.
@@ -530,10 +531,10 @@ pub(crate) fn take_reasoning(
     match obj.remove(REASONING_FIELD) {
         None | Some(Value::Null) => Ok((ctx, input)),
         Some(Value::String(s)) => Ok((ctx.with_reasoning(s), input)),
-        Some(other) => Err(RunToolOutput::refused(
-            ToolErrorReason::InputValidation,
+        Some(other) => Err(invalid_input(
+            tool,
             format!(
-                "invalid input for tool '{tool}': field 'reasoning': expected a string, got {}",
+                "field 'reasoning': expected a string, got {}",
                 ors_core::types::json_kind(&other)
             ),
         )),

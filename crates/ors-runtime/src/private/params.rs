@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use ors_core::types::{JsonObject, RunToolOutput, ToolErrorReason};
+use ors_core::types::{JsonObject, RunToolOutput};
 
-use crate::env::{CallInput, ToolContext};
+use crate::env::{invalid_input, CallInput, ToolContext};
 use crate::schema::input_schema;
 
 /// A type a `#[tool]` method can take as its input: deserialized from the call's JSON and
@@ -106,13 +106,10 @@ fn take_input<T: ToolInput>(
     // Taken, so the input (and the request body it is a slice of) is released once read. An
     // input that does not fit is an `ok: false` result naming the tool and the field (what the
     // model needs to fix its call).
-    input.take().unwrap_or_default().deserialize().map_err(|e| {
-        let e = e.to_string().replace('`', "'");
-        RunToolOutput::refused(
-            ToolErrorReason::InputValidation,
-            format!("invalid input for tool '{tool}': {e}"),
-        )
-    })
+    let input = input.take().unwrap_or_default();
+    input
+        .deserialize()
+        .map_err(|e| invalid_input(tool, e.to_string().replace('`', "'")))
 }
 
 /// A type a `#[tool(schema = "...")]` method can take by value after `self`: the
@@ -189,9 +186,9 @@ impl ContextRef for ToolContext {
 pub fn no_input(tool: &str, input: Option<CallInput>) -> Result<(), RunToolOutput> {
     match input.as_ref().map(CallInput::kind) {
         None | Some("null" | "an object") => Ok(()),
-        Some(kind) => Err(RunToolOutput::refused(
-            ToolErrorReason::InputValidation,
-            format!("invalid input for tool '{tool}': expected an object, got {kind}"),
+        Some(kind) => Err(invalid_input(
+            tool,
+            format!("expected an object, got {kind}"),
         )),
     }
 }
@@ -199,6 +196,7 @@ pub fn no_input(tool: &str, input: Option<CallInput>) -> Result<(), RunToolOutpu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ors_core::types::ToolErrorReason;
 
     #[test]
     fn only_an_input_after_an_input_is_a_second_input() {
