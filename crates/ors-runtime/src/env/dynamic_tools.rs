@@ -90,24 +90,23 @@ impl DynamicTool {
         R: IntoToolResult,
     {
         let name = name.into();
-        let bad = |reason: String| ToolTableError::Schema {
+        let bad = |reason: &str| ToolTableError::Schema {
             tool: name.clone(),
-            reason,
+            reason: reason.to_owned(),
         };
         if !valid_tool_name(&name) {
             return Err(bad(
-                "a tool name is 1 to 64 characters from `A-Z a-z 0-9 _ -`".to_owned(),
+                "a tool name is 1 to 64 characters from `A-Z a-z 0-9 _ -`",
             ));
         }
         let description = description.into();
         if description.trim().is_empty() {
             return Err(bad(
-                "a tool needs a description: the model reads it to decide when to call it"
-                    .to_owned(),
+                "a tool needs a description: the model reads it to decide when to call it",
             ));
         }
         let (validator, schema) =
-            InputValidator::from_value(schema).map_err(|e| bad(e.to_string()))?;
+            InputValidator::from_value(schema).map_err(|e| bad(&e.to_string()))?;
         let handler: DynamicHandler = Arc::new(move |ctx, input| {
             let fut = handler(ctx, input);
             Box::pin(async move { fut.await.into_tool_result() })

@@ -494,12 +494,8 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         self.table.selectable_names().collect()
     }
     fn tasks(&self, split: &str) -> BoxFuture<'_, Result<Vec<Value>, TaskError>> {
-        let split = split.to_owned();
-        Box::pin(async move {
-            let tasks = self.split(&split).await?;
-            let len = tasks.len();
-            self.range_json(&split, &tasks, 0, len).await
-        })
+        // The whole split, as a slice with no bounds (`0..len`).
+        self.task_range(split, None, None)
     }
     fn num_tasks(&self, split: &str) -> BoxFuture<'_, Result<usize, TaskError>> {
         let split = split.to_owned();

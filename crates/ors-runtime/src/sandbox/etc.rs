@@ -80,26 +80,22 @@ pub(crate) fn prepared() -> Result<&'static Path, SandboxError> {
 /// The entries of `etc` to copy: [`ETC`] and the interpreters' own (`python3`, `python3.11`).
 fn entries(etc: &Path) -> Vec<String> {
     let mut names: Vec<String> = ETC.iter().map(|s| (*s).to_owned()).collect();
-    if let Ok(dir) = std::fs::read_dir(etc) {
-        let mut extra: Vec<String> = dir
-            .filter_map(Result::ok)
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("python"))
-            .collect();
-        extra.sort();
-        names.extend(extra);
-    }
+    // An unreadable directory, or entry, adds nothing.
+    let dir = std::fs::read_dir(etc).into_iter().flatten().flatten();
+    let mut extra: Vec<String> = dir
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("python"))
+        .collect();
+    extra.sort();
+    names.extend(extra);
     names
 }
 
 /// Whether others (the sandbox's host user) may read it: only that is copied.
 fn readable_by_others(meta: &std::fs::Metadata) -> bool {
-    let mode = meta.mode();
-    if meta.is_dir() {
-        mode & 0o005 == 0o005
-    } else {
-        mode & 0o004 != 0
-    }
+    // A directory must be searchable too.
+    let need = if meta.is_dir() { 0o005 } else { 0o004 };
+    meta.mode() & need == need
 }
 
 /// Every path under `etc` that would be copied, with what identifies its version.
