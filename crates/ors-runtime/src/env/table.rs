@@ -142,25 +142,18 @@ impl<E: 'static> ToolEntry<E> {
     /// (how an environment includes a toolset kept in one of its fields). A concurrent tool
     /// becomes an exclusive one there: `project` only reaches the toolset through `&mut`.
     pub fn project<O: 'static>(&self, project: fn(&mut O) -> &mut E) -> ToolEntry<O> {
-        let run = match &self.run {
-            ToolRun::Async(f) => {
-                let inner = Arc::clone(f);
-                let f: ToolFn<O> =
-                    Arc::new(move |outer: &mut O, ctx, input| inner(project(outer), ctx, input));
-                ToolRun::Async(f)
+        let run = match self.run.clone() {
+            ToolRun::Async(inner) => ToolRun::Async(Arc::new(move |o: &mut O, ctx, input| {
+                inner(project(o), ctx, input)
+            })),
+            ToolRun::Blocking(inner) => {
+                ToolRun::Blocking(Arc::new(move |o: &mut O, ctx, input| {
+                    inner(project(o), ctx, input)
+                }))
             }
-            ToolRun::Blocking(f) => {
-                let inner = Arc::clone(f);
-                let f: BlockingFn<O> =
-                    Arc::new(move |outer: &mut O, ctx, input| inner(project(outer), ctx, input));
-                ToolRun::Blocking(f)
-            }
-            ToolRun::Concurrent(f) => {
-                let inner = Arc::clone(f);
-                let f: ToolFn<O> =
-                    Arc::new(move |outer: &mut O, ctx, input| inner(project(outer), ctx, input));
-                ToolRun::Async(f)
-            }
+            ToolRun::Concurrent(inner) => ToolRun::Async(Arc::new(move |o: &mut O, ctx, input| {
+                inner(project(o), ctx, input)
+            })),
         };
         ToolEntry {
             validator: self.validator.clone(),

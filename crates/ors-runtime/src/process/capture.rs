@@ -42,11 +42,10 @@ impl<'c> Capture<'c> {
     /// Take the next bytes of the stream.
     pub(crate) fn push(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
-            let (part, ended) = match memchr::memchr(b'\n', data) {
-                Some(i) => (&data[..=i], true),
-                None => (data, false),
-            };
-            data = &data[part.len()..];
+            let end = memchr::memchr(b'\n', data).map_or(data.len(), |i| i + 1);
+            let (part, rest) = data.split_at(end);
+            let ended = part.ends_with(b"\n");
+            data = rest;
             let room = self.cap.saturating_sub(self.bytes.len());
             let kept = part.len().min(room);
             if self.line.is_empty() && self.line_kept {

@@ -349,27 +349,22 @@ impl<R: AsyncRead + Unpin> Stream<R> {
         capture: &mut Capture<'_>,
     ) -> std::io::Result<Option<Vec<u8>>> {
         let finder = memchr::memmem::Finder::new(nonce.as_bytes());
+        let marker = nonce.as_bytes();
         let mut chunk = vec![0u8; CHUNK];
         loop {
-            if let Some(at) = finder.find(&self.buf) {
-                if at > 0 {
-                    capture.push(&self.buf[..at]);
-                    self.buf.drain(..at);
-                }
-                if let Some(nl) = memchr::memchr(b'\n', &self.buf[nonce.len()..]) {
-                    let tail = self.buf[nonce.len()..nonce.len() + nl].to_vec();
-                    self.buf.drain(..nonce.len() + nl + 1);
+            // Everything before the marker is output now (a line is sent as progress as soon
+            // as it ends); without a marker, all but what could be the start of one.
+            let upto = finder
+                .find(&self.buf)
+                .unwrap_or_else(|| self.buf.len() - marker_start(&self.buf, marker));
+            capture.push(&self.buf[..upto]);
+            self.buf.drain(..upto);
+            if self.buf.starts_with(marker) {
+                if let Some(nl) = memchr::memchr(b'\n', &self.buf[marker.len()..]) {
+                    let tail = self.buf[marker.len()..marker.len() + nl].to_vec();
+                    self.buf.drain(..marker.len() + nl + 1);
                     capture.finish();
                     return Ok(Some(tail));
-                }
-            } else {
-                // Keep what could be the start of the marker; the rest is output now (a line
-                // is sent as progress as soon as it ends).
-                let keep = marker_start(&self.buf, nonce.as_bytes());
-                let upto = self.buf.len() - keep;
-                if upto > 0 {
-                    capture.push(&self.buf[..upto]);
-                    self.buf.drain(..upto);
                 }
             }
             let n = self.reader.read(&mut chunk).await?;
