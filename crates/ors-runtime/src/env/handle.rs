@@ -31,19 +31,10 @@ pub const MAX_TASKS_PER_REQUEST: usize = 10_000;
 
 /// How a split is served, decided the first time it is asked for.
 enum SplitTasks<T> {
-    /// Loaded by `tasks`, shared without cloning.
-    Loaded(Arc<[T]>),
+    /// Loaded by `tasks`, kept in its cell and lent to each request (never cloned).
+    Loaded(Vec<T>),
     /// Counted by `num_tasks`; tasks are read by index on demand.
     Indexed(usize),
-}
-
-impl<T> Clone for SplitTasks<T> {
-    fn clone(&self) -> Self {
-        match self {
-            SplitTasks::Loaded(t) => SplitTasks::Loaded(Arc::clone(t)),
-            SplitTasks::Indexed(n) => SplitTasks::Indexed(*n),
-        }
-    }
 }
 
 impl<T> SplitTasks<T> {
@@ -121,7 +112,7 @@ impl<E: Environment> EnvHandle<E> {
     }
 
     /// How a split is served: counted by `num_tasks`, else loaded by `tasks`; once per split.
-    async fn split(&self, split: &str) -> Result<SplitTasks<E::Task>, TaskError> {
+    async fn split(&self, split: &str) -> Result<&SplitTasks<E::Task>, TaskError> {
         let Some(cell) = self.cache.get(split) else {
             return Err(TaskError::unknown_split(split, &self.splits));
         };
@@ -130,10 +121,10 @@ impl<E: Environment> EnvHandle<E> {
         let tasks = cell.get_or_try_init(|| async {
             Ok::<_, TaskError>(match E::num_tasks_with(&self.state, split).await? {
                 Some(n) => SplitTasks::Indexed(n),
-                None => SplitTasks::Loaded(E::tasks_with(&self.state, split).await?.into()),
+                None => SplitTasks::Loaded(E::tasks_with(&self.state, split).await?),
             })
         });
-        Ok(tasks.await?.clone())
+        tasks.await
     }
 
     /// Tasks `start..stop` (already within bounds) as JSON.
@@ -532,8 +523,7 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         Box::pin(async move {
             let tasks = self.split(&split).await?;
             let range = ors_core::types::slice_bounds(start, stop, tasks.len());
-            self.range_json(&split, &tasks, range.start, range.end)
-                .await
+            self.range_json(&split, tasks, range.start, range.end).await
         })
     }
     fn create(

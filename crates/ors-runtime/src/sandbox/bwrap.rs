@@ -148,12 +148,11 @@ async fn start(settings: &SandboxSettings) -> Result<Live, SandboxError> {
         let mut info = String::new();
         // The info object, ending with a line `}`; bwrap's error instead when it failed.
         loop {
-            let mut line = String::new();
-            if stderr.read_line(&mut line).await.unwrap_or(0) == 0 {
+            let line = info.len();
+            if stderr.read_line(&mut info).await.unwrap_or(0) == 0 {
                 return Err(info);
             }
-            info.push_str(&line);
-            if line.trim_end() == "}" {
+            if info[line..].trim_end() == "}" {
                 break;
             }
         }
