@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::Future;
 
+use futures_util::stream::{self, StreamExt, TryStreamExt};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -135,13 +136,10 @@ pub trait EnvironmentMeta: Sized + 'static {
     where
         Self: Environment,
     {
-        async move {
-            let mut tasks = Vec::with_capacity(stop.saturating_sub(start));
-            for index in start..stop {
-                tasks.push(Self::task_with(state, split, index).await?);
-            }
-            Ok(tasks)
-        }
+        // One after the other, in order.
+        stream::iter(start..stop)
+            .then(move |index| Self::task_with(state, split, index))
+            .try_collect()
     }
 
     /// [`Environment::new`], given the state.
@@ -270,13 +268,10 @@ pub trait Environment: EnvironmentMeta + Send + Sync {
         start: usize,
         stop: usize,
     ) -> impl Future<Output = Result<Vec<Self::Task>, EnvError>> + Send {
-        async move {
-            let mut tasks = Vec::with_capacity(stop.saturating_sub(start));
-            for index in start..stop {
-                tasks.push(Self::task(split, index).await?);
-            }
-            Ok(tasks)
-        }
+        // One after the other, in order.
+        stream::iter(start..stop)
+            .then(move |index| Self::task(split, index))
+            .try_collect()
     }
 
     /// Set up an episode for a task: this is the `create` of the protocol. Required:

@@ -540,17 +540,13 @@ impl McpToolset {
             server: toolset.server.label(),
             reason,
         };
-        let listed = list_tools(&conn.client, toolset.server.limits)
-            .await
-            .map_err(|e| {
-                failed(match conn.broken.get() {
-                    Some(reason) => format!("listing its tools: the server {reason}"),
-                    None => e,
-                })
-            })?;
-        let tools = listed
-            .into_iter()
-            .map(|t| ors_tool(&toolset.server.prefix, t));
+        let (prefix, limits) = (&toolset.server.prefix, toolset.server.limits);
+        let listed = list_tools(&conn.client, limits).await;
+        let listed = listed.map_err(|e| match conn.broken.get() {
+            Some(reason) => failed(format!("listing its tools: the server {reason}")),
+            None => failed(e),
+        })?;
+        let tools = listed.into_iter().map(|t| ors_tool(prefix, t));
         toolset.tools = tools.collect::<Result<_, _>>().map_err(failed)?;
         if toolset.server.connection == Connection::Shared {
             *toolset.shared.get_mut() = Some(conn);
