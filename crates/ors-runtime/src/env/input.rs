@@ -80,10 +80,9 @@ impl CallInput {
         match &self.0 {
             Repr::Empty | Repr::Value(Value::Null) => from_text(b"{}"),
             Repr::Text(text) => from_text(text),
-            Repr::Value(value) => match T::deserialize(value) {
-                Ok(v) => Ok(v),
-                Err(_) => serde_path_to_error::deserialize(value).map_err(input_error),
-            },
+            // As for text, the path is tracked only to name the field of an input that fails.
+            Repr::Value(value) => T::deserialize(value)
+                .or_else(|_| serde_path_to_error::deserialize(value).map_err(input_error)),
         }
     }
 

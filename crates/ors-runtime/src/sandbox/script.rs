@@ -49,9 +49,7 @@ pub(crate) fn script(exec: &Exec) -> Result<Vec<u8>, SandboxError> {
     if dir.contains(&0) {
         return refuse("the working directory contains a NUL byte".to_owned());
     }
-    s.extend_from_slice(b"cd -- ");
-    s.extend_from_slice(&quote(dir));
-    s.extend_from_slice(b" || exit 126; ");
+    s.extend([b"cd -- ", &quote(dir)[..], b" || exit 126; "].concat());
     for (k, v) in &exec.env {
         let (k, v) = (k.as_bytes(), v.as_bytes());
         if !valid_name(k) {
@@ -67,11 +65,7 @@ pub(crate) fn script(exec: &Exec) -> Result<Vec<u8>, SandboxError> {
                 String::from_utf8_lossy(k)
             ));
         }
-        s.extend_from_slice(b"export ");
-        s.extend_from_slice(k);
-        s.push(b'=');
-        s.extend_from_slice(&quote(v));
-        s.extend_from_slice(b"; ");
+        s.extend([b"export ", k, b"=", &quote(v), b"; "].concat());
     }
     if let [sh, c, command] = exec.argv.as_slice() {
         if (sh == "/bin/sh" || sh == "sh") && c == "-c" {
@@ -82,8 +76,7 @@ pub(crate) fn script(exec: &Exec) -> Result<Vec<u8>, SandboxError> {
             // shell, instead of an exec'd second one: that exec cost as much CPU as a `sleep
             // 1` command itself. What differs from `sh -c`: `$$` and `$PPID` are the init's,
             // and the shell's messages name it (`ors-sandbox-init: 1: eval: x: not found`).
-            s.extend_from_slice(b"eval ");
-            s.extend_from_slice(&quote(command.as_bytes()));
+            s.extend([b"eval ", &quote(command.as_bytes())[..]].concat());
             return Ok(s);
         }
     }
