@@ -189,22 +189,17 @@ fn prepare(etc: &Path, parent: &Path) -> Result<PathBuf, String> {
         std::fs::write(building.join(".complete"), "")?;
         Ok(())
     };
-    if let Err(e) = build() {
-        let _ = std::fs::remove_dir_all(&building);
-        return Err(e.to_string());
-    }
-    match std::fs::rename(&building, &done) {
-        Ok(()) => Ok(done),
-        // Another server made it first.
-        Err(_) if done.join(".complete").exists() && trusted(&done) => {
-            let _ = std::fs::remove_dir_all(&building);
-            Ok(done)
+    let made = build().map_err(|e| e.to_string()).and_then(|()| {
+        match std::fs::rename(&building, &done) {
+            Ok(()) => Ok(()),
+            // Another server made it first.
+            Err(_) if done.join(".complete").exists() && trusted(&done) => Ok(()),
+            Err(e) => Err(format!("{}: {e}", done.display())),
         }
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&building);
-            Err(format!("{}: {e}", done.display()))
-        }
-    }
+    });
+    // Whatever is left of the copy (nothing once it was renamed).
+    let _ = std::fs::remove_dir_all(&building);
+    made.map(|()| done)
 }
 
 #[cfg(test)]
