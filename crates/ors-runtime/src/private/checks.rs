@@ -36,18 +36,15 @@ pub const fn first_collision(a: &[&str], b: &[&str]) -> Option<usize> {
 }
 
 const fn str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
+    // Byte by byte (`==` on slices is not `const`).
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    while let ([x, a_rest @ ..], [y, b_rest @ ..]) = (a, b) {
+        if *x != *y {
             return false;
         }
-        i += 1;
+        (a, b) = (a_rest, b_rest);
     }
-    true
+    a.is_empty() && b.is_empty()
 }
 
 /// The message of a toolset collision, built at compile time (a `const` panic can only print
