@@ -156,11 +156,8 @@ impl Finished {
         }
         for (name, text) in [("stdout", &self.stdout), ("stderr", &self.stderr)] {
             if !text.is_empty() {
-                out.push_str(&format!("--- {name} ---\n"));
-                out.push_str(text);
-                if !text.ends_with('\n') {
-                    out.push('\n');
-                }
+                let end = if text.ends_with('\n') { "" } else { "\n" };
+                out.push_str(&format!("--- {name} ---\n{text}{end}"));
             }
         }
         out

@@ -232,22 +232,19 @@ impl Live {
         let _ = self.stdin.shutdown().await;
         drop(self.stdin);
         let mut exited = self.exited.clone();
-        if tokio::time::timeout(GRACE, exited.wait_for(|e| *e))
-            .await
-            .is_ok()
-        {
-            return Ok(());
-        }
-        tracing::warn!(
-            pid = self.init_pid,
-            "a sandbox's init did not exit; killing it"
-        );
-        signal(self.init_pid, "KILL", &self.exited).await;
-        if tokio::time::timeout(GRACE, exited.wait_for(|e| *e))
-            .await
-            .is_ok()
-        {
-            return Ok(());
+        // GRACE to exit on its own, then GRACE more once the init is killed.
+        for kill in [false, true] {
+            if kill {
+                tracing::warn!(
+                    pid = self.init_pid,
+                    "a sandbox's init did not exit; killing it"
+                );
+                signal(self.init_pid, "KILL", &self.exited).await;
+            }
+            let gone = tokio::time::timeout(GRACE, exited.wait_for(|e| *e)).await;
+            if gone.is_ok() {
+                return Ok(());
+            }
         }
         if let Some(kill) = self.kill.take() {
             let _ = kill.send(());
