@@ -181,10 +181,7 @@ impl<E: Environment> Slot<E> {
     /// The episode, waiting for a blocking tool's thread to hand it back first.
     async fn env(&mut self) -> Option<&mut E> {
         if let Slot::Away(rx) = self {
-            *self = match rx.await {
-                Ok(env) => Slot::Here(env),
-                Err(_) => Slot::Lost,
-            };
+            *self = rx.await.map_or(Slot::Lost, Slot::Here);
         }
         match self {
             Slot::Here(env) => Some(env),

@@ -419,11 +419,9 @@ async fn spawn(cmd: tokio::process::Command) -> io::Result<tokio::process::Child
                 .name(format!("ors-sandbox-spawner-{i}"))
                 .spawn(move || loop {
                     // One thread waits for the next job at a time; the others are spawning.
-                    let job = match rx.lock() {
-                        Ok(rx) => rx.recv(),
-                        Err(_) => return,
+                    let Ok(Ok(mut job)) = rx.lock().map(|rx| rx.recv()) else {
+                        return;
                     };
-                    let Ok(mut job) = job else { return };
                     let _entered = job.handle.enter();
                     let _ = job.reply.send(job.cmd.spawn());
                 });
@@ -439,12 +437,9 @@ async fn spawn(cmd: tokio::process::Command) -> io::Result<tokio::process::Child
         cmd,
         reply,
     };
-    if sender.send(job).is_err() {
-        return Err(io::Error::other("the sandbox spawner threads are gone"));
-    }
-    answer
-        .await
-        .unwrap_or_else(|_| Err(io::Error::other("the sandbox spawner threads are gone")))
+    let gone = || io::Error::other("the sandbox spawner threads are gone");
+    sender.send(job).map_err(|_| gone())?;
+    answer.await.unwrap_or_else(|_| Err(gone()))
 }
 
 #[cfg(test)]
