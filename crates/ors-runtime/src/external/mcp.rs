@@ -237,6 +237,14 @@ impl McpServer {
         }
     }
 
+    /// Why this server could not be started, reached or listed.
+    fn failed(&self, reason: String) -> ExternalError {
+        ExternalError::Mcp {
+            server: self.label(),
+            reason,
+        }
+    }
+
     /// Open a connection: start the program (or reach the URL) and initialize.
     async fn open(&self) -> Result<Conn, String> {
         let broken = Broken::default();
@@ -536,10 +544,7 @@ impl McpToolset {
             server,
         };
         let conn = toolset.open().await?;
-        let failed = |reason: String| ExternalError::Mcp {
-            server: toolset.server.label(),
-            reason,
-        };
+        let failed = |reason| toolset.server.failed(reason);
         let (prefix, limits) = (&toolset.server.prefix, toolset.server.limits);
         let listed = list_tools(&conn.client, limits).await;
         let listed = listed.map_err(|e| match conn.broken.get() {
@@ -594,14 +599,8 @@ impl McpToolset {
 
     /// A new connection, its program (if it has one) remembered for [`McpToolset::close`].
     async fn open(&self) -> Result<Arc<Conn>, ExternalError> {
-        let conn = self
-            .server
-            .open()
-            .await
-            .map_err(|reason| ExternalError::Mcp {
-                server: self.server.label(),
-                reason,
-            })?;
+        let opened = self.server.open().await;
+        let conn = opened.map_err(|reason| self.server.failed(reason))?;
         if let (Some(process), Ok(mut all)) = (&conn.process, self.programs.lock()) {
             all.retain(|w| w.strong_count() > 0);
             all.push(Arc::downgrade(process));
