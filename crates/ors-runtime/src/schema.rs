@@ -236,14 +236,11 @@ fn field_path(pointer: &str) -> String {
     for seg in pointer.split('/').skip(1) {
         let seg = seg.replace("~1", "/").replace("~0", "~");
         if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
-            out.push('[');
+            out.push_str(&format!("[{seg}]"));
+        } else if out.is_empty() {
             out.push_str(&seg);
-            out.push(']');
         } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(&seg);
+            out.push_str(&format!(".{seg}"));
         }
     }
     out

@@ -118,9 +118,7 @@ impl WorkDir {
                 Ok(_) => at = next,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     // The rest does not exist yet: no link can lead out from here.
-                    for rest in &parts[i..] {
-                        at.push(rest);
-                    }
+                    at.extend(&parts[i..]);
                     return Ok(at);
                 }
                 Err(e) => return Err(io_err(rel, e)),

@@ -60,7 +60,6 @@ impl<T> JsonlTasks<T> {
         let mut line_start: u64 = 0;
         let mut has_content = false;
         let mut pos: u64 = 0;
-        let mut first = true;
         loop {
             let n = match file.read(&mut buf) {
                 Ok(0) => break,
@@ -70,13 +69,11 @@ impl<T> JsonlTasks<T> {
             };
             let mut bytes = &buf[..n];
             let mut base = pos;
-            if first {
-                first = false;
-                if let Some(rest) = bytes.strip_prefix(b"\xEF\xBB\xBF") {
-                    bytes = rest;
-                    base += 3;
-                    line_start = 3;
-                }
+            // A byte order mark at the very start of the file.
+            if let (0, Some(rest)) = (pos, bytes.strip_prefix(b"\xEF\xBB\xBF")) {
+                bytes = rest;
+                base += 3;
+                line_start = 3;
             }
             let mut seg_start = 0usize;
             for nl in memchr::memchr_iter(b'\n', bytes) {
