@@ -124,11 +124,9 @@ pub(crate) async fn read_to_end(stream: Option<impl AsyncRead + Unpin>, capture:
         return;
     };
     let mut buf = vec![0u8; CHUNK];
-    loop {
-        match stream.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => capture.push(&buf[..n]),
-        }
+    // Until its end, or an error reading it.
+    while let Ok(n @ 1..) = stream.read(&mut buf).await {
+        capture.push(&buf[..n]);
     }
     capture.finish();
 }

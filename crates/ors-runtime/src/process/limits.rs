@@ -133,46 +133,44 @@ pub(crate) fn detect(
     }
     let l = &applied.limits;
     let says = |needles: &[&str]| needles.iter().any(|n| stderr.contains(n));
-    if let Some(cpu) = l.cpu_secs {
+    let cpu = l.cpu_secs.filter(|_| {
         // A shell that ran the process (not exec'd into it) exits 128 + SIGXCPU.
-        if exit == Exit::Signal(SIGXCPU)
+        exit == Exit::Signal(SIGXCPU)
             || exit == Exit::Code(128 + SIGXCPU)
             || says(&["CPU time limit exceeded"])
-        {
-            return Some(LimitExceeded::Cpu(cpu));
-        }
-    }
-    if let Some(mem) = l.memory_bytes {
-        if says(&[
-            "MemoryError",
-            "Cannot allocate memory",
-            "std::bad_alloc",
-            "out of memory",
-            "memory exhausted",
-            "memory allocation of",
-        ]) {
-            return Some(LimitExceeded::Memory(mem));
-        }
-    }
-    if let Some(n) = l.processes {
-        if says(&[
-            "Cannot fork",
-            "can't fork",
-            "fork: retry",
-            "fork: Resource temporarily unavailable",
-            "BlockingIOError",
-            "Resource temporarily unavailable",
-        ]) {
-            return Some(LimitExceeded::Processes(n));
-        }
-    }
-    if let Some(disk) = applied.disk {
-        if says(&["No space left on device", "Errno 28"]) {
-            return Some(LimitExceeded::Disk(disk));
-        }
-    }
-    truncated.then_some(LimitExceeded::Output(applied.max_output))
+    });
+    let memory = || l.memory_bytes.filter(|_| says(OUT_OF_MEMORY));
+    let processes = || l.processes.filter(|_| says(NO_PROCESS));
+    let disk = || applied.disk.filter(|_| says(NO_SPACE));
+    cpu.map(LimitExceeded::Cpu)
+        .or_else(|| memory().map(LimitExceeded::Memory))
+        .or_else(|| processes().map(LimitExceeded::Processes))
+        .or_else(|| disk().map(LimitExceeded::Disk))
+        .or_else(|| truncated.then_some(LimitExceeded::Output(applied.max_output)))
 }
+
+/// What programs print when the kernel refuses them memory (at the address-space limit).
+const OUT_OF_MEMORY: &[&str] = &[
+    "MemoryError",
+    "Cannot allocate memory",
+    "std::bad_alloc",
+    "out of memory",
+    "memory exhausted",
+    "memory allocation of",
+];
+
+/// What programs print when the kernel refuses them a process (at the process limit).
+const NO_PROCESS: &[&str] = &[
+    "Cannot fork",
+    "can't fork",
+    "fork: retry",
+    "fork: Resource temporarily unavailable",
+    "BlockingIOError",
+    "Resource temporarily unavailable",
+];
+
+/// What programs print when a write fails on a full mount.
+const NO_SPACE: &[&str] = &["No space left on device", "Errno 28"];
 
 /// `64 KiB`, `2 GiB`, `100 B`.
 pub(crate) fn bytes(n: u64) -> String {
