@@ -310,15 +310,13 @@ impl Conn {
     /// Read a response head, skipping `1xx` interim responses.
     pub fn read_head(&mut self) -> Result<Head, String> {
         loop {
-            let status_line = self.take_line()?;
-            let status_line = String::from_utf8_lossy(&status_line).into_owned();
-            let mut parts = status_line.splitn(3, ' ');
-            let version = parts.next().unwrap_or_default();
-            if !version.starts_with("HTTP/1.") {
+            let status_line = String::from_utf8_lossy(&self.take_line()?).into_owned();
+            if !status_line.starts_with("HTTP/1.") {
                 return Err(format!("not an HTTP/1.x status line: {status_line:?}"));
             }
-            let status: u16 = parts
-                .next()
+            let status: u16 = status_line
+                .split(' ')
+                .nth(1)
                 .and_then(|s| s.parse().ok())
                 .ok_or_else(|| format!("bad status line: {status_line:?}"))?;
             let mut headers = Vec::new();
@@ -327,15 +325,13 @@ impl Conn {
                 if line.is_empty() {
                     break;
                 }
-                let line = String::from_utf8_lossy(&line).into_owned();
-                if let Some((n, v)) = line.split_once(':') {
+                if let Some((n, v)) = String::from_utf8_lossy(&line).split_once(':') {
                     headers.push((n.trim().to_ascii_lowercase(), v.trim().to_owned()));
                 }
             }
-            if (100..200).contains(&status) {
-                continue;
+            if !(100..200).contains(&status) {
+                return Ok(Head { status, headers });
             }
-            return Ok(Head { status, headers });
         }
     }
 
@@ -553,26 +549,23 @@ impl Request {
 
     /// The bytes on the wire.
     pub fn to_bytes(&self, target: &Target) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.body.len() + 256);
-        out.extend_from_slice(format!("{} {} HTTP/1.1\r\n", self.method, self.path).as_bytes());
-        out.extend_from_slice(format!("Host: {}\r\n", target.host).as_bytes());
+        let (method, path, host) = (&self.method, &self.path, &target.host);
+        let mut head = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\n");
         if let Some(key) = &target.api_key {
-            out.extend_from_slice(format!("X-API-Key: {key}\r\n").as_bytes());
+            head.push_str(&format!("X-API-Key: {key}\r\n"));
         }
+        let mut out = head.into_bytes();
         for (name, value) in &self.headers {
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b": ");
-            out.extend_from_slice(value);
-            out.extend_from_slice(b"\r\n");
+            out.extend([name.as_bytes(), b": ", value, b"\r\n"].concat());
         }
         let has_length = self.headers.iter().any(|(n, _)| {
             n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
         });
         if !has_length && (!self.body.is_empty() || self.method != "GET") {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+            out.extend(format!("Content-Length: {}\r\n", self.body.len()).into_bytes());
         }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.body);
+        out.extend(b"\r\n");
+        out.extend(&self.body);
         out
     }
 

@@ -128,14 +128,13 @@ impl Ctx {
         let ct = r.header("content-type").unwrap_or_default();
         if !ct.starts_with(EVENT_STREAM) {
             let v = r.json()?;
-            return v
-                .get("sid")
-                .and_then(Value::as_str)
+            return v["sid"]
+                .as_str()
                 .map(str::to_owned)
                 .ok_or_else(|| format!("no \"sid\" in the create_session reply: {v}"));
         }
-        let events = SseDecoder::new().push(&r.body);
-        let sid = events
+        let sid = r
+            .events()
             .iter()
             .find(|e| e.event == EVENT_TASK_ID)
             .map(|e| e.data.trim().to_owned())
@@ -393,19 +392,22 @@ impl Call {
     /// The `reason` of an `ok: false` result (PROTOCOL_NOTES row `error-reason`), `None` when
     /// it has none.
     pub fn tool_error_reason(&self) -> Result<Option<String>, String> {
-        let v = self.result_json()?;
-        ensure!(v["ok"] == json!(false), "expected ok: false, got {v}");
-        Ok(v.get("reason").and_then(Value::as_str).map(str::to_owned))
+        Ok(self.failed()?["reason"].as_str().map(str::to_owned))
     }
 
     /// The `error` text of an `ok: false` result.
     pub fn tool_error(&self) -> Result<String, String> {
-        let v = self.result_json()?;
-        ensure!(v["ok"] == json!(false), "expected ok: false, got {v}");
-        v.get("error")
-            .and_then(Value::as_str)
+        let v = self.failed()?;
+        v["error"]
+            .as_str()
             .map(str::to_owned)
             .ok_or_else(|| format!("ok: false without an error string: {v}"))
+    }
+
+    /// The result JSON, which must be `ok: false`.
+    fn failed(&self) -> Result<Value, String> {
+        let v = self.result_json()?;
+        check!(v["ok"] == json!(false), "expected ok: false, got {v}").map(|()| v)
     }
 }
 
@@ -458,9 +460,8 @@ pub fn expect_status(r: &Response, status: u16) -> Check {
 pub fn expect_error(r: &Response, status: u16) -> Result<String, String> {
     expect_status(r, status)?;
     let v = r.json()?;
-    let detail = v
-        .get("detail")
-        .and_then(Value::as_str)
+    let detail = v["detail"]
+        .as_str()
         .ok_or_else(|| format!("error body has no \"detail\" string: {v}"))?;
     ensure!(!detail.trim().is_empty(), "empty error detail");
     Ok(detail.to_owned())
@@ -504,11 +505,10 @@ pub fn tasks(first: i64, n: i64) -> Value {
 
 /// The `X-Secrets` header value the reference client sends.
 pub fn secrets_header(pairs: &[(&str, &str)]) -> String {
-    let mut map = serde_json::Map::new();
-    for (k, v) in pairs {
-        map.insert((*k).to_owned(), json!({"value": v}));
-    }
-    base64::engine::general_purpose::STANDARD.encode(Value::Object(map).to_string())
+    let map = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), json!({"value": v})));
+    base64::engine::general_purpose::STANDARD.encode(Value::Object(map.collect()).to_string())
 }
 
 /// Base64-decode (for image blocks).
@@ -523,13 +523,12 @@ pub fn b64_decode(s: &str) -> Result<Vec<u8>, String> {
 pub fn comment_offsets(raw: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();
     let mut start = 0;
-    for (i, &b) in raw.iter().enumerate() {
-        if b == b'\n' {
-            if raw.get(start) == Some(&b':') {
-                out.push(start);
-            }
-            start = i + 1;
+    for line in raw.split_inclusive(|&b| b == b'\n') {
+        // A last line without its line break is not a whole line yet.
+        if line.starts_with(b":") && line.ends_with(b"\n") {
+            out.push(start);
         }
+        start += line.len();
     }
     out
 }
