@@ -18,7 +18,7 @@ use serde_json::{Map, Number, Value};
 
 use shape::well_formed;
 pub use shape::Malformed;
-use text::{percent_decoded, push_step, short};
+use text::{below, percent_decoded, short};
 
 mod shape;
 mod text;
@@ -75,11 +75,7 @@ impl Schema {
 
     /// Evaluate `schema` below `at` extended by `step`.
     fn sub(&self, schema: &Value, v: &Value, at: &mut String, step: &str, depth: usize) -> Verdict {
-        let len = at.len();
-        push_step(at, step);
-        let verdict = self.eval(schema, v, at, depth + 1);
-        at.truncate(len);
-        verdict
+        below(at, step, |at| self.eval(schema, v, at, depth + 1))
     }
 
     fn keyword(
@@ -192,17 +188,10 @@ impl Schema {
         depth: usize,
     ) -> Verdict {
         match key {
-            "required" => {
-                let names = arg.as_array().map(Vec::as_slice).unwrap_or_default();
-                match names
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .find(|n| !o.contains_key(*n))
-                {
-                    Some(missing) => invalid(at, format!("'{missing}' is a required property")),
-                    None => Verdict::Valid,
-                }
-            }
+            "required" => match first_missing(arg, o) {
+                Some(missing) => invalid(at, format!("'{missing}' is a required property")),
+                None => Verdict::Valid,
+            },
             "properties" => {
                 let Some(props) = arg.as_object() else {
                     return Verdict::Unknown;
@@ -246,18 +235,12 @@ impl Schema {
                 all(deps
                     .iter()
                     .filter(|(k, _)| o.contains_key(*k))
-                    .map(|(k, dep)| match dep.as_array() {
-                        Some(names) => match names
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .find(|n| !o.contains_key(*n))
-                        {
-                            Some(n) => {
-                                invalid(at, format!("'{n}' is required when '{k}' is present"))
-                            }
-                            None => Verdict::Valid,
-                        },
-                        None => self.eval(dep, &Value::Object(o.clone()), at, depth + 1),
+                    .map(|(k, dep)| match (dep, first_missing(dep, o)) {
+                        (Value::Array(_), Some(n)) => {
+                            invalid(at, format!("'{n}' is required when '{k}' is present"))
+                        }
+                        (Value::Array(_), None) => Verdict::Valid,
+                        _ => self.eval(dep, &Value::Object(o.clone()), at, depth + 1),
                     }))
             }
             "unevaluatedProperties" if *arg == Value::Bool(true) => Verdict::Valid,
@@ -358,6 +341,12 @@ impl Schema {
         }
         self.root.pointer(&percent_decoded(pointer)?)
     }
+}
+
+/// The first of the property names `names` lists (an array) that `o` does not hold.
+fn first_missing<'a>(names: &'a Value, o: &Map<String, Value>) -> Option<&'a str> {
+    let mut names = names.as_array().into_iter().flatten();
+    names.find_map(|n| n.as_str().filter(|n| !o.contains_key(*n)))
 }
 
 fn string_keyword(key: &str, arg: &Value, t: &str, at: &str) -> Verdict {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::text::{percent_decoded, push_step, short};
+use super::text::{below, percent_decoded, short};
 
 /// Why a schema is not a usable JSON Schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,10 +79,7 @@ pub(super) fn well_formed(schema: &Value, root: &Value, at: &mut String) -> Resu
         }
     };
     for (key, arg) in s {
-        let len = at.len();
-        push_step(at, key);
-        well_formed_keyword(key, arg, root, at)?;
-        at.truncate(len);
+        below(at, key, |at| well_formed_keyword(key, arg, root, at))?;
     }
     Ok(())
 }
@@ -188,18 +185,12 @@ fn well_formed_keyword(
         ),
         // Draft-07: an array of names (`dependentRequired`) or a schema (`dependentSchemas`).
         "dependencies" => match arg.as_object() {
-            Some(deps) => each_schema(
-                deps.iter()
-                    .filter(|(_, d)| !d.is_array())
-                    .map(|(n, d)| (n.clone(), d)),
-                root,
-                at,
-            ),
+            Some(deps) => each_schema(deps.iter().filter(|(_, d)| !d.is_array()), root, at),
             None => Err(bad(at, "'dependencies' is an object")),
         },
         _ if ONE_SCHEMA.contains(&k) => well_formed(arg, root, at),
         _ if NAMED_SCHEMAS.contains(&k) => match arg.as_object() {
-            Some(named) => each_schema(named.iter().map(|(n, m)| (n.clone(), m)), root, at),
+            Some(named) => each_schema(named.iter(), root, at),
             None => Err(bad(at, format!("'{k}' is an object of schemas"))),
         },
         _ if COUNTS.contains(&k) => match arg.as_f64() {
@@ -214,15 +205,12 @@ fn well_formed_keyword(
 }
 
 fn each_schema<'a>(
-    members: impl Iterator<Item = (String, &'a Value)>,
+    members: impl Iterator<Item = (impl AsRef<str>, &'a Value)>,
     root: &Value,
     at: &mut String,
 ) -> Result<(), Malformed> {
     for (step, member) in members {
-        let len = at.len();
-        push_step(at, &step);
-        well_formed(member, root, at)?;
-        at.truncate(len);
+        below(at, step.as_ref(), |at| well_formed(member, root, at))?;
     }
     Ok(())
 }

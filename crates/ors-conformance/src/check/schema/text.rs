@@ -33,8 +33,13 @@ pub(super) fn percent_decoded(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Extend the JSON Pointer `at` by one step (a key or an index), escaped.
-pub(super) fn push_step(at: &mut String, step: &str) {
+/// `f` run with the JSON Pointer `at` extended by one step (a key or an index, escaped); `at`
+/// is as it was afterwards.
+pub(super) fn below<T>(at: &mut String, step: &str, f: impl FnOnce(&mut String) -> T) -> T {
+    let len = at.len();
     at.push('/');
     at.push_str(&step.replace('~', "~0").replace('/', "~1"));
+    let out = f(at);
+    at.truncate(len);
+    out
 }
