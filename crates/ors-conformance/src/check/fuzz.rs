@@ -191,10 +191,7 @@ impl<'a> Gen<'a> {
         }
         let props = self.properties(root);
         let required = required(root);
-        let mut obj = match strategy {
-            Strategy::Minimal => self.object(root, 0, false),
-            _ => self.object(root, 0, true),
-        };
+        let mut obj = self.object(root, 0, strategy != Strategy::Minimal);
         let Value::Object(map) = &mut obj else {
             return None;
         };
@@ -387,14 +384,10 @@ impl<'a> Gen<'a> {
             Kind::String => {
                 let min = uint(s, "minLength").unwrap_or(0) as usize;
                 let max = uint(s, "maxLength").map_or(usize::MAX, |m| m as usize);
-                let mut w = self.word();
-                while w.chars().count() < min {
-                    w.push('x');
-                }
-                if w.chars().count() > max {
-                    w = w.chars().take(max).collect();
-                }
-                Value::String(w)
+                // A word, padded with `x` up to `minLength` and cut at `maxLength`.
+                let w = self.word();
+                let len = w.chars().count().max(min).min(max);
+                Value::String(w.chars().chain(std::iter::repeat('x')).take(len).collect())
             }
             Kind::Integer => {
                 let (lo, hi) = int_bounds(s);
@@ -583,15 +576,8 @@ fn union_members(s: &Value) -> Option<&Vec<Value>> {
 
 /// The required property names of an object schema.
 fn required(s: &Value) -> Vec<String> {
-    s.get("required")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
+    let names = s["required"].as_array().into_iter().flatten();
+    names.filter_map(Value::as_str).map(str::to_owned).collect()
 }
 
 fn uint(s: &Value, key: &str) -> Option<u64> {
