@@ -208,6 +208,11 @@ impl Seen {
     fn first(&self, key: &str) -> Option<&str> {
         self.all(key).into_iter().next()
     }
+
+    /// The count the first `key` line holds (0 without one).
+    fn count(&self, key: &str) -> u32 {
+        self.first(key).and_then(|n| n.parse().ok()).unwrap_or(0)
+    }
 }
 
 /// The probes' shared parts: the token, the marker function, the server's address.
@@ -567,7 +572,7 @@ async fn detached(p: &Probes<'_>) -> Result<Verdict, String> {
     .await;
     let _ = within(p.limit, session.close()).await;
     let seen = result?;
-    let left: u32 = seen.first("left").and_then(|n| n.parse().ok()).unwrap_or(0);
+    let left = seen.count("left");
     Ok(if left > 0 {
         Verdict::Leaked(format!(
             "a detached process outlives the command that started it ({left} of the \
@@ -591,10 +596,7 @@ async fn flood(p: &Probes<'_>) -> Result<Verdict, String> {
             t = p.token
         ))
         .await?;
-    let started: u32 = seen
-        .first("started")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
+    let started = seen.count("started");
     Ok(if started >= FLOOD_PROBLEM {
         Verdict::Leaked(format!(
             "a command starts {started} processes at once (it asked for {FLOOD}): nothing \
