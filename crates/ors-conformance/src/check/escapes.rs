@@ -170,15 +170,8 @@ impl CommandTool {
 /// A value a required property accepts: its default, its first enum value, or the least of
 /// its type.
 fn placeholder(schema: &Value) -> Option<Value> {
-    if let Some(d) = schema.get("default") {
-        return Some(d.clone());
-    }
-    if let Some(first) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
-        return Some(first.clone());
+    if let Some(v) = schema.get("default").or_else(|| schema["enum"].get(0)) {
+        return Some(v.clone());
     }
     match schema.get("type").and_then(Value::as_str)? {
         "string" => Some(json!("")),
@@ -650,12 +643,13 @@ async fn server_env(p: &Probes<'_>) -> Result<Verdict, String> {
             abbreviate(&secretish)
         ));
     }
-    Ok(
-        match Verdict::of(&leaks, "a command reads the server's environment") {
-            Verdict::Leaked(what) => Verdict::Leaked(format!("{what} (names only shown)")),
-            held => held,
-        },
-    )
+    if let Some(last) = leaks.last_mut() {
+        last.push_str(" (names only shown)");
+    }
+    Ok(Verdict::of(
+        &leaks,
+        "a command reads the server's environment",
+    ))
 }
 
 /// Up to 12 names, then how many more.
