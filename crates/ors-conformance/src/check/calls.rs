@@ -14,8 +14,7 @@ use tokio::task::JoinSet;
 
 use super::episodes::{within, FuzzTask};
 use super::fuzz::{self, Strategy};
-use super::report::shown_exactly;
-use super::report::{count, id_part, Recorder};
+use super::report::{count, id_part, shown_exactly, Recorder};
 use super::rng::{hash_str, Rng};
 use super::schema::{Schema, Verdict};
 use super::{shell_quote, show_input, CheckItem, CheckOptions};

@@ -125,12 +125,11 @@ pub(super) fn terminal_tool(
             },
         )
     });
-    let schema = term.arg.as_ref().map(|arg| {
-        let mut s = ors_core::JsonObject::new();
-        s.insert("type".into(), json!("object"));
-        s.insert("properties".into(), json!({ arg: {"type": "string"} }));
-        s.insert("required".into(), json!([arg]));
-        s
+    let schema = term.arg.as_ref().and_then(|arg| {
+        let properties = json!({ arg: {"type": "string"} });
+        json!({"type": "object", "properties": properties, "required": [arg]})
+            .as_object()
+            .cloned()
     });
     ToolSpec::new(name, term.description.clone(), schema)
 }

@@ -306,10 +306,8 @@ impl<'a> Gen<'a> {
 
     fn kind(&self, s: &Value) -> Kind {
         let s = self.resolve(s);
-        if let Some(values) = s.get("enum").and_then(Value::as_array) {
-            if !values.is_empty() {
-                return Kind::Enum(values.clone());
-            }
+        if let Some(values) = s["enum"].as_array().filter(|v| !v.is_empty()) {
+            return Kind::Enum(values.clone());
         }
         if let Some(c) = s.get("const") {
             return Kind::Const(c.clone());
