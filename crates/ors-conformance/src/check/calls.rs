@@ -335,12 +335,9 @@ impl Context<'_> {
 fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
     let name = &ctx.tool.spec.name;
     let secs = ctx.opts.timeout.as_secs_f64();
-    let mut crash = Vec::new();
-    let mut invalid = Vec::new();
-    let mut messages = Vec::new();
-    let mut slow = Vec::new();
-    let mut wire = Vec::new();
-    let mut finite = Vec::new();
+    // The failing probes of each check, with what went wrong.
+    let [mut crash, mut invalid, mut messages, mut slow, mut wire, mut finite] =
+        <[Vec<_>; 6]>::default();
     for (probe, answer) in results {
         let rejection = match &probe.verdict {
             Verdict::Invalid(why) => Some(why),

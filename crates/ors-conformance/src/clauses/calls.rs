@@ -240,11 +240,10 @@ fn image(ctx: &Ctx) -> Check {
 }
 
 fn fail_ok_false(ctx: &Ctx) -> Check {
-    let v = session(ctx)?
+    let mut v = session(ctx)?
         .call("fail", json!({"message": "boom: intentional"}))?
         .result_json()?;
     // `reason: null` is no reason (notes row `error-reason`); the openreward server writes it.
-    let mut v = v;
     if v.get("reason") == Some(&Value::Null) {
         if let Some(obj) = v.as_object_mut() {
             obj.remove("reason");
