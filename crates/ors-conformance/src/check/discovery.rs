@@ -105,7 +105,8 @@ pub(super) fn terminal_tool(
         CheckItem::problem(
             id,
             format!(
-                "the terminal tool's name {name:?} breaks the tool name rule (1 to {} letters,                  digits, _ or -); harnesses call it by name; rename it",
+                "the terminal tool's name {name:?} breaks the tool name rule (1 to {} letters, \
+                 digits, _ or -); harnesses call it by name; rename it",
                 ors_core::MAX_TOOL_NAME_LEN
             ),
         )
@@ -113,7 +114,9 @@ pub(super) fn terminal_tool(
         CheckItem::problem(
             id,
             format!(
-                "the terminal tool '{name}' is also listed among the tools: it is the handler of                  an answer given without a tool call, listed apart; mark only one tool terminal,                  or rename one of them"
+                "the terminal tool '{name}' is also listed among the tools: it is the handler of \
+                 an answer given without a tool call, listed apart; mark only one tool terminal, \
+                 or rename one of them"
             ),
         )
     } else {
@@ -409,4 +412,40 @@ async fn range_agrees(env: &Environment, split: &str, base: &str, tasks: &[Value
 /// A task, short enough for a problem line.
 fn show(v: &Value) -> String {
     ors_core::text::preview(&v.to_string(), 120)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The problems of a terminal tool named `name` beside `tools`.
+    fn terminal_problems(name: &str, tools: &[ToolSpec]) -> Vec<String> {
+        let mut ignore = |_: &CheckItem| {};
+        let mut rec = Recorder::new(&mut ignore);
+        let term = TerminalToolSpec {
+            name: name.to_owned(),
+            arg: Some("answer".to_owned()),
+            description: String::new(),
+        };
+        terminal_tool(&mut rec, &term, tools);
+        rec.into_items()
+            .into_iter()
+            .filter_map(|i| i.problem)
+            .collect()
+    }
+
+    #[test]
+    fn a_bad_terminal_tool_is_named_in_one_plain_sentence() {
+        let listed = [ToolSpec::new("submit", "Submit.", None)];
+        let problems = [
+            terminal_problems("no spaces allowed", &[]),
+            terminal_problems("submit", &listed),
+        ];
+        for problem in problems.iter().flatten() {
+            // Each sentence reads as written, without the source's indentation in it.
+            assert!(!problem.contains("  "), "{problem:?}");
+        }
+        assert!(problems[0][0].contains("letters, digits, _ or -"));
+        assert!(problems[1][0].contains("listed among the tools"));
+    }
 }
