@@ -116,17 +116,38 @@ pub struct Estimate {
 impl Estimate {
     /// `0.6667 (95% CI 0.5200 to 0.8000)`, or as percentages.
     pub fn show(&self, as_percent: bool) -> String {
-        let f = |x: f64| {
-            if as_percent {
-                percent(x)
-            } else {
-                format!("{x:.4}")
-            }
-        };
-        match self.interval {
-            Some(i) => format!("{} (95% CI {} to {})", f(self.value), f(i.lo), f(i.hi)),
-            None => f(self.value),
-        }
+        let f = |x| number(x, as_percent, false);
+        with_interval(self.value, self.interval, "95% CI ", f)
+    }
+}
+
+/// `value (lo to hi)`, `label` before `lo`, each number shown by `f`.
+pub fn with_interval(
+    value: f64,
+    interval: Option<Interval>,
+    label: &str,
+    f: impl Fn(f64) -> String,
+) -> String {
+    match interval {
+        Some(i) => format!("{} ({label}{} to {})", f(value), f(i.lo), f(i.hi)),
+        None => f(value),
+    }
+}
+
+/// `0.6667`, `66.7%`, or with a sign: `+0.1000`, `−3.3 pp`.
+pub fn number(x: f64, as_percent: bool, signed: bool) -> String {
+    let sign = if !signed {
+        ""
+    } else if x >= 0.0 {
+        "+"
+    } else {
+        "−"
+    };
+    let x = if signed { x.abs() } else { x };
+    match (as_percent, signed) {
+        (true, true) => format!("{sign}{:.1} pp", 100.0 * x),
+        (true, false) => percent(x),
+        (false, _) => format!("{sign}{x:.4}"),
     }
 }
 
@@ -302,9 +323,16 @@ pub struct Comparison {
     /// Shared tasks whose mean reward is lower in `b`.
     pub worse: usize,
     /// Tasks that failed in every sample of `a` and passed in every sample of `b`.
+    #[serde(serialize_with = "names")]
     pub fixed: Vec<TaskKey>,
     /// Tasks that passed in every sample of `a` and failed in every sample of `b`.
+    #[serde(serialize_with = "names")]
     pub broken: Vec<TaskKey>,
+}
+
+/// Tasks as their names, `env/split/index`: the report lists them as such.
+fn names<S: serde::Serializer>(tasks: &[TaskKey], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(tasks.iter().map(TaskKey::to_string))
 }
 
 /// Compare `b` with `a` (the baseline).

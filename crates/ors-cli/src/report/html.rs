@@ -18,7 +18,6 @@ use ors_client::Episode;
 use serde_json::{json, Value};
 
 use super::runs::{comparisons, Run};
-use crate::results::TaskKey;
 
 const TEMPLATE: &str = include_str!("page.html");
 const STYLE: &str = include_str!("report.css");
@@ -47,17 +46,11 @@ pub fn page(title: &str, runs: &[Run]) -> Result<String, String> {
     let compared: Vec<Value> = comparisons(runs)
         .into_iter()
         .map(|(b, c)| {
-            json!({
-                "a": 0,
-                "b": b,
-                "shared": c.shared,
-                "reward": c.reward,
-                "success": c.success,
-                "better": c.better,
-                "worse": c.worse,
-                "fixed": c.fixed.iter().map(TaskKey::to_string).collect::<Vec<_>>(),
-                "broken": c.broken.iter().map(TaskKey::to_string).collect::<Vec<_>>(),
-            })
+            // Run `b` against run 0, the baseline.
+            let mut compared = json!(c);
+            compared["a"] = json!(0);
+            compared["b"] = json!(b);
+            compared
         })
         .collect();
     let data = json!({
@@ -176,24 +169,16 @@ fn run_data(run: &Run) -> Result<(Value, Vec<String>), String> {
             row
         })
         .collect();
-    let s = &run.stats;
+    // The run's figures, the task rows above standing for its list of tasks.
+    let mut stats = json!(run.stats);
+    stats["tasks"] = json!(run.stats.tasks.len());
+    stats["errors"] = json!(run.errors());
     let data = json!({
         "name": run.name,
         "path": run.path.display().to_string(),
         "envs": run.envs(),
         "models": run.models(),
-        "stats": {
-            "episodes": s.episodes,
-            "tasks": s.tasks.len(),
-            "samples": s.samples,
-            "max_samples": s.max_samples,
-            "mean_reward": s.mean_reward,
-            "success_rate": s.success_rate,
-            "pass_at": s.pass_at,
-            "task_std": s.task_std,
-            "splits": s.splits,
-            "errors": run.errors(),
-        },
+        "stats": stats,
         "stops": stops.0,
         "errors": errors.0,
         "tasks": tasks,

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::results::{percent, Comparison, Estimate, RunStats, TaskKey};
-use crate::stats::{Difference, Interval};
+use crate::results::{number, percent, with_interval, Comparison, Estimate, RunStats, TaskKey};
+use crate::stats::Difference;
 
 use super::runs::{comparisons, Run};
 
@@ -120,40 +120,15 @@ fn listed(tasks: &[TaskKey]) -> String {
 }
 
 fn estimate(e: &Estimate, as_percent: bool) -> String {
-    with_interval(e.value, e.interval, |x| number(x, as_percent, false))
+    with_interval(e.value, e.interval, "", |x| number(x, as_percent, false))
 }
 
 fn difference(d: &Difference, as_percent: bool) -> String {
-    let text = with_interval(d.mean, d.interval, |x| number(x, as_percent, true));
+    let text = with_interval(d.mean, d.interval, "", |x| number(x, as_percent, true));
     if d.significant() {
         format!("**{text}**")
     } else {
         text
-    }
-}
-
-/// `value (lo to hi)`, each number shown by `f`.
-fn with_interval(value: f64, interval: Option<Interval>, f: impl Fn(f64) -> String) -> String {
-    match interval {
-        Some(i) => format!("{} ({} to {})", f(value), f(i.lo), f(i.hi)),
-        None => f(value),
-    }
-}
-
-/// `0.6667`, `66.7%`, or with a sign: `+0.1000`, `−3.3 pp`.
-fn number(x: f64, as_percent: bool, signed: bool) -> String {
-    let sign = if !signed {
-        ""
-    } else if x >= 0.0 {
-        "+"
-    } else {
-        "−"
-    };
-    let x = if signed { x.abs() } else { x };
-    match (as_percent, signed) {
-        (true, true) => format!("{sign}{:.1} pp", 100.0 * x),
-        (true, false) => percent(x),
-        (false, _) => format!("{sign}{x:.4}"),
     }
 }
 
