@@ -95,30 +95,29 @@ async fn episode(
         if !events.is_empty() {
             record["progress"] = Value::Array(events);
         }
-        match outcome {
+        // What is printed, and where the record keeps the outcome.
+        let (text, key, value) = match outcome {
             Ok(RunToolOutput::Success(out)) => {
                 total += out.reward.unwrap_or(0.0);
-                if !json {
-                    print!("{}", render::output(&out));
-                }
-                record["result"] = json!(RunToolOutput::Success(out));
+                let text = render::output(&out);
+                (text, "result", json!(RunToolOutput::Success(out)))
             }
             Ok(RunToolOutput::Error(message)) => {
                 failed += 1;
-                if !json {
-                    println!("tool error: {message}");
-                }
-                record["result"] = json!(RunToolOutput::Error(message));
+                let text = format!("tool error: {message}\n");
+                (text, "result", json!(RunToolOutput::Error(message)))
             }
             Err(Error::ToolCrashed { message }) => {
                 failed += 1;
-                if !json {
-                    println!("tool crashed: {message}");
-                }
-                record["crashed"] = json!(message);
+                let text = format!("tool crashed: {message}\n");
+                (text, "crashed", json!(message))
             }
             Err(e) => return Err(e),
+        };
+        if !json {
+            print!("{text}");
         }
+        record[key] = value;
         results.push(record);
     }
     if json {

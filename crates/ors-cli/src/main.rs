@@ -147,7 +147,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let url = cli.url.clone();
     let builder = client_builder(&cli);
-    let command = match cli.command {
+    let result = match cli.command {
         Command::Conformance(args) => {
             // The runner speaks blocking raw HTTP/1.1 (so it can send malformed requests).
             let api_key = cli.api_key.filter(|k| !k.is_empty());
@@ -173,9 +173,10 @@ async fn main() -> ExitCode {
         }
         Command::New(args) => return new::run(&args),
         Command::Check(args) => return check::run(args, builder).await,
-        command => command,
+        Command::Eval(args) => eval::run(*args, builder).await,
+        command => run(command, builder).await,
     };
-    match run(command, builder).await {
+    match result {
         Ok(code) => code,
         Err(e) => {
             let msg = match &e {
@@ -228,46 +229,27 @@ fn client_builder(cli: &Cli) -> ClientBuilder {
 
 /// The commands that talk to the server through the client.
 async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error> {
-    if let Command::Eval(args) = command {
-        return eval::run(*args, builder).await;
-    }
     let client = builder.build()?;
     match command {
-        Command::Envs { out } => {
-            let envs = client.environments().await?;
-            if out.json {
-                println!("{}", render::pretty(&envs));
-            } else {
-                for e in envs {
-                    println!("{e}");
-                }
-            }
-        }
+        Command::Envs { out } => print(out, &client.environments().await?, |envs| {
+            envs.iter().map(|e| format!("{e}\n")).collect()
+        }),
         Command::Tools { env, format, out } => {
             let env = client.environment(env);
             match format {
                 Some(p) => println!("{}", render::pretty(&env.tools_for(p).await?)),
                 None if out.json => println!("{}", render::pretty(&env.tools().await?)),
-                None => {
-                    let listing = env.listing().await?;
-                    print!(
-                        "{}",
-                        render::tools_table(&listing.tools, listing.terminal_tool.as_ref())
-                    );
-                }
+                None => print!("{}", render::tools_table(&env.listing().await?)),
             }
         }
         Command::Splits { env, out } => {
-            let splits = client.environment(env).splits().await?;
-            if out.json {
-                println!("{}", render::pretty(&splits));
-            } else {
+            print(out, &client.environment(env).splits().await?, |splits| {
                 let rows: Vec<Vec<String>> = splits
                     .iter()
                     .map(|s| vec![s.name.clone(), s.split_type.to_string()])
                     .collect();
-                print!("{}", render::table(&["NAME", "TYPE"], &rows, 60));
-            }
+                render::table(&["NAME", "TYPE"], &rows, 60)
+            });
         }
         Command::Tasks {
             env,
@@ -275,7 +257,7 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
             range,
             out,
         } => {
-            tasks(&client.environment(env), &split, range, out.json).await?;
+            tasks(&client.environment(env), &split, range, out).await?;
         }
         Command::Call {
             env,
@@ -295,10 +277,11 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
             eprintln!("ors: error: {}", WithoutMcp::MESSAGE);
             return Ok(ExitCode::from(2));
         }
-        Command::Check(_) | Command::Conformance(_) | Command::Report(_) | Command::New(_) => {
-            unreachable!("handled in main")
-        }
-        Command::Eval(_) => unreachable!("handled above"),
+        Command::Check(_)
+        | Command::Conformance(_)
+        | Command::Report(_)
+        | Command::New(_)
+        | Command::Eval(_) => unreachable!("handled in main"),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -307,7 +290,7 @@ async fn tasks(
     env: &Environment,
     split: &str,
     range: Option<(Option<i64>, Option<i64>)>,
-    json: bool,
+    out: JsonOut,
 ) -> Result<(), Error> {
     let (first, tasks) = match range {
         None => (0, env.tasks(split).await?),
@@ -325,12 +308,17 @@ async fn tasks(
             (first, tasks)
         }
     };
-    if json {
-        println!("{}", render::pretty(&tasks));
-    } else {
-        print!("{}", render::tasks_table(first, &tasks));
-    }
+    print(out, &tasks, |tasks| render::tasks_table(first, tasks));
     Ok(())
+}
+
+/// `value` as JSON with `--json`, else as the text `text` makes of it.
+fn print<T: serde::Serialize>(out: JsonOut, value: &T, text: impl FnOnce(&T) -> String) {
+    if out.json {
+        println!("{}", render::pretty(value));
+    } else {
+        print!("{}", text(value));
+    }
 }
 
 #[cfg(test)]

@@ -126,7 +126,7 @@ async fn play(session: &Session) -> Result<f64, Error> {
     print!("{}", render::blocks(&prompt));
     println!();
     let listing = session.listing().await?;
-    print!("{}", tools_table(&listing));
+    print!("{}", render::tools_table(&listing));
     println!();
     if interactive {
         println!("{}", help(&listing.tools));
@@ -149,7 +149,7 @@ async fn play(session: &Session) -> Result<f64, Error> {
         match parse(&line) {
             Line::Empty => {}
             Line::Help => println!("{}", help(&listing.tools)),
-            Line::Tools => print!("{}", tools_table(&listing)),
+            Line::Tools => print!("{}", render::tools_table(&listing)),
             Line::Prompt => print!("{}", render::blocks(&session.prompt().await?)),
             Line::Quit => {
                 println!("quit; total reward {total}");
@@ -184,11 +184,6 @@ async fn play(session: &Session) -> Result<f64, Error> {
         }
         let _ = std::io::stdout().flush();
     }
-}
-
-/// The episode's tools as a table, its terminal tool marked.
-fn tools_table(listing: &ors_core::ListToolsOutput) -> String {
-    render::tools_table(&listing.tools, listing.terminal_tool.as_ref())
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 
 use std::fmt::Write as _;
 
-use ors_client::{Block, TerminalToolSpec, ToolOutput, ToolSpec};
+use ors_client::{Block, ToolOutput, ToolSpec};
+use ors_core::ListToolsOutput;
 use serde_json::Value;
 
 /// A table with a header row; every column but the last is padded, cells are cut at `max`.
@@ -150,7 +151,8 @@ fn type_name(root: &Value, s: &Value) -> String {
 /// The tools as a table: name, parameters, first line of the description. The terminal tool,
 /// which listings name apart from their tools, is the last row, marked `(terminal)`: a harness
 /// calls it with the model's plain answer, and it can be called by name like any other.
-pub fn tools_table(tools: &[ToolSpec], terminal: Option<&TerminalToolSpec>) -> String {
+pub fn tools_table(listing: &ListToolsOutput) -> String {
+    let (tools, terminal) = (&listing.tools, listing.terminal_tool.as_ref());
     let first_line = |d: &str| d.lines().next().unwrap_or("").to_owned();
     let mut rows: Vec<Vec<String>> = tools
         .iter()
@@ -298,6 +300,7 @@ pub fn pretty(v: &impl serde::Serialize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ors_client::TerminalToolSpec;
     use serde_json::json;
 
     fn spec(schema: Option<Value>) -> ToolSpec {
@@ -312,7 +315,14 @@ mod tests {
             arg: Some("reason".into()),
             description: "Stop trying.".into(),
         };
-        let text = tools_table(std::slice::from_ref(&submit), Some(&give_up));
+        let table = |tools: &[ToolSpec], terminal: Option<&TerminalToolSpec>| {
+            tools_table(&ListToolsOutput {
+                tools: tools.to_vec(),
+                terminal_tool: terminal.cloned(),
+                supports_score_group: None,
+            })
+        };
+        let text = table(std::slice::from_ref(&submit), Some(&give_up));
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert!(lines[1].starts_with("submit "), "{text}");
@@ -325,8 +335,8 @@ mod tests {
         );
         // Listed by the server among the tools too: one row.
         let both = [submit, ToolSpec::new("give_up", "Stop trying.", None)];
-        assert_eq!(tools_table(&both, Some(&give_up)).lines().count(), 3);
-        assert_eq!(tools_table(&both[..1], None).lines().count(), 2);
+        assert_eq!(table(&both, Some(&give_up)).lines().count(), 3);
+        assert_eq!(table(&both[..1], None).lines().count(), 2);
     }
 
     #[test]
