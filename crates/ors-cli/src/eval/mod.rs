@@ -226,7 +226,15 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
         .keep_episodes(false);
     let stop = options.stop_handle();
     let ctrl_c = tokio::spawn(stop_on_ctrl_c(stop.clone(), Arc::clone(&progress)));
-    let watch = Arc::new(Watch::new(stop, Arc::clone(&progress), writer));
+    let watch = Arc::new(Watch {
+        stop,
+        progress: Arc::clone(&progress),
+        writer,
+        write_failed: AtomicBool::default(),
+        unreachable: AtomicUsize::default(),
+        kinds_seen: Mutex::default(),
+        ran: Mutex::default(),
+    });
     let options = {
         let watch = Arc::clone(&watch);
         options.on_progress(move |p| watch.episode(p.episode))
@@ -314,18 +322,6 @@ struct Watch {
 }
 
 impl Watch {
-    fn new(stop: StopHandle, progress: Arc<Progress>, writer: Option<out::Writer>) -> Self {
-        Self {
-            stop,
-            progress,
-            writer,
-            write_failed: AtomicBool::new(false),
-            unreachable: AtomicUsize::new(0),
-            kinds_seen: Mutex::new(BTreeSet::new()),
-            ran: Mutex::new((Summary::default(), Vec::new())),
-        }
-    }
-
     fn episode(&self, e: &Episode) {
         if let Some(w) = &self.writer {
             if let Err(msg) = w.write(e) {

@@ -185,17 +185,11 @@ impl Episode {
         self.spec.env.name()
     }
 
-    fn current(&self) -> Option<Arc<Session>> {
-        self.session.lock().ok().and_then(|s| s.clone())
-    }
-
     /// The ORS session, opened on first use.
     pub async fn session(&self) -> Result<Arc<Session>, EpisodeError> {
-        if let Some(s) = self.current() {
-            return Ok(s);
-        }
+        // Held only while the session opens: once it is open, taking it is immediate.
         let _guard = self.opening.lock().await;
-        if let Some(s) = self.current() {
+        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
             return Ok(s);
         }
         if self.closed.load(Ordering::SeqCst) {

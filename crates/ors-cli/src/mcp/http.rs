@@ -180,7 +180,6 @@ pub async fn serve(
                         return Ok::<_, Infallible>(text(StatusCode::NOT_FOUND, body));
                     }
                     if let Err(refusal) = access.check(req.headers()) {
-                        tracing::warn!(reason = ?refusal_kind(&refusal), "MCP request refused");
                         return Ok(refused(&refusal));
                     }
                     let deleted = (req.method() == Method::DELETE)
@@ -262,24 +261,19 @@ fn session_id(headers: &hyper::HeaderMap) -> Option<&str> {
     headers.get(HEADER_SESSION_ID)?.to_str().ok()
 }
 
-fn refusal_kind(refusal: &Refusal) -> &'static str {
-    match refusal {
-        Refusal::Unauthorized => "no valid bearer token",
-        Refusal::Origin(_) => "origin not allowed",
-    }
-}
-
-/// 401 (with `WWW-Authenticate: Bearer`) or 403, saying what to change.
+/// 401 (with `WWW-Authenticate: Bearer`) or 403, saying what to change; logged.
 fn refused(refusal: &Refusal) -> Response<BoxBody<Bytes, Infallible>> {
-    match refusal {
-        Refusal::Unauthorized => {
-            let mut response = text(StatusCode::UNAUTHORIZED, refusal.message());
-            let bearer = HeaderValue::from_static("Bearer");
-            response.headers_mut().insert(WWW_AUTHENTICATE, bearer);
-            response
-        }
-        Refusal::Origin(_) => text(StatusCode::FORBIDDEN, refusal.message()),
+    let (status, reason) = match refusal {
+        Refusal::Unauthorized => (StatusCode::UNAUTHORIZED, "no valid bearer token"),
+        Refusal::Origin(_) => (StatusCode::FORBIDDEN, "origin not allowed"),
+    };
+    tracing::warn!(reason = ?reason, "MCP request refused");
+    let mut response = text(status, refusal.message());
+    if status == StatusCode::UNAUTHORIZED {
+        let bearer = HeaderValue::from_static("Bearer");
+        response.headers_mut().insert(WWW_AUTHENTICATE, bearer);
     }
+    response
 }
 
 /// A plain-text answer.
