@@ -1,26 +1,19 @@
 //! Reading trajectory files, the JSON lines `ors eval --out` appends: by `--resume` and by
 //! `ors report`.
 
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use ors_client::Episode;
 
-/// What identifies an episode in a file: environment, split, task index and sample.
-pub type EpisodeKey = (String, String, i64, u32);
-
-/// The key of `e`.
-pub fn key(e: &Episode) -> EpisodeKey {
-    (e.env.clone(), e.split.clone(), e.index, e.sample)
-}
-
 /// The trajectories of a file.
 #[derive(Debug, Default)]
 pub struct Trajectories {
-    /// The last trajectory of each [`EpisodeKey`] (a run resumed after an error appends the
-    /// retry, which replaces the failed one), where its key first appeared.
+    /// The last trajectory of each episode (environment, split, task and sample: a run resumed
+    /// after an error appends the retry, which replaces the failed one), where it first
+    /// appeared.
     pub episodes: Vec<Episode>,
     /// Lines that are not trajectories (a line cut short by a crash, say).
     pub unreadable: usize,
@@ -36,7 +29,8 @@ pub fn read(path: &Path, missing_ok: bool) -> Result<Trajectories, String> {
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
     let mut read = Trajectories::default();
-    let mut at: HashMap<EpisodeKey, usize> = HashMap::new();
+    // Where each episode (environment, split, task, sample) is in `read.episodes`.
+    let mut at: HashMap<(String, String, i64, u32), usize> = HashMap::new();
     for line in BufReader::new(file).lines() {
         let line = line.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         if line.trim().is_empty() {
@@ -46,10 +40,11 @@ pub fn read(path: &Path, missing_ok: bool) -> Result<Trajectories, String> {
             read.unreadable += 1;
             continue;
         };
-        match at.get(&key(&e)) {
-            Some(&i) => read.episodes[i] = e,
-            None => {
-                at.insert(key(&e), read.episodes.len());
+        let key = (e.env.clone(), e.split.clone(), e.index, e.sample);
+        match at.entry(key) {
+            Entry::Occupied(i) => read.episodes[*i.get()] = e,
+            Entry::Vacant(i) => {
+                i.insert(read.episodes.len());
                 read.episodes.push(e);
             }
         }

@@ -61,8 +61,9 @@ pub enum EpisodeError {
 /// The ORS side of one MCP session.
 pub struct Episode {
     spec: EpisodeSpec,
-    /// The open session; `None` before the first need and after `close`.
-    session: Mutex<Option<Arc<Session>>>,
+    /// The open session and its slot (given back on `close`); `None` before the first need
+    /// and after `close`.
+    session: Mutex<Option<(Arc<Session>, Option<OwnedSemaphorePermit>)>>,
     /// Serialises opening, so two concurrent first requests open one session.
     opening: tokio::sync::Mutex<()>,
     /// Held while the session is deleted, so every `close` returns only once it is deleted
@@ -74,8 +75,6 @@ pub struct Episode {
     closed: AtomicBool,
     /// Fires on `close`, ending calls still running.
     shutdown: CancellationToken,
-    /// The slot of the open session, given back on `close`.
-    slot: Mutex<Option<OwnedSemaphorePermit>>,
     /// When the MCP client last asked something, and whether it is waiting for an answer.
     activity: Arc<Activity>,
 }
@@ -142,7 +141,6 @@ impl Episode {
             finished: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
-            slot: Mutex::new(None),
             activity: Arc::new(Activity::new()),
         }
     }
@@ -189,8 +187,8 @@ impl Episode {
     pub async fn session(&self) -> Result<Arc<Session>, EpisodeError> {
         // Held only while the session opens: once it is open, taking it is immediate.
         let _guard = self.opening.lock().await;
-        if let Some(s) = self.session.lock().ok().and_then(|s| s.clone()) {
-            return Ok(s);
+        if let Some((s, _)) = self.session.lock().ok().as_deref().and_then(Option::as_ref) {
+            return Ok(Arc::clone(s));
         }
         if self.closed.load(Ordering::SeqCst) {
             return Err(EpisodeError::Ors(Error::InvalidArgument(
@@ -218,10 +216,7 @@ impl Episode {
         );
         let session = Arc::new(session);
         if let Ok(mut open) = self.session.lock() {
-            *open = Some(Arc::clone(&session));
-        }
-        if let Ok(mut held) = self.slot.lock() {
-            *held = slot;
+            *open = Some((Arc::clone(&session), slot));
         }
         Ok(session)
     }
@@ -277,9 +272,10 @@ impl Episode {
         self.shutdown.cancel();
         let _closing = self.closing.lock().await;
         let taken = self.session.lock().ok().and_then(|mut s| s.take());
-        // Held until the session is deleted (the end of this function).
-        let _slot = self.slot.lock().ok().and_then(|mut s| s.take());
-        let Some(mut session) = taken else { return };
+        // The slot is held until the session is deleted (the end of this function).
+        let Some((mut session, _slot)) = taken else {
+            return;
+        };
         // Calls in flight hold the session for a moment after `shutdown` ends them; deleting
         // needs it alone. Should one still hold it, its drop deletes the session instead.
         for _ in 0..100 {
