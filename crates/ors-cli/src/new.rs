@@ -207,25 +207,16 @@ const KEYWORDS: [&str; 51] = [
 
 /// The ors-server crate of a checkout (its root or the crate itself), as an absolute path.
 fn checkout(dir: &Path) -> Result<PathBuf, NewError> {
-    let missing = |looked: PathBuf| NewError::NoCheckout {
+    let nested = dir.join("crates").join("ors-server");
+    let missing = |looked: &Path| NewError::NoCheckout {
         given: dir.to_path_buf(),
-        looked,
+        looked: looked.join("Cargo.toml"),
     };
-    let krate = if is_ors_server(dir) {
-        dir.to_path_buf()
-    } else {
-        let nested = dir.join("crates").join("ors-server");
-        if !is_ors_server(&nested) {
-            return Err(missing(nested.join("Cargo.toml")));
-        }
-        nested
-    };
-    std::fs::canonicalize(&krate).map_err(|_| missing(krate.join("Cargo.toml")))
-}
-
-/// Whether `dir` holds the manifest of the ors-server package.
-fn is_ors_server(dir: &Path) -> bool {
-    manifest_has(dir, "name = \"ors-server\"")
+    let krate = [dir, nested.as_path()]
+        .into_iter()
+        .find(|d| manifest_has(d, "name = \"ors-server\""))
+        .ok_or_else(|| missing(&nested))?;
+    std::fs::canonicalize(krate).map_err(|_| missing(krate))
 }
 
 /// Whether `dir` holds a manifest with this line (blanks around it aside).
