@@ -253,9 +253,7 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
             split,
             range,
             out,
-        } => {
-            tasks(&client.environment(env), &split, range, out).await?;
-        }
+        } => tasks(&client.environment(env), &split, range, out).await?,
         Command::Call {
             env,
             task,

@@ -136,12 +136,10 @@ pub fn with_interval(
 
 /// `0.6667`, `66.7%`, or with a sign: `+0.1000`, `−3.3 pp`.
 pub fn number(x: f64, as_percent: bool, signed: bool) -> String {
-    let sign = if !signed {
-        ""
-    } else if x >= 0.0 {
-        "+"
-    } else {
-        "−"
+    let sign = match (signed, x >= 0.0) {
+        (false, _) => "",
+        (true, true) => "+",
+        (true, false) => "−",
     };
     let x = if signed { x.abs() } else { x };
     match (as_percent, signed) {

@@ -180,8 +180,7 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     };
 
     let env = client.environment(&env_name);
-    let n = env.num_tasks(&split).await?;
-    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    let n = usize::try_from(env.num_tasks(&split).await?).unwrap_or(usize::MAX);
     let (start, stop) = args.indices.unwrap_or((None, None));
     let selected = ors_core::slice_bounds(start, stop, n).take(args.limit.unwrap_or(usize::MAX));
     let wanted = TaskSample::each(selected.map(|i| i as i64), args.samples);
