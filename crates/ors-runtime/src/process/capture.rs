@@ -79,15 +79,12 @@ impl<'c> Capture<'c> {
         self.line_kept = true;
     }
 
-    /// Take bytes already captured elsewhere (a sandbox's), and how many were dropped.
-    pub(crate) fn set(&mut self, bytes: Vec<u8>, dropped: u64) {
+    /// This capture holding bytes already captured elsewhere (a sandbox's), and how many
+    /// were dropped.
+    pub(crate) fn with(mut self, bytes: Vec<u8>, dropped: u64) -> Self {
         self.bytes = bytes;
         self.dropped = dropped;
-    }
-
-    /// How many bytes were dropped past the cap.
-    pub(crate) fn dropped(&self) -> u64 {
-        self.dropped
+        self
     }
 
     /// Whether bytes were dropped past the cap.
@@ -95,9 +92,9 @@ impl<'c> Capture<'c> {
         self.dropped > 0
     }
 
-    /// The kept bytes as they came.
-    pub(crate) fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+    /// The kept bytes as they came, and how many were dropped past the cap.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, u64) {
+        (self.bytes, self.dropped)
     }
 
     /// The kept bytes as text (invalid UTF-8 replaced), then a marker naming the cap and how

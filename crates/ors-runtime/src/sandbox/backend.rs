@@ -17,7 +17,7 @@ use crate::env::ToolContext;
 use crate::process::{Exit, Limits};
 
 /// A command for a [`Backend`]'s sandbox: the program, with the sandbox's defaults applied.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Exec {
     /// The program and its arguments (looked up in the sandbox's `PATH`).
     pub argv: Vec<OsString>,

@@ -68,12 +68,10 @@ impl Backend for Bubblewrap {
                 let mut sandbox: Box<dyn Instance> = Box::new(start(&settings).await?);
                 let exec = Exec {
                     argv: vec![OsString::from("true")],
-                    cwd: None,
-                    env: Vec::new(),
-                    stdin: None,
                     timeout: START_TIMEOUT,
                     limits: settings.limits,
                     max_output: 4096,
+                    ..Exec::default()
                 };
                 let ran = sandbox.run(&exec, &ToolContext::detached()).await;
                 let stopped = sandbox.shutdown().await;

@@ -38,3 +38,13 @@ pub enum SandboxError {
         reason: String,
     },
 }
+
+impl SandboxError {
+    /// A file operation on `path` failed for `reason`.
+    pub(crate) fn file(path: &str, reason: impl Into<String>) -> Self {
+        SandboxError::File {
+            path: path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}

@@ -213,12 +213,13 @@ impl Live {
             129..=192 => Exit::Signal(status - 128),
             s => Exit::Code(s),
         });
-        let (stdout_dropped, stderr_dropped) = (out.dropped(), err.dropped());
+        let ((stdout, stdout_dropped), (stderr, stderr_dropped)) =
+            (out.into_parts(), err.into_parts());
         Ok(Ran {
             exit,
-            stdout: out.into_bytes(),
+            stdout,
             stdout_dropped,
-            stderr: err.into_bytes(),
+            stderr,
             stderr_dropped,
             duration: started.elapsed(),
         })

@@ -83,7 +83,7 @@ mod settings;
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::Path;
+use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -237,10 +237,10 @@ impl Program {
         };
         let ran = sandbox.exec(&exec, ctx).await?;
         let detached = ToolContext::detached();
-        let mut out = Capture::new("stdout", exec.max_output, &detached);
-        out.set(ran.stdout, ran.stdout_dropped);
-        let mut err = Capture::new("stderr", exec.max_output, &detached);
-        err.set(ran.stderr, ran.stderr_dropped);
+        let out = Capture::new("stdout", exec.max_output, &detached);
+        let out = out.with(ran.stdout, ran.stdout_dropped);
+        let err = Capture::new("stderr", exec.max_output, &detached);
+        let err = err.with(ran.stderr, ran.stderr_dropped);
         let applied = Applied {
             timeout: Some(exec.timeout),
             limits: exec.limits,
@@ -298,12 +298,11 @@ impl Sandbox {
     ) -> Result<Ran, SandboxError> {
         let exec = Exec {
             argv: argv.iter().map(OsString::from).collect(),
-            cwd: None,
-            env: Vec::new(),
             stdin,
             timeout: FILE_TIMEOUT,
             limits: self.shared.settings.limits,
             max_output,
+            ..Exec::default()
         };
         let ran = self.exec(&exec, &ToolContext::detached()).await?;
         if ran.exit != Exit::Code(0) {
@@ -317,10 +316,7 @@ impl Sandbox {
             } else if reason.is_empty() {
                 reason = format!("failed ({:?})", ran.exit);
             }
-            return Err(SandboxError::File {
-                path: path.to_owned(),
-                reason,
-            });
+            return Err(SandboxError::file(path, reason));
         }
         Ok(ran)
     }
@@ -358,10 +354,7 @@ impl Sandbox {
             .await?;
         let mut out = ran.stdout;
         let Some(nl) = out.iter().position(|&b| b == b'\n') else {
-            return Err(SandboxError::File {
-                path: path.to_owned(),
-                reason: "its size could not be read".to_owned(),
-            });
+            return Err(SandboxError::file(path, "its size could not be read"));
         };
         let size = String::from_utf8_lossy(&out[..nl])
             .trim()
@@ -389,10 +382,10 @@ impl Sandbox {
             )
             .await?;
         if ran.stdout_dropped > 0 {
-            return Err(SandboxError::File {
-                path: WORKSPACE.to_owned(),
-                reason: "the workspace's archive is larger than twice the disk limit".to_owned(),
-            });
+            return Err(SandboxError::file(
+                WORKSPACE,
+                "the workspace's archive is larger than twice the disk limit",
+            ));
         }
         to.file_op(
             WORKSPACE,
@@ -418,27 +411,23 @@ impl Sandbox {
 
 /// `path` as a path relative to the workspace: not empty, not absolute, no `..`.
 fn relative(path: &str) -> Result<String, SandboxError> {
-    let bad = |reason: &str| SandboxError::File {
-        path: path.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let p = Path::new(path);
+    let bad = |reason: &str| SandboxError::file(path, reason);
     if path.contains('\0') {
         return Err(bad("the path contains a NUL byte"));
     }
-    if p.is_absolute() {
-        return Err(bad(
-            "the path is absolute; give a path relative to the workspace",
-        ));
-    }
     let mut parts = Vec::new();
-    for c in p.components() {
+    for c in Path::new(path).components() {
         match c {
-            std::path::Component::Normal(s) => parts.push(s.to_string_lossy().into_owned()),
-            std::path::Component::CurDir => {}
-            _ => {
+            Component::Normal(s) => parts.push(s.to_string_lossy()),
+            Component::CurDir => {}
+            Component::ParentDir => {
                 return Err(bad(
                     "the path goes up with '..'; paths stay inside the workspace",
+                ))
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(bad(
+                    "the path is absolute; give a path relative to the workspace",
                 ))
             }
         }

@@ -3,7 +3,6 @@
 //! standard input. Everything the agent gave is single-quoted, so the script runs exactly the
 //! program and arguments it names.
 
-use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
 use super::{Exec, SandboxError, WORKSPACE};
@@ -14,17 +13,8 @@ const INIT_PROCESSES: u64 = 1;
 
 /// `s` single-quoted for a POSIX shell: every byte stands for itself, newlines included.
 pub(crate) fn quote(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    out.push(b'\'');
-    for &b in s {
-        if b == b'\'' {
-            out.extend_from_slice(b"'\\''");
-        } else {
-            out.push(b);
-        }
-    }
-    out.push(b'\'');
-    out
+    let parts: Vec<&[u8]> = s.split(|&b| b == b'\'').collect();
+    [&b"'"[..], &parts.join(&b"'\\''"[..]), b"'"].concat()
 }
 
 /// Whether `name` can be an environment variable the shell exports.
@@ -67,11 +57,11 @@ pub(crate) fn script(exec: &Exec) -> Result<Vec<u8>, SandboxError> {
         }
         s.extend([b"export ", k, b"=", &quote(v), b"; "].concat());
     }
+    if exec.argv.iter().any(|a| a.as_bytes().contains(&0)) {
+        return refuse("an argument contains a NUL byte".to_owned());
+    }
     if let [sh, c, command] = exec.argv.as_slice() {
         if (sh == "/bin/sh" || sh == "sh") && c == "-c" {
-            if command.as_bytes().contains(&0) {
-                return refuse("an argument contains a NUL byte".to_owned());
-            }
             // A shell command (Program::shell) runs in the init's subshell, itself a POSIX
             // shell, instead of an exec'd second one: that exec cost as much CPU as a `sleep
             // 1` command itself. What differs from `sh -c`: `$$` and `$PPID` are the init's,
@@ -82,10 +72,6 @@ pub(crate) fn script(exec: &Exec) -> Result<Vec<u8>, SandboxError> {
     }
     s.extend_from_slice(b"exec");
     for arg in &exec.argv {
-        let arg: &OsStr = arg;
-        if arg.as_bytes().contains(&0) {
-            return refuse("an argument contains a NUL byte".to_owned());
-        }
         s.push(b' ');
         s.extend_from_slice(&quote(arg.as_bytes()));
     }
