@@ -316,24 +316,20 @@ impl ExternalSession {
         input: Value,
     ) -> Option<BoxFuture<'static, RunToolOutput>> {
         let entry = &self.catalog.entries[*self.catalog.by_name.get(name)?];
-        match entry {
+        Some(match entry {
             #[cfg(feature = "mcp")]
             Runs::Mcp { toolset, tool } => {
                 let t = &self.catalog.toolsets[*toolset].tools()[*tool];
                 let (conn, mcp_name) = (Arc::clone(&self.conns[*toolset]), t.mcp_name.clone());
-                Some(
-                    match crate::env::checked_input(&t.validator, &t.spec.name, input) {
-                        Ok(input) => {
-                            Box::pin(async move { conn.call(&ctx, &mcp_name, input).await })
-                        }
-                        Err(msg) => Box::pin(async move {
-                            RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
-                        }),
-                    },
-                )
+                match crate::env::checked_input(&t.validator, &t.spec.name, input) {
+                    Ok(input) => Box::pin(async move { conn.call(&ctx, &mcp_name, input).await }),
+                    Err(msg) => Box::pin(async move {
+                        RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
+                    }),
+                }
             }
-            Runs::Here(t) => Some(t.call(ctx, input)),
-        }
+            Runs::Here(t) => t.call(ctx, input),
+        })
     }
 }
 

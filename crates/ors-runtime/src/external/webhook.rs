@@ -162,10 +162,10 @@ impl WebhookTool {
     /// Webhook tools from a JSON file (see [`WebhookTool::parse_list`]).
     pub fn load(path: impl AsRef<Path>) -> Result<Vec<Self>, ExternalError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ExternalError::Config(format!("{}: {e}", path.display())))?;
-        Self::parse_list(&text)
-            .map_err(|e| ExternalError::Config(format!("{}: {e}", path.display())))
+        let at =
+            |e: &dyn std::fmt::Display| ExternalError::Config(format!("{}: {e}", path.display()));
+        let text = std::fs::read_to_string(path).map_err(|e| at(&e))?;
+        Self::parse_list(&text).map_err(|e| at(&e))
     }
 
     /// A configuration error of this tool.
@@ -319,18 +319,17 @@ fn answer(tool: &str, bytes: &[u8], is_json: bool) -> RunToolOutput {
     let Some(value) = parsed.filter(|_| is_json || text.trim_start().starts_with('{')) else {
         return RunToolOutput::Success(ToolOutput::text(text));
     };
+    let unparsed = |what: &str, e: serde_json::Error| {
+        RunToolOutput::error(format!(
+            "webhook tool '{tool}' answered {what} that does not parse: {e}"
+        ))
+    };
     match value.as_object() {
-        Some(o) if o.contains_key("ok") => serde_json::from_value(value).unwrap_or_else(|e| {
-            RunToolOutput::error(format!(
-                "webhook tool '{tool}' answered an ORS result that does not parse: {e}"
-            ))
-        }),
-        Some(o) if o.contains_key("blocks") => match serde_json::from_value(value) {
-            Ok(out) => RunToolOutput::Success(out),
-            Err(e) => RunToolOutput::error(format!(
-                "webhook tool '{tool}' answered a ToolOutput that does not parse: {e}"
-            )),
-        },
+        Some(o) if o.contains_key("ok") => {
+            serde_json::from_value(value).unwrap_or_else(|e| unparsed("an ORS result", e))
+        }
+        Some(o) if o.contains_key("blocks") => serde_json::from_value(value)
+            .map_or_else(|e| unparsed("a ToolOutput", e), RunToolOutput::Success),
         _ => {
             let metadata = JsonObject::from_iter([(STRUCTURED_KEY.to_owned(), value)]);
             RunToolOutput::Success(ToolOutput::text(text).with_metadata(metadata))

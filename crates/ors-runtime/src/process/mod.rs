@@ -299,13 +299,13 @@ impl Program {
         if let Some(dir) = &self.cwd {
             cmd.current_dir(dir);
         }
-        cmd.stdin(if self.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        let stdin = self
+            .stdin
+            .as_ref()
+            .map_or_else(Stdio::null, |_| Stdio::piped());
+        cmd.stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         cmd.process_group(0);
         cmd
     }

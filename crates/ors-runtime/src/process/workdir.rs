@@ -102,18 +102,14 @@ impl WorkDir {
             let next = at.join(part);
             match std::fs::symlink_metadata(&next) {
                 Ok(meta) if meta.file_type().is_symlink() => {
-                    let target = next.canonicalize().map_err(|e| {
-                        if e.kind() == std::io::ErrorKind::NotFound {
-                            // A dangling link: where would it write? Refuse rather than guess.
-                            PathError::Escapes(rel.to_owned())
-                        } else {
-                            io_err(rel, e)
+                    // A dangling link escapes too: where would it write? Refuse, not guess.
+                    at = match next.canonicalize() {
+                        Ok(target) if target.starts_with(&self.canonical) => target,
+                        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                            return Err(io_err(rel, e))
                         }
-                    })?;
-                    if !target.starts_with(&self.canonical) {
-                        return Err(PathError::Escapes(rel.to_owned()));
-                    }
-                    at = target;
+                        _ => return Err(PathError::Escapes(rel.to_owned())),
+                    };
                 }
                 Ok(_) => at = next,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -139,12 +135,10 @@ impl WorkDir {
 
 impl Drop for WorkDir {
     fn drop(&mut self) {
-        if !self.removed {
-            if let Err(e) = std::fs::remove_dir_all(&self.path) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(dir = %self.path.display(), error = %e, "could not remove a working directory");
-                }
-            }
+        let removed = (!self.removed).then(|| std::fs::remove_dir_all(&self.path));
+        let failed = removed.and_then(Result::err);
+        if let Some(e) = failed.filter(|e| e.kind() != std::io::ErrorKind::NotFound) {
+            tracing::warn!(dir = %self.path.display(), error = %e, "could not remove a working directory");
         }
     }
 }

@@ -274,14 +274,11 @@ fn effective_uid() -> Option<u32> {
 
 /// The `bwrap` to run.
 fn locate(settings: &SandboxSettings) -> Result<PathBuf, SandboxError> {
-    if let Some(p) = &settings.bwrap {
-        return if p.is_file() {
-            Ok(p.clone())
-        } else {
-            Err(missing(&format!("{} does not exist", p.display())))
-        };
+    match &settings.bwrap {
+        Some(p) if p.is_file() => Ok(p.clone()),
+        Some(p) => Err(missing(&format!("{} does not exist", p.display()))),
+        None => on_path("bwrap").ok_or_else(|| missing("bubblewrap (`bwrap`) is not installed")),
     }
-    on_path("bwrap").ok_or_else(|| missing("bubblewrap (`bwrap`) is not installed"))
 }
 
 /// The program `name` in the server's `PATH` (or the default one), or else in `/usr/bin`.

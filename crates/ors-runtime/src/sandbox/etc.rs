@@ -107,13 +107,11 @@ fn fingerprint(etc: &Path, names: &[String]) -> u64 {
         path.hash(h);
         (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.mode()).hash(h);
         if meta.is_dir() {
-            if let Ok(dir) = std::fs::read_dir(path) {
-                let mut kids: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
-                kids.sort();
-                for k in kids {
-                    walk(&k, h);
-                }
-            }
+            // An unreadable directory, or entry, adds nothing.
+            let dir = std::fs::read_dir(path).into_iter().flatten().flatten();
+            let mut kids: Vec<PathBuf> = dir.map(|e| e.path()).collect();
+            kids.sort();
+            kids.iter().for_each(|k| walk(k, h));
         }
     }
     let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -75,22 +75,21 @@ impl<T> JsonlTasks<T> {
                 base += 3;
                 line_start = 3;
             }
+            // Each line's part in this read: whether it has more than whitespace, whether it
+            // ends the line.
             let mut seg_start = 0usize;
-            for nl in memchr::memchr_iter(b'\n', bytes) {
-                if !has_content {
-                    has_content = bytes[seg_start..nl]
-                        .iter()
-                        .any(|b| !b.is_ascii_whitespace());
+            let ends = memchr::memchr_iter(b'\n', bytes).map(|nl| nl + 1);
+            for end in ends.chain([bytes.len()]) {
+                let part = &bytes[seg_start..end];
+                seg_start = end;
+                has_content = has_content || part.iter().any(|b| !b.is_ascii_whitespace());
+                if part.ends_with(b"\n") {
+                    if has_content {
+                        index.push(line_start);
+                    }
+                    line_start = base + end as u64;
+                    has_content = false;
                 }
-                if has_content {
-                    index.push(line_start);
-                }
-                line_start = base + nl as u64 + 1;
-                has_content = false;
-                seg_start = nl + 1;
-            }
-            if !has_content {
-                has_content = bytes[seg_start..].iter().any(|b| !b.is_ascii_whitespace());
             }
             pos += n as u64;
         }
@@ -135,12 +134,8 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for JsonlTasks<T> {
         for row in start..stop {
             let a = (self.index.get(row) - from) as usize;
             let b = (self.end_of(row) - from) as usize;
-            let task = serde_json::from_slice(&bytes[a..b]).map_err(|e| DataError::Row {
-                path: self.path.clone(),
-                row,
-                reason: e.to_string(),
-            })?;
-            rows.push(task);
+            let task = serde_json::from_slice(&bytes[a..b]);
+            rows.push(task.map_err(|e| DataError::row(&self.path, row, e))?);
         }
         Ok(rows)
     }

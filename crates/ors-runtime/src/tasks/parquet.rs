@@ -34,14 +34,13 @@ impl<T> ParquetTasks<T> {
         let file = File::open(&path).map_err(DataError::io(&path))?;
         let reader = SerializedFileReader::new(file)
             .map_err(|e| DataError::format(&path, format!("not a readable Parquet file: {e}")))?;
-        let meta = reader.metadata();
-        let mut starts = Vec::with_capacity(meta.num_row_groups() + 1);
-        let mut total = 0usize;
-        for i in 0..meta.num_row_groups() {
-            starts.push(total);
-            total += usize::try_from(meta.row_group(i).num_rows()).unwrap_or(0);
-        }
-        starts.push(total);
+        let groups = reader.metadata().row_groups().iter();
+        let sizes = groups.map(|g| usize::try_from(g.num_rows()).unwrap_or(0));
+        let ends = sizes.scan(0usize, |total, n| {
+            *total += n;
+            Some(*total)
+        });
+        let starts = std::iter::once(0).chain(ends).collect();
         Ok(Self {
             path,
             reader,
@@ -82,13 +81,8 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
             let iter = reader.get_row_iter(None).map_err(|e| self.format_err(e))?;
             for (i, r) in iter.skip(row - group_start).take(take).enumerate() {
                 let r = r.map_err(|e| self.format_err(e))?;
-                let task =
-                    serde_json::from_value(r.to_json_value()).map_err(|e| DataError::Row {
-                        path: self.path.clone(),
-                        row: row + i,
-                        reason: e.to_string(),
-                    })?;
-                rows.push(task);
+                let task = serde_json::from_value(r.to_json_value());
+                rows.push(task.map_err(|e| DataError::row(&self.path, row + i, e))?);
             }
             if rows.len() != row - start + take {
                 return Err(self.format_err(format!(

@@ -65,6 +65,15 @@ impl DataError {
         }
     }
 
+    /// Row `row` of the file at `path` is not a task, for `reason`.
+    pub(crate) fn row(path: &Path, row: usize, reason: impl std::fmt::Display) -> Self {
+        DataError::Row {
+            path: path.to_owned(),
+            row,
+            reason: reason.to_string(),
+        }
+    }
+
     /// The I/O error of reading (or writing) the file at `path`.
     pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Self + '_ {
         |source| DataError::Io {
