@@ -16,7 +16,7 @@ use rmcp::model::{ErrorCode, ErrorData, ServerJsonRpcMessage};
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 /// Why a connection broke, when it was this side that broke it (shared with the calls).
@@ -173,35 +173,24 @@ enum Unusable {
 impl StdioTransport {
     /// Read one `\n`-terminated line into `self.line` (`false` at the end of the stream),
     /// never holding more than `max_line` bytes of it; the error is why the connection must
-    /// break. Cancellation-safe: bytes are consumed only once copied into `self.line`.
+    /// break. Cancellation-safe: what was read stays in `self.line`, and the next call goes on.
     async fn read_line(&mut self) -> Result<bool, String> {
-        loop {
-            let (used, done) = {
-                let available = match self.read.fill_buf().await {
-                    Ok(a) => a,
-                    Err(e) => return Err(format!("could not be read from: {e}")),
-                };
-                if available.is_empty() {
-                    return Ok(false);
-                }
-                let newline = available.iter().position(|b| *b == b'\n');
-                let take = newline.map_or(available.len(), |i| i + 1);
-                // The newline itself does not count against the limit.
-                let body = newline.map_or(take, |i| i);
-                if self.line.len().saturating_add(body) > self.max_line {
-                    return Err(format!(
-                        "sent a line (one JSON-RPC message) of more than {} bytes, the limit \
-                         (McpServer::max_line_bytes)",
-                        self.max_line
-                    ));
-                }
-                self.line.extend_from_slice(&available[..take]);
-                (take, newline.is_some())
-            };
-            self.read.consume(used);
-            if done {
-                return Ok(true);
-            }
+        // The newline itself does not count against the limit.
+        let room = (self.max_line + 1).saturating_sub(self.line.len());
+        let mut read = (&mut self.read).take(room as u64);
+        if let Err(e) = read.read_until(b'\n', &mut self.line).await {
+            return Err(format!("could not be read from: {e}"));
+        }
+        if self.line.ends_with(b"\n") {
+            Ok(true)
+        } else if self.line.len() > self.max_line {
+            Err(format!(
+                "sent a line (one JSON-RPC message) of more than {} bytes, the limit \
+                 (McpServer::max_line_bytes)",
+                self.max_line
+            ))
+        } else {
+            Ok(false)
         }
     }
 
