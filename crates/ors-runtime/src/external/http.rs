@@ -70,14 +70,8 @@ impl HttpClient {
 
 /// An error with its sources, for a message that says what actually failed.
 fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut msg = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        msg.push_str(": ");
-        msg.push_str(&s.to_string());
-        source = s.source();
-    }
-    msg
+    let sources = std::iter::successors(e.source(), |s| s.source());
+    sources.fold(e.to_string(), |msg, s| format!("{msg}: {s}"))
 }
 
 /// Read a whole body of at most `max` bytes.
@@ -89,18 +83,12 @@ pub async fn read_body(resp: Response<Incoming>, max: usize) -> Result<Vec<u8>, 
         .and_then(|v| content_length(v.as_bytes()));
     let mut bounded = BoundedBody::new(announced, max)?;
     while let Some(frame) = body.frame().await {
-        match frame {
-            Ok(frame) => {
-                if let Ok(data) = frame.into_data() {
-                    bounded.push(&data)?;
-                }
-            }
-            Err(e) => {
-                return Err(match truncated(bounded.received(), announced) {
-                    Some(cut) => cut.into(),
-                    None => ReadError::Transport(source_chain(&e)),
-                })
-            }
+        let frame = frame.map_err(|e| match truncated(bounded.received(), announced) {
+            Some(cut) => ReadError::from(cut),
+            None => ReadError::Transport(source_chain(&e)),
+        })?;
+        if let Ok(data) = frame.into_data() {
+            bounded.push(&data)?;
         }
     }
     Ok(bounded.finish())

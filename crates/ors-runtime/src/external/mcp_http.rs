@@ -297,19 +297,17 @@ impl StreamableHttpClient for McpHttpClient {
         }
         let resp = self.send(req, Bytes::new()).await?;
         let status = resp.status();
-        if status == StatusCode::METHOD_NOT_ALLOWED {
-            return Err(StreamableHttpError::ServerDoesNotSupportSse);
-        }
         if status == StatusCode::NOT_FOUND && sid.is_some() {
             return Err(StreamableHttpError::SessionExpired);
+        }
+        let sse = status.is_success() && content_type_is(&resp, EVENT_STREAM_MIME_TYPE);
+        if status == StatusCode::METHOD_NOT_ALLOWED || (status.is_success() && !sse) {
+            return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
         if !status.is_success() {
             return Err(unexpected(format!(
                 "opening the MCP event stream answered HTTP {status}"
             )));
-        }
-        if !content_type_is(&resp, EVENT_STREAM_MIME_TYPE) {
-            return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
         let broken = Arc::clone(&self.broken);
         Ok(sse_events(resp.into_body(), max_sse_event_size, broken))
