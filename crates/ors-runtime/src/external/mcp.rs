@@ -228,10 +228,7 @@ impl McpServer {
                 let name = std::path::Path::new(program)
                     .file_name()
                     .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned());
-                std::iter::once(name)
-                    .chain(args.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                [vec![name], args.clone()].concat().join(" ")
             }
             McpTransport::Url(url) => url.clone(),
         }

@@ -255,19 +255,14 @@ impl ExternalTools {
                 let name = spec.name.clone();
                 ToolEntry::new(spec, true, move |env: &mut E, ctx, input| {
                     // External tools take their input as a value (they validate it).
-                    let input = match crate::env::as_value(&name, input) {
-                        Ok(input) => input,
-                        Err(out) => return Box::pin(async move { out }),
-                    };
-                    match session_of(env).call(ctx, &name, input) {
-                        Some(call) => call,
-                        None => {
+                    let call = crate::env::as_value(&name, input).and_then(|input| {
+                        let call = session_of(env).call(ctx, &name, input);
+                        call.ok_or_else(|| {
                             let msg = format!("the tool '{name}' is not open in this episode");
-                            Box::pin(async move {
-                                RunToolOutput::refused(ToolErrorReason::NotFound, msg)
-                            })
-                        }
-                    }
+                            RunToolOutput::refused(ToolErrorReason::NotFound, msg)
+                        })
+                    });
+                    call.unwrap_or_else(|out| Box::pin(async move { out }))
                 })
             })
             .collect()

@@ -45,24 +45,16 @@ impl Limits {
     /// `SIGXCPU` (which names the cause) rather than a bare `SIGKILL`. `extra_processes` are
     /// counted in the process limit without being the program's (a sandbox's init).
     pub(crate) fn prelude(&self, extra_processes: u64) -> String {
-        let mut s = String::new();
-        if let Some(t) = self.cpu_secs {
-            let t = t.max(1);
-            s.push_str(&format!(
-                "ulimit -S -t {t} && ulimit -H -t {} || exit 126; ",
-                t + 1
-            ));
-        }
-        if let Some(m) = self.memory_bytes {
-            s.push_str(&format!("ulimit -v {} || exit 126; ", (m / 1024).max(1)));
-        }
-        if let Some(p) = self.processes {
-            let p = p.max(1) + extra_processes;
-            s.push_str(&format!(
-                "{{ ulimit -u {p} 2>/dev/null || ulimit -p {p}; }} || exit 126; "
-            ));
-        }
-        s
+        let cpu = self.cpu_secs.map(|t| t.max(1));
+        let cpu = cpu.map(|t| format!("ulimit -S -t {t} && ulimit -H -t {}", t + 1));
+        let memory = self
+            .memory_bytes
+            .map(|m| format!("ulimit -v {}", (m / 1024).max(1)));
+        let processes = self.processes.map(|p| p.max(1) + extra_processes);
+        let processes =
+            processes.map(|p| format!("{{ ulimit -u {p} 2>/dev/null || ulimit -p {p}; }}"));
+        let commands = [cpu, memory, processes].into_iter().flatten();
+        commands.map(|c| format!("{c} || exit 126; ")).collect()
     }
 }
 
