@@ -203,24 +203,21 @@ impl InputValidator {
 
     #[cfg(feature = "validate")]
     fn problems(&self, tool: &str, input: &Value) -> Result<(), String> {
-        let mut problems = Vec::new();
-        let mut more = 0usize;
-        for err in self.validator.iter_errors(input) {
-            if problems.len() == MAX_LISTED_PROBLEMS {
-                more += 1;
-                continue;
-            }
+        let mut errors = self.validator.iter_errors(input);
+        let listed = errors.by_ref().take(MAX_LISTED_PROBLEMS).map(|err| {
             let path = field_path(err.instance_path.as_str());
-            problems.push(if path.is_empty() {
+            if path.is_empty() {
                 err.to_string()
             } else {
                 format!("field '{path}': {err}")
-            });
-        }
+            }
+        });
+        let problems: Vec<String> = listed.collect();
         if problems.is_empty() {
             return Ok(());
         }
         let mut msg = format!("invalid input for tool '{tool}': {}", problems.join("; "));
+        let more = errors.count();
         if more > 0 {
             msg.push_str(&format!(" (and {more} more)"));
         }

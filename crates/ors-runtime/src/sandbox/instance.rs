@@ -149,14 +149,8 @@ impl Live {
         let started = Instant::now();
         let mut out = Capture::new("stdout", exec.max_output, ctx);
         let mut err = Capture::new("stderr", exec.max_output, ctx);
-        let Live {
-            init_pid,
-            stdin,
-            stdout,
-            stderr,
-            exited,
-            ..
-        } = self;
+        let (stdin, stdout, stderr) = (&mut self.stdin, &mut self.stdout, &mut self.stderr);
+        let (init_pid, exited) = (self.init_pid, &self.exited);
         let mut stopped: Option<Exit> = None;
         let tail = {
             let exchange = async {
@@ -192,7 +186,7 @@ impl Live {
                     }
                     () = ctx.cancelled(), if stopped.is_none() => Exit::Cancelled,
                 });
-                signal(*init_pid, "USR1", exited).await;
+                signal(init_pid, "USR1", exited).await;
                 deadline.as_mut().reset(tokio::time::Instant::now() + GRACE);
             }
         };
