@@ -257,6 +257,15 @@ mod tests {
     }
 
     #[test]
+    fn past_the_listed_problems_the_rest_are_counted() {
+        let required: Vec<String> = (0..6).map(|i| format!("f{i}")).collect();
+        let v = InputValidator::new(&json!({"type": "object", "required": required})).unwrap();
+        let err = v.check("t", &json!({})).unwrap_err();
+        assert_eq!(err.matches("is a required property").count(), 4, "{err}");
+        assert!(err.ends_with(" (and 2 more)"), "{err}");
+    }
+
+    #[test]
     fn non_object_schemas_are_refused() {
         assert!(matches!(
             InputValidator::new(&json!({"type": "string"})),
