@@ -266,11 +266,10 @@ impl Transport<RoleClient> for StdioTransport {
                 }
             }
             let line = std::mem::take(&mut self.line);
-            let text = line.strip_suffix(b"\n").unwrap_or(&line);
-            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            let text = line.trim_ascii();
             let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(text);
             // A blank line is skipped.
-            let parsed = (!text.iter().all(u8::is_ascii_whitespace)).then(|| {
+            let parsed = (!text.trim_ascii().is_empty()).then(|| {
                 serde_json::from_slice::<ServerJsonRpcMessage>(text).map_err(|e| unusable(text, &e))
             });
             // Keep the buffer for the next line, unless a big one grew it.
