@@ -27,15 +27,12 @@ pub enum ArgKind {
 
 /// Whether a parameter of kind `this`, after parameters of kinds `earlier`, is a second input.
 pub const fn second_input(earlier: &[ArgKind], this: ArgKind) -> bool {
-    if !matches!(this, ArgKind::Input) {
-        return false;
-    }
-    let mut i = 0;
-    while i < earlier.len() {
-        if matches!(earlier[i], ArgKind::Input) {
+    let mut earlier = earlier;
+    while let [first, rest @ ..] = earlier {
+        if matches!((first, this), (ArgKind::Input, ArgKind::Input)) {
             return true;
         }
-        i += 1;
+        earlier = rest;
     }
     false
 }

@@ -174,11 +174,12 @@ fn prepare(etc: &Path, parent: &Path) -> Result<PathBuf, String> {
     let build = || -> std::io::Result<()> {
         std::fs::create_dir(&building)?;
         std::fs::set_permissions(&building, std::fs::Permissions::from_mode(0o755))?;
-        for n in &names {
-            let from = etc.join(n);
-            if std::fs::symlink_metadata(&from).is_ok() {
-                copy(&from, &building.join(n))?;
-            }
+        // What the host has of them.
+        let present = names
+            .iter()
+            .filter(|n| etc.join(n).symlink_metadata().is_ok());
+        for n in present {
+            copy(&etc.join(n), &building.join(n))?;
         }
         for (n, text) in WRITTEN {
             std::fs::write(building.join(n), text)?;
