@@ -355,15 +355,14 @@ impl Conn {
             return out;
         }
         let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(input);
-        let result = tokio::select! {
-            r = self.client.call_tool(params) => r,
+        let error = tokio::select! {
+            r = self.client.call_tool(params) => match r {
+                Ok(result) => return from_mcp(result),
+                Err(e) => e,
+            },
             () = ctx.cancelled() => {
                 return RunToolOutput::error(format!("the call of MCP tool '{tool}' was cancelled"))
             }
-        };
-        let error = match result {
-            Ok(result) => return from_mcp(result),
-            Err(e) => e,
         };
         if let Some(out) = self.broken_call(tool) {
             self.stop();

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use ors_core::types::{Json, JsonObject, ToolSpec};
+use serde_json::Value;
 
 use super::params::SchemaFn;
 use crate::env::ToolTableError;
@@ -116,14 +117,10 @@ impl<'d> ToolDecl<'d> {
             InputDecl::Typed(schemas) => {
                 let schema = schemas.iter().flatten().next().map(|f| f()).transpose();
                 let schema = schema.map_err(|e| bad(e.to_string()))?;
-                let validator = match (&schema, self.validate) {
-                    (Some(s), true) => Some(Arc::new(
-                        InputValidator::new(&serde_json::Value::Object(s.clone()))
-                            .map_err(|e| bad(e.to_string()))?,
-                    )),
-                    _ => None,
-                };
-                (schema, validator)
+                let validated = schema.as_ref().filter(|_| self.validate);
+                let validator = validated.map(|s| InputValidator::new(&Value::Object(s.clone())));
+                let validator = validator.transpose().map_err(|e| bad(e.to_string()))?;
+                (schema, validator.map(Arc::new))
             }
             InputDecl::Raw(text) => {
                 let (validator, schema) =

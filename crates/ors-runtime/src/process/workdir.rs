@@ -53,8 +53,7 @@ impl WorkDir {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
+                .map_or(0, |d| d.subsec_nanos());
             let path = parent.join(format!("{prefix}{}-{n}-{nanos:x}", std::process::id()));
             match std::fs::create_dir(&path) {
                 Ok(()) => {
