@@ -38,25 +38,18 @@ pub enum SchemaError {
 /// assert!(!schema.contains_key("$schema"));
 /// ```
 pub fn input_schema<T: JsonSchema>() -> Result<JsonObject, SchemaError> {
-    let type_name = T::schema_name().into_owned();
+    let not_object = |found: &str| SchemaError::NotObject {
+        type_name: T::schema_name().into_owned(),
+        found: found.to_owned(),
+    };
     let Value::Object(mut obj) = root_schema::<T>() else {
-        return Err(SchemaError::NotObject {
-            type_name,
-            found: "not an object schema".to_owned(),
-        });
+        return Err(not_object("not an object schema"));
     };
     obj.remove("$schema");
     match obj.get("type") {
         Some(Value::String(t)) if t == "object" => {}
-        other => {
-            return Err(SchemaError::NotObject {
-                type_name,
-                found: match other {
-                    Some(t) => format!("of type {t}"),
-                    None => "without a type (an enum or untagged union?)".to_owned(),
-                },
-            })
-        }
+        Some(t) => return Err(not_object(&format!("of type {t}"))),
+        None => return Err(not_object("without a type (an enum or untagged union?)")),
     }
     obj.entry("properties")
         .or_insert_with(|| Value::Object(JsonObject::new()));
