@@ -124,10 +124,8 @@ impl ExternalToolsBuilder {
     /// Connect to the MCP servers and list their tools, check the webhooks, and check that
     /// no two tools share a name.
     pub async fn build(self) -> Result<ExternalTools, ExternalError> {
-        let mut here: Vec<DynamicTool> = self.tools;
-        for hook in self.webhooks {
-            here.push(hook.into_tool()?);
-        }
+        let hooks = self.webhooks.into_iter().map(WebhookTool::into_tool);
+        let hooks = hooks.collect::<Result<Vec<_>, _>>()?;
         let mut entries = Vec::new();
         #[cfg(feature = "mcp")]
         let mut toolsets = Vec::with_capacity(self.servers.len());
@@ -138,7 +136,7 @@ impl ExternalToolsBuilder {
             entries.extend((0..t.tools().len()).map(|tool| Runs::Mcp { toolset, tool }));
             toolsets.push(t);
         }
-        entries.extend(here.into_iter().map(Runs::Here));
+        entries.extend(self.tools.into_iter().chain(hooks).map(Runs::Here));
         let mut catalog = Catalog {
             #[cfg(feature = "mcp")]
             toolsets,
