@@ -33,6 +33,20 @@ use crate::config::ClientBuilder;
 use crate::error::{Error, Result};
 use crate::session::TaskRef;
 
+/// Blocking methods, each running the async method of the same name on the handle's runtime.
+/// The brackets say how to reach the async handle from `self`: `[inner]`, or `[get()?]` for a
+/// session (which fails once it is closed).
+macro_rules! blocking {
+    ([$($inner:tt)+]) => {};
+    ([$($inner:tt)+] $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty; $($rest:tt)*) => {
+        $(#[$doc])*
+        pub fn $name(&self, $($arg: $ty),*) -> Result<$out> {
+            self.rt.block_on(self.$($inner)+.$name($($arg),*))
+        }
+        blocking!([$($inner)+] $($rest)*);
+    };
+}
+
 /// A blocking client: the async [`crate::Client`] plus the runtime that drives it.
 #[derive(Clone, Debug)]
 pub struct Client {
@@ -73,14 +87,11 @@ impl Client {
         &self.inner
     }
 
-    /// `GET /health`.
-    pub fn health(&self) -> Result<()> {
-        self.rt.block_on(self.inner.health())
-    }
-
-    /// The environments the server hosts.
-    pub fn environments(&self) -> Result<Vec<String>> {
-        self.rt.block_on(self.inner.environments())
+    blocking! { [inner]
+        /// `GET /health`.
+        fn health() -> ();
+        /// The environments the server hosts.
+        fn environments() -> Vec<String>;
     }
 
     /// A handle on the environment `name`.
@@ -105,49 +116,26 @@ impl Environment {
         self.inner.name()
     }
 
-    /// The shared tools.
-    pub fn tools(&self) -> Result<Vec<ToolSpec>> {
-        self.rt.block_on(self.inner.tools())
-    }
-
-    /// The shared tools in a provider's format.
-    pub fn tools_for(&self, provider: Provider) -> Result<Vec<Value>> {
-        self.rt.block_on(self.inner.tools_for(provider))
-    }
-
-    /// The splits.
-    pub fn splits(&self) -> Result<Vec<Split>> {
-        self.rt.block_on(self.inner.splits())
-    }
-
-    /// Every task of a split.
-    pub fn tasks(&self, split: &str) -> Result<Vec<Value>> {
-        self.rt.block_on(self.inner.tasks(split))
+    blocking! { [inner]
+        /// The shared tools.
+        fn tools() -> Vec<ToolSpec>;
+        /// The shared tools in a provider's format.
+        fn tools_for(provider: Provider) -> Vec<Value>;
+        /// The splits.
+        fn splits() -> Vec<Split>;
+        /// Every task of a split.
+        fn tasks(split: &str) -> Vec<Value>;
+        /// The number of tasks in a split.
+        fn num_tasks(split: &str) -> u64;
+        /// The task at `index` of `split`.
+        fn task(split: &str, index: i64) -> Value;
+        /// The tasks in `start..stop` (Python slice rules).
+        fn task_range(split: &str, start: Option<i64>, stop: Option<i64>) -> Vec<Value>;
     }
 
     /// Every task of a split, typed.
     pub fn tasks_as<T: DeserializeOwned>(&self, split: &str) -> Result<Vec<T>> {
         self.rt.block_on(self.inner.tasks_as(split))
-    }
-
-    /// The number of tasks in a split.
-    pub fn num_tasks(&self, split: &str) -> Result<u64> {
-        self.rt.block_on(self.inner.num_tasks(split))
-    }
-
-    /// The task at `index` of `split`.
-    pub fn task(&self, split: &str, index: i64) -> Result<Value> {
-        self.rt.block_on(self.inner.task(split, index))
-    }
-
-    /// The tasks in `start..stop` (Python slice rules).
-    pub fn task_range(
-        &self,
-        split: &str,
-        start: Option<i64>,
-        stop: Option<i64>,
-    ) -> Result<Vec<Value>> {
-        self.rt.block_on(self.inner.task_range(split, start, stop))
     }
 
     /// Open a session on a task, with secrets.
@@ -198,29 +186,20 @@ impl Session {
             .is_none_or(crate::Session::is_terminated)
     }
 
-    /// The episode's prompt.
-    pub fn prompt(&self) -> Result<Blocks> {
-        self.rt.block_on(self.get()?.prompt())
-    }
-
-    /// The episode's tools (task-specific ones included).
-    pub fn tools(&self) -> Result<Vec<ToolSpec>> {
-        self.rt.block_on(self.get()?.tools())
-    }
-
-    /// Call a tool; `ok: false` is [`Error::ToolError`].
-    pub fn call(&self, name: &str, input: Value) -> Result<ToolOutput> {
-        self.rt.block_on(self.get()?.call(name, input))
+    blocking! { [get()?]
+        /// The episode's prompt.
+        fn prompt() -> Blocks;
+        /// The episode's tools (task-specific ones included).
+        fn tools() -> Vec<ToolSpec>;
+        /// Call a tool; `ok: false` is [`Error::ToolError`].
+        fn call(name: &str, input: Value) -> ToolOutput;
+        /// Call a tool and get `ok: false` as a value.
+        fn call_raw(name: &str, input: Value) -> RunToolOutput;
     }
 
     /// Call a tool with a typed input.
     pub fn call_as<I: Serialize + ?Sized>(&self, name: &str, input: &I) -> Result<ToolOutput> {
         self.rt.block_on(self.get()?.call_as(name, input))
-    }
-
-    /// Call a tool and get `ok: false` as a value.
-    pub fn call_raw(&self, name: &str, input: Value) -> Result<RunToolOutput> {
-        self.rt.block_on(self.get()?.call_raw(name, input))
     }
 
     /// Delete the session.
