@@ -38,7 +38,8 @@ use crate::session::TaskRef;
 /// session (which fails once it is closed).
 macro_rules! blocking {
     ([$($inner:tt)+]) => {};
-    ([$($inner:tt)+] $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty; $($rest:tt)*) => {
+    ([$($inner:tt)+] $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $out:ty;
+     $($rest:tt)*) => {
         $(#[$doc])*
         pub fn $name(&self, $($arg: $ty),*) -> Result<$out> {
             self.rt.block_on(self.$($inner)+.$name($($arg),*))

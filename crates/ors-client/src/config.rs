@@ -170,6 +170,19 @@ const SECRETS_MODE: Kind<SecretsMode> = Kind::new(
 
 const TLS_ROOTS: Kind<TlsRoots> = Kind::parsed("mozilla or system");
 
+/// Builder methods that set one field of the settings to the value given (forgetting a bad
+/// value of the field's variable, when it has one).
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty $(, $env:ident)?;)+) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, value: $ty) -> Self {
+            self.cfg.$name = value;
+            $(self.overridden($env);)?
+            self
+        }
+    )+};
+}
+
 /// Builds a [`crate::Client`]: `Client::builder("http://127.0.0.1:8080").api_key("k").build()`.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
@@ -218,72 +231,36 @@ impl ClientBuilder {
         self
     }
 
-    /// Limit on one ordinary request ([`Config::request_timeout`]).
-    pub fn request_timeout(mut self, d: Duration) -> Self {
-        self.cfg.request_timeout = d;
-        self
-    }
-
-    /// Limit on opening a connection ([`Config::connect_timeout`]).
-    pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.cfg.connect_timeout = d;
-        self
-    }
-
-    /// Silence on a call stream after which it counts as dropped
-    /// ([`Config::heartbeat_timeout`]).
-    pub fn heartbeat_timeout(mut self, d: Duration) -> Self {
-        self.cfg.heartbeat_timeout = d;
-        self
-    }
-
-    /// Limit on a whole tool call, reconnects included ([`Config::call_timeout`]). Keep-alives
-    /// and progress keep a call alive only until then.
-    pub fn call_timeout(mut self, d: Option<Duration>) -> Self {
-        self.cfg.call_timeout = d;
-        self.overridden(CALL_TIMEOUT_ENV);
-        self
-    }
-
-    /// The largest call result, SSE line or event the client holds
-    /// ([`Config::max_result_bytes`]). A larger one fails the call with
-    /// [`crate::Error::ResponseTooLarge`] and drops its connection.
-    pub fn max_result_bytes(mut self, n: usize) -> Self {
-        self.cfg.max_result_bytes = n;
-        self.overridden(MAX_RESULT_BYTES_ENV);
-        self
-    }
-
-    /// The largest JSON response body ([`Config::max_body_bytes`]).
-    pub fn max_body_bytes(mut self, n: usize) -> Self {
-        self.cfg.max_body_bytes = n;
-        self.overridden(MAX_BODY_BYTES_ENV);
-        self
-    }
-
-    /// Background ping period of sessions ([`Config::ping_interval`]); `None` disables pinging.
-    pub fn ping_interval(mut self, d: Option<Duration>) -> Self {
-        self.cfg.ping_interval = d;
-        self
-    }
-
-    /// Retries of safe-to-repeat requests ([`Config::max_retries`]).
-    pub fn max_retries(mut self, n: u32) -> Self {
-        self.cfg.max_retries = n;
-        self
-    }
-
-    /// Reconnects of a dropped call stream ([`Config::reconnect_attempts`]).
-    pub fn reconnect_attempts(mut self, n: u32) -> Self {
-        self.cfg.reconnect_attempts = n;
-        self
-    }
-
-    /// How long to keep asking a session whose setup is still running
-    /// ([`Config::starting_wait`]).
-    pub fn starting_wait(mut self, d: Duration) -> Self {
-        self.cfg.starting_wait = d;
-        self
+    setters! {
+        /// Limit on one ordinary request ([`Config::request_timeout`]).
+        request_timeout: Duration;
+        /// Limit on opening a connection ([`Config::connect_timeout`]).
+        connect_timeout: Duration;
+        /// Silence on a call stream after which it counts as dropped
+        /// ([`Config::heartbeat_timeout`]).
+        heartbeat_timeout: Duration;
+        /// Limit on a whole tool call, reconnects included ([`Config::call_timeout`]). Keep-alives
+        /// and progress keep a call alive only until then.
+        call_timeout: Option<Duration>, CALL_TIMEOUT_ENV;
+        /// The largest call result, SSE line or event the client holds
+        /// ([`Config::max_result_bytes`]). A larger one fails the call with
+        /// [`crate::Error::ResponseTooLarge`] and drops its connection.
+        max_result_bytes: usize, MAX_RESULT_BYTES_ENV;
+        /// The largest JSON response body ([`Config::max_body_bytes`]).
+        max_body_bytes: usize, MAX_BODY_BYTES_ENV;
+        /// Background ping period of sessions ([`Config::ping_interval`]); `None` disables pinging.
+        ping_interval: Option<Duration>;
+        /// Retries of safe-to-repeat requests ([`Config::max_retries`]).
+        max_retries: u32;
+        /// Reconnects of a dropped call stream ([`Config::reconnect_attempts`]).
+        reconnect_attempts: u32;
+        /// How long to keep asking a session whose setup is still running
+        /// ([`Config::starting_wait`]).
+        starting_wait: Duration;
+        /// Where secrets are sent ([`Config::secrets_mode`]).
+        secrets_mode: SecretsMode;
+        /// The root certificates to trust for `https://` ([`Config::tls_roots`]).
+        tls_roots: TlsRoots, TLS_ROOTS_ENV;
     }
 
     /// Backoff between attempts: first delay and cap ([`Config::backoff_base`],
@@ -294,23 +271,10 @@ impl ClientBuilder {
         self
     }
 
-    /// Where secrets are sent ([`Config::secrets_mode`]).
-    pub fn secrets_mode(mut self, mode: SecretsMode) -> Self {
-        self.cfg.secrets_mode = mode;
-        self
-    }
-
     /// Trust the CA certificates of this PEM file for `https://`, on top of the roots
     /// ([`Config::ca_cert`]): how a client reaches a deployment with a self-signed certificate.
     pub fn ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
         self.cfg.ca_cert = Some(path.into());
-        self
-    }
-
-    /// The root certificates to trust for `https://` ([`Config::tls_roots`]).
-    pub fn tls_roots(mut self, roots: TlsRoots) -> Self {
-        self.cfg.tls_roots = roots;
-        self.overridden(TLS_ROOTS_ENV);
         self
     }
 
