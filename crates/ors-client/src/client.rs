@@ -68,10 +68,7 @@ impl Client {
 
     /// `GET /health`: succeeds when the server answers `{"status": "ok"}`.
     pub async fn health(&self) -> Result<()> {
-        let status: ors_core::Status = self
-            .http
-            .json(&Req::get(routes::HEALTH), Retry::Idempotent)
-            .await?;
+        let status: ors_core::Status = self.http.get(routes::HEALTH).await?;
         if status.status == "ok" {
             Ok(())
         } else {
@@ -85,16 +82,12 @@ impl Client {
     /// `GET /version`: the server's version (PROTOCOL_NOTES row `version-route`; servers
     /// without the route answer 404).
     pub async fn version(&self) -> Result<VersionInfo> {
-        self.http
-            .json(&Req::get(routes::VERSION), Retry::Idempotent)
-            .await
+        self.http.get(routes::VERSION).await
     }
 
     /// `GET /list_environments`: the names of the environments the server hosts.
     pub async fn environments(&self) -> Result<Vec<String>> {
-        self.http
-            .json(&Req::get(routes::LIST_ENVIRONMENTS), Retry::Idempotent)
-            .await
+        self.http.get(routes::LIST_ENVIRONMENTS).await
     }
 
     /// A handle on the environment `name` (no request is made).
@@ -150,10 +143,7 @@ impl Environment {
     /// `GET /{env}/tools` as sent: the tools, and the terminal tool and group scoring when the
     /// environment has them (PROTOCOL_NOTES rows `terminal-tool`, `score-group`).
     pub async fn listing(&self) -> Result<ListToolsOutput> {
-        self.client
-            .http
-            .json(&Req::get(self.path(routes::TOOLS)), Retry::Idempotent)
-            .await
+        self.client.http.get(self.path(routes::TOOLS)).await
     }
 
     /// The shared tools in the function-calling format of an LLM provider.
@@ -163,10 +153,7 @@ impl Environment {
 
     /// `GET /{env}/splits`: the splits and their types.
     pub async fn splits(&self) -> Result<Vec<Split>> {
-        self.client
-            .http
-            .json(&Req::get(self.path(routes::SPLITS)), Retry::Idempotent)
-            .await
+        self.client.http.get(self.path(routes::SPLITS)).await
     }
 
     async fn post<B: Serialize, T: DeserializeOwned>(&self, suffix: &str, body: &B) -> Result<T> {
@@ -177,10 +164,8 @@ impl Environment {
 
     /// `POST /{env}/tasks`: every task of a split, as JSON.
     pub async fn tasks(&self, split: &str) -> Result<Vec<Value>> {
-        let body = ListTasks {
-            split: split.to_owned(),
-        };
-        let out: TasksResponse = self.post(routes::TASKS, &body).await?;
+        let split = split.to_owned();
+        let out: TasksResponse = self.post(routes::TASKS, &ListTasks { split }).await?;
         Ok(out.tasks)
     }
 
@@ -195,20 +180,15 @@ impl Environment {
 
     /// `POST /{env}/num_tasks`: how many tasks a split has.
     pub async fn num_tasks(&self, split: &str) -> Result<u64> {
-        let body = NumTasks {
-            split: split.to_owned(),
-        };
-        let out: NumTasksResponse = self.post(routes::NUM_TASKS, &body).await?;
+        let split = split.to_owned();
+        let out: NumTasksResponse = self.post(routes::NUM_TASKS, &NumTasks { split }).await?;
         Ok(out.num_tasks)
     }
 
     /// `POST /{env}/task`: the task at `index` of `split`.
     pub async fn task(&self, split: &str, index: i64) -> Result<Value> {
-        let body = GetTask {
-            split: split.to_owned(),
-            index,
-        };
-        let out: TaskResponse = self.post(routes::TASK, &body).await?;
+        let split = split.to_owned();
+        let out: TaskResponse = self.post(routes::TASK, &GetTask { split, index }).await?;
         Ok(out.task)
     }
 

@@ -330,6 +330,11 @@ impl Http {
         decode_json(&req.path, &body)
     }
 
+    /// A GET of `path` that may be retried, its JSON answer decoded.
+    pub async fn get<T: DeserializeOwned>(&self, path: impl Into<String>) -> Result<T> {
+        self.json(&Req::get(path), Retry::Idempotent).await
+    }
+
     /// The configured backoff of requests to the ORS server.
     pub fn backoff(&self) -> Backoff {
         Backoff {

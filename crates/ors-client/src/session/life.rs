@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ors_core::protocol::routes;
 use ors_core::ErrorCode;
+use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 
 use super::task::TaskRef;
@@ -37,17 +38,20 @@ impl Shared {
         &self.env.client().http
     }
 
+    /// `GET /{env}{route}` of this session, its JSON answer decoded.
+    pub(super) async fn get<T: DeserializeOwned>(&self, route: &str) -> Result<T> {
+        let req = Req::get(self.env.path(route)).sid(&self.sid);
+        self.http().json(&req, Retry::Idempotent).await
+    }
+
     pub(super) fn mark_dead(&self, reason: String, gone: bool) {
         let changed = self.death.send_if_modified(|d| {
-            if d.is_none() {
-                *d = Some(Death {
-                    reason: reason.clone(),
-                    gone,
-                });
-                true
-            } else {
-                false
-            }
+            let first = d.is_none();
+            d.get_or_insert_with(|| Death {
+                reason: reason.clone(),
+                gone,
+            });
+            first
         });
         if changed {
             tracing::info!(sid = %self.sid, %reason, "session terminated");

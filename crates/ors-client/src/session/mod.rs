@@ -281,19 +281,13 @@ impl Session {
 
     /// `GET /{env}/prompt`: the blocks that start the episode.
     pub async fn prompt(&self) -> Result<Blocks> {
-        let req = Req::get(self.shared.env.path(routes::PROMPT)).sid(&self.shared.sid);
-        self.guarded(self.shared.http().json(&req, Retry::Idempotent))
-            .await
+        self.guarded(self.shared.get(routes::PROMPT)).await
     }
 
     /// `GET /{env}/messages`: the prompt as a conversation (PROTOCOL_NOTES row
     /// `messages-route`); from a server without the route, one user message holding the prompt.
     pub async fn messages(&self) -> Result<Vec<Message>> {
-        let req = Req::get(self.shared.env.path(routes::MESSAGES)).sid(&self.shared.sid);
-        match self
-            .optional(self.shared.http().json(&req, Retry::Idempotent))
-            .await?
-        {
+        match self.optional(self.shared.get(routes::MESSAGES)).await? {
             Some(messages) => Ok(messages),
             None => Ok(vec![Message::user(self.prompt().await?)]),
         }
@@ -330,14 +324,13 @@ impl Session {
     pub async fn listing(&self) -> Result<ListToolsOutput> {
         let http = self.shared.http();
         if !self.shared.no_task_tools.load(Ordering::Relaxed) {
-            let req = Req::get(self.shared.env.path(routes::TASK_TOOLS)).sid(&self.shared.sid);
-            match self.optional(http.json(&req, Retry::Idempotent)).await? {
+            match self.optional(self.shared.get(routes::TASK_TOOLS)).await? {
                 Some(out) => return Ok(out),
                 None => self.shared.no_task_tools.store(true, Ordering::Relaxed),
             }
         }
-        let req = Req::get(self.shared.env.path(routes::TOOLS));
-        self.guarded(http.json(&req, Retry::Idempotent)).await
+        self.guarded(http.get(self.shared.env.path(routes::TOOLS)))
+            .await
     }
 
     /// This episode's tools in the function-calling format of an LLM provider.
