@@ -183,8 +183,6 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> ModelReply {
         content: Some(text).filter(|t| !t.is_empty()),
         tool_calls,
         record: ModelCall {
-            step: 0,
-            latency_ms: 0.0,
             attempts,
             // Cached prompt tokens are prompt tokens too.
             usage: resp.usage.map(|u| Usage {
@@ -195,9 +193,7 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> ModelReply {
             }),
             finish_reason: resp.stop_reason,
             response_id: resp.id,
-            logprobs: None,
-            token_ids: None,
-            prompt_token_ids: None,
+            ..ModelCall::default()
         },
     }
 }

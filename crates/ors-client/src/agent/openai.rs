@@ -220,8 +220,6 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> Result<ModelReply, String>
         content: content.filter(|c| !c.is_empty()),
         tool_calls,
         record: ModelCall {
-            step: 0,
-            latency_ms: 0.0,
             attempts,
             usage: usage.map(|u| Usage {
                 input_tokens: u.prompt_tokens,
@@ -232,6 +230,7 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> Result<ModelReply, String>
             logprobs: choice.logprobs.filter(|l| !l.is_null()),
             token_ids: choice.token_ids,
             prompt_token_ids,
+            ..ModelCall::default()
         },
     })
 }

@@ -79,7 +79,7 @@ impl Usage {
 }
 
 /// One request to the model, as recorded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ModelCall {
     /// The step it was made in, from 1.
