@@ -362,22 +362,15 @@ pub async fn evaluate_samples<P: Policy>(
         while running.len() < concurrency && next < total && !options.stop.is_stopped() {
             let (pos, at) = (next, indices[next]);
             next += 1;
-            let (env, split, policy) = (env.clone(), Arc::clone(&split), Arc::clone(&policy));
-            let (max_steps, secrets, stop) = (
-                options.max_steps,
-                options.secrets.clone(),
-                options.stop.clone(),
-            );
-            let task = running.spawn(async move {
-                let run = Run {
-                    env: &env,
-                    split: &split,
-                    at,
-                    max_steps,
-                    stop: &stop,
-                };
-                run.episode(&*policy, secrets).await
-            });
+            let run = Run {
+                env: env.clone(),
+                split: Arc::clone(&split),
+                at,
+                max_steps: options.max_steps,
+                stop: options.stop.clone(),
+            };
+            let (policy, secrets) = (Arc::clone(&policy), options.secrets.clone());
+            let task = running.spawn(async move { run.episode(&*policy, secrets).await });
             positions.insert(task.id(), (pos, at));
         }
         let Some(joined) = running.join_next_with_id().await else {
@@ -417,12 +410,12 @@ pub async fn evaluate_samples<P: Policy>(
 }
 
 /// One episode to run.
-struct Run<'a> {
-    env: &'a Environment,
-    split: &'a str,
+struct Run {
+    env: Environment,
+    split: Arc<str>,
     at: TaskSample,
     max_steps: usize,
-    stop: &'a StopHandle,
+    stop: StopHandle,
 }
 
 /// What an episode's observations share: the task, its prompt and its tools.
@@ -471,10 +464,10 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-impl Run<'_> {
+impl Run {
     async fn episode<P: Policy>(&self, policy: &P, secrets: ors_core::Secrets) -> Episode {
         let started = Instant::now();
-        let mut ep = Episode::new(self.env.name(), self.split, self.at);
+        let mut ep = Episode::new(self.env.name(), &self.split, self.at);
         ep.timings.started_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
@@ -499,13 +492,13 @@ impl Run<'_> {
         ep: &mut Episode,
         clock: &mut Clock,
     ) -> Result<()> {
-        let task = clock.env(self.env.task(self.split, self.at.index)).await?;
+        let task = clock.env(self.env.task(&self.split, self.at.index)).await?;
         ep.task = Some(task.clone());
         // Opened by split and index, which works for any task shape; the task fetched above
         // is for the policy to read.
         let opening = self
             .env
-            .session(TaskRef::at(self.split, self.at.index))
+            .session(TaskRef::at(&*self.split, self.at.index))
             .secrets(secrets)
             .open();
         let session = clock.env(opening).await?;
@@ -525,7 +518,7 @@ impl Run<'_> {
         let prompt = clock.env(session.prompt()).await?;
         let listing = clock.env(session.listing()).await?;
         let scene = Scene {
-            split: self.split,
+            split: &self.split,
             at: self.at,
             task,
             prompt,
