@@ -314,7 +314,7 @@ impl Http {
                     let delay = backoff.delay(attempt, f.retry_after());
                     tracing::debug!(
                         method = %req.method, path = %req.path, attempt, ?delay,
-                        error = %f.error(), "retrying request"
+                        error = %f.into_error(), "retrying request"
                     );
                     tokio::time::sleep(delay).await;
                     attempt += 1;

@@ -51,14 +51,6 @@ impl Failure {
         }
     }
 
-    /// The error, for a log line.
-    pub(crate) fn error(&self) -> &Error {
-        match self {
-            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => e,
-            Failure::Status { error, .. } => error,
-        }
-    }
-
     /// Whether a request of this kind may be sent again after this failure.
     pub(crate) fn retryable(&self, retry: Retry) -> bool {
         match (self, retry) {
