@@ -191,10 +191,8 @@ impl Agent {
         let Ok(mut cache) = self.tools.lock() else {
             return self.model.provider().tools(specs).into();
         };
-        if let Some((seen, converted)) = cache.as_ref() {
-            if seen.as_slice() == specs {
-                return Arc::clone(converted);
-            }
+        if let Some((_, converted)) = cache.as_ref().filter(|(seen, _)| seen == specs) {
+            return Arc::clone(converted);
         }
         let converted: Arc<[Value]> = self.model.provider().tools(specs).into();
         *cache = Some((specs.to_vec(), Arc::clone(&converted)));
@@ -270,9 +268,7 @@ impl AgentState {
 /// The input of a call from the model's argument text: a JSON object (empty text or `null`
 /// mean no input).
 fn parse_arguments(text: &str) -> Result<Value, String> {
-    if text.trim().is_empty() {
-        return Ok(Value::Object(Default::default()));
-    }
+    let text = if text.trim().is_empty() { "null" } else { text };
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Null) => Ok(Value::Object(Default::default())),
         Ok(v @ Value::Object(_)) => Ok(v),

@@ -178,13 +178,8 @@ struct WireUsage {
 
 /// The agent's view of an answer; an error names what is missing.
 pub(crate) fn reply(resp: Response, attempts: u32) -> Result<ModelReply, String> {
-    let Response {
-        id,
-        choices,
-        usage,
-        prompt_token_ids,
-    } = resp;
-    let choice = choices
+    let choice = resp
+        .choices
         .into_iter()
         .next()
         .ok_or("the answer has no choices")?;
@@ -221,15 +216,15 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> Result<ModelReply, String>
         tool_calls,
         record: ModelCall {
             attempts,
-            usage: usage.map(|u| Usage {
+            usage: resp.usage.map(|u| Usage {
                 input_tokens: u.prompt_tokens,
                 output_tokens: u.completion_tokens,
             }),
             finish_reason: choice.finish_reason,
-            response_id: id,
+            response_id: resp.id,
             logprobs: choice.logprobs.filter(|l| !l.is_null()),
             token_ids: choice.token_ids,
-            prompt_token_ids,
+            prompt_token_ids: resp.prompt_token_ids,
             ..ModelCall::default()
         },
     })

@@ -35,7 +35,7 @@ pub(crate) const MAX_REDIRECTS: usize = 5;
 pub(crate) const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// One request to send: method, path below the base URL, headers and JSON body.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Req {
     pub method: Method,
     pub path: String,
@@ -59,13 +59,8 @@ impl Req {
         Self {
             method: Method::GET,
             path: path.into(),
-            body: None,
-            sid: None,
             accept: "application/json",
-            extra: Vec::new(),
-            base: None,
-            timeout: None,
-            max_body: None,
+            ..Self::default()
         }
     }
 

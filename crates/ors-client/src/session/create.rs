@@ -53,10 +53,7 @@ pub(super) fn create_request(
 ) -> Result<Req> {
     let mut req = Req::post(routes::CREATE).sid(sid);
     if !secrets.is_empty() {
-        if matches!(
-            mode,
-            SecretsMode::Auto | SecretsMode::Body | SecretsMode::Both
-        ) {
+        if mode != SecretsMode::Header {
             body = body.secrets(secrets.clone());
         }
         if matches!(mode, SecretsMode::Header | SecretsMode::Both) {
