@@ -135,13 +135,11 @@ impl BodyReader {
     pub async fn read_prefix(mut self, max: usize) -> Bytes {
         let mut out = BytesMut::new();
         while out.len() < max {
-            match self.next().await {
-                Ok(Some(piece)) => {
-                    let take = piece.len().min(max - out.len());
-                    out.extend_from_slice(&piece[..take]);
-                }
-                Ok(None) | Err(_) => break,
-            }
+            let Ok(Some(piece)) = self.next().await else {
+                break;
+            };
+            let take = piece.len().min(max - out.len());
+            out.extend_from_slice(&piece[..take]);
         }
         out.freeze()
     }

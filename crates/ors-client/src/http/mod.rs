@@ -155,14 +155,10 @@ impl Http {
         for (k, v) in &req.extra {
             b = b.header(k, v);
         }
-        let body = match &req.body {
-            Some(bytes) => {
-                b = b.header(CONTENT_TYPE, "application/json");
-                Full::new(bytes.clone())
-            }
-            None => Full::new(Bytes::new()),
-        };
-        b.body(body)
+        if req.body.is_some() {
+            b = b.header(CONTENT_TYPE, "application/json");
+        }
+        b.body(Full::new(req.body.clone().unwrap_or_default()))
             .map_err(|e| Error::InvalidArgument(format!("cannot build request for {uri}: {e}")))
     }
 
