@@ -94,7 +94,7 @@ impl SessionBuilder {
     /// Create the session on the server and start its background ping.
     pub async fn open(self) -> Result<Session> {
         let http = Arc::clone(&self.env.client().http);
-        let body = match &self.task {
+        let mut body = match &self.task {
             TaskRef::Spec(v) if !v.is_object() => {
                 return Err(Error::InvalidArgument(
                     "a task given inline must be a JSON object".into(),
@@ -104,10 +104,7 @@ impl SessionBuilder {
             TaskRef::At { split, index } => CreateSession::from_split(split.clone(), *index),
         }
         .env(self.env.name());
-        let body = CreateSession {
-            toolset_name: self.toolset.clone(),
-            ..body
-        };
+        body.toolset_name = self.toolset.clone();
 
         let sid = create_session_id(&http).await?;
         let mut mode = match http.cfg.secrets_mode {
