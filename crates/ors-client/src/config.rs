@@ -170,19 +170,6 @@ const SECRETS_MODE: Kind<SecretsMode> = Kind::new(
 
 const TLS_ROOTS: Kind<TlsRoots> = Kind::parsed("mozilla or system");
 
-/// Builder methods that set one field of the settings to the value given (forgetting a bad
-/// value of the field's variable, when it has one).
-macro_rules! setters {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty $(, $env:ident)?;)+) => {$(
-        $(#[$doc])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self.cfg.$name = value;
-            $(self.overridden($env);)?
-            self
-        }
-    )+};
-}
-
 /// Builds a [`crate::Client`]: `Client::builder("http://127.0.0.1:8080").api_key("k").build()`.
 #[derive(Debug, Clone)]
 pub struct ClientBuilder {
@@ -231,7 +218,7 @@ impl ClientBuilder {
         self
     }
 
-    setters! {
+    setters! { [cfg]
         /// Limit on one ordinary request ([`Config::request_timeout`]).
         request_timeout: Duration;
         /// Limit on opening a connection ([`Config::connect_timeout`]).

@@ -172,22 +172,13 @@ impl ModelOptions {
         self
     }
 
-    /// Limit one step's request, retries included, to `d`.
-    pub fn timeout(mut self, d: Duration) -> Self {
-        self.timeout = d;
-        self
-    }
-
-    /// Read at most `bytes` of one answer (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
-    pub fn max_response_bytes(mut self, bytes: usize) -> Self {
-        self.max_response_bytes = bytes;
-        self
-    }
-
-    /// Retry up to `n` times.
-    pub fn max_retries(mut self, n: u32) -> Self {
-        self.max_retries = n;
-        self
+    setters! { []
+        /// Limit one step's request, retries included, to this.
+        timeout: Duration;
+        /// Read at most this many bytes of one answer (default [`DEFAULT_MAX_RESPONSE_BYTES`]).
+        max_response_bytes: usize;
+        /// Retry up to this many times.
+        max_retries: u32;
     }
 
     /// The sampling options, as recorded.

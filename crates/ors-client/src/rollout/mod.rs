@@ -278,27 +278,18 @@ impl EvalOptions {
         self
     }
 
-    /// Cut episodes off after `n` decisions.
-    pub fn max_steps(mut self, n: usize) -> Self {
-        self.max_steps = n;
-        self
-    }
-
-    /// Pass these secrets to every session.
-    pub fn secrets(mut self, secrets: ors_core::Secrets) -> Self {
-        self.secrets = secrets;
-        self
+    setters! { []
+        /// Cut episodes off after this many decisions.
+        max_steps: usize;
+        /// Pass these secrets to every session.
+        secrets: ors_core::Secrets;
+        /// Keep the episodes in the report (the default), or only hand them to `on_progress`.
+        keep_episodes: bool;
     }
 
     /// Report each finished episode to `f`.
     pub fn on_progress(mut self, f: impl Fn(&EvalProgress<'_>) + Send + Sync + 'static) -> Self {
         self.on_progress = Some(Arc::new(f));
-        self
-    }
-
-    /// Keep the episodes in the report (the default), or only hand them to `on_progress`.
-    pub fn keep_episodes(mut self, keep: bool) -> Self {
-        self.keep_episodes = keep;
         self
     }
 
