@@ -245,8 +245,12 @@ impl Http {
     /// status into a [`Failure::Status`].
     async fn attempt(&self, req: &Req) -> std::result::Result<(http::HeaderMap, Bytes), Failure> {
         let timeout = req.timeout.unwrap_or(self.cfg.request_timeout);
+        // One deadline for head and body. The head's own timeout says "no response"; racing it
+        // against a second timer of the same length made a silent server's error depend on
+        // which timer the runtime happened to fire first.
+        let deadline = tokio::time::Instant::now() + timeout;
+        let resp = self.send_once(req, timeout).await?;
         let work = async {
-            let resp = self.send_once(req, timeout).await?;
             let (parts, body) = resp.into_parts();
             let reader = BodyReader::new(&parts.headers, body);
             if !parts.status.is_success() {
@@ -270,7 +274,7 @@ impl Http {
             })?;
             Ok((parts.headers, bytes))
         };
-        match tokio::time::timeout(timeout, work).await {
+        match tokio::time::timeout_at(deadline, work).await {
             Ok(r) => r,
             Err(_) => Err(Failure::Timeout(Error::Timeout(format!(
                 "{} {} took longer than {:?}",
