@@ -29,8 +29,10 @@ impl Errors {
         self.push(syn::Error::new_spanned(tokens, msg));
     }
 
-    pub(crate) fn into_compile_errors(self) -> TokenStream {
-        self.0.map(|e| e.to_compile_error()).unwrap_or_default()
+    /// `tokens` (what is emitted), followed by the errors.
+    pub(crate) fn after(self, tokens: TokenStream) -> TokenStream {
+        let errors = self.0.map(|e| e.to_compile_error());
+        quote::quote!(#tokens #errors)
     }
 }
 

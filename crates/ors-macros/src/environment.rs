@@ -13,7 +13,7 @@ use syn::{
 
 use crate::args::{self, Errors, Key};
 use crate::table;
-use crate::tool::{self, Tool};
+use crate::tool;
 
 const ENV_KEYS: &[Key] = &[
     Key::new("name", "name = \"...\""),
@@ -157,28 +157,17 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStream {
     // Split the items: tools go to an inherent impl, `const NAME` and `type State` to the
     // `EnvironmentMeta` impl, the rest stays in the trait impl.
-    let mut tools: Vec<Tool> = Vec::new();
-    let mut tool_attrs = Vec::new();
-    let mut methods: Vec<ImplItem> = Vec::new();
-    let mut kept: Vec<ImplItem> = Vec::new();
+    let found = tool::ToolMethods::take(&mut imp.items, &mut errors);
+    let methods = found.split_off(&mut imp.items);
     let mut name_const: Option<ImplItemConst> = None;
     let mut state: Option<ImplItemType> = None;
     for item in std::mem::take(&mut imp.items) {
         match item {
-            ImplItem::Fn(mut f) => match tool::take_tool_attr(&mut f, &mut errors) {
-                Some(attr) => {
-                    tools.extend(tool::parse(&attr, &f, &mut errors));
-                    tool_attrs.push(attr);
-                    methods.push(ImplItem::Fn(f));
-                }
-                None => kept.push(ImplItem::Fn(f)),
-            },
             ImplItem::Const(c) if c.ident == "NAME" && name_const.is_none() => name_const = Some(c),
             ImplItem::Type(t) if t.ident == "State" && state.is_none() => state = Some(t),
-            other => kept.push(other),
+            other => imp.items.push(other),
         }
     }
-    imp.items = kept;
 
     let fatal = match &imp.trait_ {
         None => {
@@ -191,10 +180,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
             imp.items.extend(methods);
             imp.items.extend(name_const.map(ImplItem::Const));
             imp.items.extend(state.map(ImplItem::Type));
-            return quote!(#imp)
-                .into_iter()
-                .chain(errors.into_compile_errors())
-                .collect();
+            return errors.after(quote!(#imp));
         }
         Some((Some(bang), _, _)) => {
             errors.spanned(bang, "#[environment] cannot go on a negative impl");
@@ -235,18 +221,15 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
                 }
             },
         );
-        return quote! {
+        return errors.after(quote! {
             #imp
             #inherent
             #stub
-        }
-        .into_iter()
-        .chain(errors.into_compile_errors())
-        .collect();
+        });
     }
 
     check_task_methods(&imp, &with_state, &mut errors);
-    let tools = table::dedup(tools, &mut errors);
+    let tools = table::dedup(found.tools, &mut errors);
     let name = match (name_const, &args.name) {
         (Some(c), None) => c.into_token_stream(),
         (Some(c), Some(lit)) => {
@@ -276,31 +259,42 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
     };
 
     // A field also in `toolsets(...)` is reported above; checking it again would only repeat.
-    let selectable: Vec<(Member, LitStr)> = args
+    let selectable: Vec<&Selectable> = args
         .selectable
         .iter()
         .filter(|s| !args.toolsets.contains(&s.field))
-        .map(|s| (s.field.clone(), s.name.clone()))
         .collect();
+    let includes = args.toolsets.iter().map(|m| {
+        let field = table::toolset_field(&self_ty, krate, m);
+        quote!(.toolset(#field))
+    });
+    // Spanned on the path, so a function of the wrong type is reported there.
+    let dynamic = args
+        .dynamic_tools
+        .as_ref()
+        .map(|f| quote_spanned!(f.span()=> .dynamic_tools(#f(__ors_state))));
+    let selects = selectable.iter().map(|s| {
+        let field = table::toolset_field(&self_ty, krate, &s.field);
+        let name = &s.name;
+        quote!(.select_toolset(#name, #field))
+    });
+    let reasoning = args.reasoning.then(|| quote!(.reasoning()));
+    let after_finished = args
+        .calls_after_finished
+        .then(|| quote!(.calls_after_finished()));
     let body = table::table_body(
         &self_ty,
         krate,
         &tools,
-        &args.toolsets,
-        &table::EnvExtras {
-            reasoning: args.reasoning,
-            dynamic_tools: args.dynamic_tools.as_ref(),
-            calls_after_finished: args.calls_after_finished,
-            selectable: &selectable,
-        },
+        quote!(#(#includes)* #dynamic #(#selects)* #reasoning #after_finished),
     );
     let tool_items = table::tool_items(&imp, krate, &tools);
     let cfgs = crate::cfgs(&imp);
-    let own: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-    let chosen: Vec<&Member> = selectable.iter().map(|(m, _)| m).collect();
-    let collisions = table::collision_checks(&cfgs, &self_ty, krate, &own, &args.toolsets, &chosen);
+    let chosen: Vec<&Member> = selectable.iter().map(|s| &s.field).collect();
+    let collisions =
+        table::collision_checks(&cfgs, &self_ty, krate, &tools, &args.toolsets, &chosen);
     let trait_methods = tools.iter().map(|t| t.not_a_trait_method(krate, &cfgs));
-    let attr_uses = tool::use_attr_paths(&tool_attrs, &cfgs);
+    let attr_uses = tool::use_attr_paths(&found.attrs, &cfgs);
     // The trait is recognised by type, not by name (so `use ors_server::Environment as Env`
     // works): an impl of another trait fails this bound, on the trait's name.
     let trait_path = imp.trait_.as_ref().map(|(_, path, _)| path);
@@ -338,8 +332,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
             #task_range_with
         },
     );
-    let errors = errors.into_compile_errors();
-    quote! {
+    errors.after(quote! {
         #imp
         #inherent
         #meta
@@ -348,8 +341,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         #collisions
         #(#trait_methods)*
         #attr_uses
-        #errors
-    }
+    })
 }
 
 /// An environment has splits, builds its episodes (`new`) and serves tasks: `tasks` (a split

@@ -14,20 +14,15 @@ pub(crate) fn parse_impl(
     wrong_item: &str,
     errors: &mut Errors,
 ) -> Result<syn::ItemImpl, proc_macro2::TokenStream> {
-    let emitted = |item: proc_macro2::TokenStream, errors: &mut Errors| {
-        item.into_iter()
-            .chain(std::mem::take(errors).into_compile_errors())
-            .collect()
-    };
     match syn::parse2::<syn::Item>(item.clone()) {
         Ok(syn::Item::Impl(imp)) => Ok(imp),
         Ok(other) => {
             errors.spanned(item_head(&other), wrong_item);
-            Err(emitted(other.into_token_stream(), errors))
+            Err(std::mem::take(errors).after(other.into_token_stream()))
         }
         Err(e) => {
             errors.push(e);
-            Err(emitted(item, errors))
+            Err(std::mem::take(errors).after(item))
         }
     }
 }

@@ -31,56 +31,22 @@ pub(crate) fn dedup(tools: Vec<Tool>, errors: &mut Errors) -> Vec<Tool> {
     kept
 }
 
-/// What an environment's table has beyond its methods and toolsets (a toolset has none).
-#[derive(Default)]
-pub(crate) struct EnvExtras<'a> {
-    /// `#[environment(reasoning)]`.
-    pub(crate) reasoning: bool,
-    /// `#[environment(dynamic_tools = path)]`.
-    pub(crate) dynamic_tools: Option<&'a Path>,
-    /// `#[environment(calls_after_finished)]`.
-    pub(crate) calls_after_finished: bool,
-    /// `#[environment(select_toolsets(field = "name"))]`.
-    pub(crate) selectable: &'a [(Member, syn::LitStr)],
-}
-
-/// The body of the table function: adapters, then the builder chain. An environment's reads
-/// its state as `__ors_state`.
+/// The body of the table function: adapters, then the builder chain, with `more` builder calls
+/// before `.build()` (what an environment's table has beyond its methods).
 pub(crate) fn table_body(
     self_ty: &Type,
     krate: &Path,
     tools: &[Tool],
-    toolsets: &[Member],
-    extras: &EnvExtras<'_>,
+    more: TokenStream,
 ) -> TokenStream {
     let p = quote!(#krate::__private);
     let adapters = tools.iter().map(|t| t.adapter(self_ty, krate));
     let calls = tools.iter().map(|t| t.builder_call(self_ty, krate));
-    let includes = toolsets.iter().map(|m| {
-        let field = toolset_field(self_ty, krate, m);
-        quote!(.toolset(#field))
-    });
-    // Spanned on the path, so a function of the wrong type is reported there.
-    let dynamic = extras
-        .dynamic_tools
-        .map(|f| quote_spanned!(f.span()=> .dynamic_tools(#f(__ors_state))));
-    let selectable = extras.selectable.iter().map(|(m, name)| {
-        let field = toolset_field(self_ty, krate, m);
-        quote!(.select_toolset(#name, #field))
-    });
-    let reasoning = extras.reasoning.then(|| quote!(.reasoning()));
-    let after_finished = extras
-        .calls_after_finished
-        .then(|| quote!(.calls_after_finished()));
     quote! {
         #(#adapters)*
         #p::TableBuilder::<#self_ty>::new()
             #(#calls)*
-            #(#includes)*
-            #dynamic
-            #(#selectable)*
-            #reasoning
-            #after_finished
+            #more
             .build()
     }
 }
@@ -103,7 +69,7 @@ pub(crate) fn tool_items(imp: &ItemImpl, krate: &Path, tools: &[Tool]) -> TokenS
 /// `toolset_field(|env| &mut env.field)`, spanned on the field in `toolsets(...)`. The check
 /// and the table emit this same call, so an error in it (no such field, not a toolset) is
 /// reported once.
-fn toolset_field(self_ty: &Type, krate: &Path, member: &Member) -> TokenStream {
+pub(crate) fn toolset_field(self_ty: &Type, krate: &Path, member: &Member) -> TokenStream {
     quote_spanned! {member.span()=>
         #krate::__private::toolset_field::<#self_ty, _>(|__ors_env| &mut __ors_env.#member)
     }
@@ -117,7 +83,7 @@ pub(crate) fn collision_checks(
     cfgs: &TokenStream,
     self_ty: &Type,
     krate: &Path,
-    own: &[String],
+    tools: &[Tool],
     toolsets: &[Member],
     selectable: &[&Member],
 ) -> TokenStream {
@@ -125,6 +91,7 @@ pub(crate) fn collision_checks(
         return TokenStream::new();
     }
     let p = quote!(#krate::__private);
+    let own = tools.iter().map(|t| &t.name);
     let env_name = quote!(#self_ty).to_string().replace(' ', "");
     let names: Vec<_> = (0..toolsets.len())
         .map(|i| quote::format_ident!("__ORS_TOOLSET_{}", i))

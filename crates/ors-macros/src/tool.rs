@@ -6,8 +6,8 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::visit_mut::{self, VisitMut};
 use syn::{
-    Attribute, Expr, FnArg, GenericParam, Ident, ImplItemFn, Lifetime, LitStr, Meta, Path,
-    ReturnType, Type,
+    Attribute, Expr, FnArg, GenericParam, Ident, ImplItem, ImplItemFn, Lifetime, LitStr, Meta,
+    Path, ReturnType, Type,
 };
 
 use crate::args::{self, Errors};
@@ -62,24 +62,56 @@ pub(crate) struct Tool {
     runs_commands: bool,
 }
 
-/// Whether an attribute is `#[tool]` (or a path ending in `::tool`).
-pub(crate) fn is_tool_attr(attr: &Attribute) -> bool {
-    attr.path()
-        .segments
-        .last()
-        .is_some_and(|s| s.ident == "tool")
+/// The `#[tool]` methods of an impl, read as tools, their attributes taken off.
+pub(crate) struct ToolMethods {
+    pub(crate) tools: Vec<Tool>,
+    /// The `#[tool]` attributes taken off (see [`use_attr_paths`]).
+    pub(crate) attrs: Vec<Attribute>,
+    /// Per item of the impl, whether it is a `#[tool]` method.
+    is_tool: Vec<bool>,
 }
 
-/// Remove the `#[tool]` attributes of a method; `Some` when it had one.
-pub(crate) fn take_tool_attr(method: &mut ImplItemFn, errors: &mut Errors) -> Option<Attribute> {
-    let (tool_attrs, kept): (Vec<_>, _) = method.attrs.drain(..).partition(is_tool_attr);
-    method.attrs = kept;
-    let mut tool_attrs = tool_attrs.into_iter();
-    let found = tool_attrs.next();
-    for extra in tool_attrs {
-        errors.spanned(&extra, "this method already has a #[tool] attribute");
+impl ToolMethods {
+    /// Take the `#[tool]` attribute (or a path ending in `::tool`) off each method of `items`
+    /// that has one (a second one is an error) and read the method as a tool.
+    pub(crate) fn take(items: &mut [ImplItem], errors: &mut Errors) -> Self {
+        let (mut tools, mut attrs) = (Vec::new(), Vec::new());
+        let take = |item: &mut ImplItem| {
+            let ImplItem::Fn(f) = item else { return false };
+            let (found, kept): (Vec<_>, _) = f.attrs.drain(..).partition(|attr| {
+                let last = attr.path().segments.last();
+                last.is_some_and(|s| s.ident == "tool")
+            });
+            f.attrs = kept;
+            let mut found = found.into_iter();
+            let Some(attr) = found.next() else {
+                return false;
+            };
+            for extra in found {
+                errors.spanned(&extra, "this method already has a #[tool] attribute");
+            }
+            tools.extend(parse(&attr, f, errors));
+            attrs.push(attr);
+            true
+        };
+        let is_tool = items.iter_mut().map(take).collect();
+        ToolMethods {
+            tools,
+            attrs,
+            is_tool,
+        }
     }
-    found
+
+    /// Move the tool methods out of `items` (the items [`ToolMethods::take`] read), in order.
+    pub(crate) fn split_off(&self, items: &mut Vec<ImplItem>) -> Vec<ImplItem> {
+        // `partition` sees the items in order, so each meets its own flag.
+        let mut is_tool = self.is_tool.iter();
+        let (methods, rest) = std::mem::take(items)
+            .into_iter()
+            .partition(|_| is_tool.next() == Some(&true));
+        *items = rest;
+        methods
+    }
 }
 
 /// A `use` of each `#[tool]` attribute's path. The impl's macro takes these attributes off, so
@@ -107,7 +139,7 @@ pub(crate) fn use_attr_paths(attrs: &[Attribute], cfgs: &TokenStream) -> TokenSt
 
 /// Read a tool from its method (with the `#[tool]` attribute already taken off). `None` when
 /// the method cannot be called as a tool; every problem is recorded in `errors`.
-pub(crate) fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<Tool> {
+fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<Tool> {
     let args = ToolArgs::parse(attr, errors);
     let receiver = match method.sig.inputs.first() {
         Some(FnArg::Receiver(r)) => receiver_mutability(r).map(|m| (m, r)),

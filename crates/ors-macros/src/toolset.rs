@@ -3,11 +3,11 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{ImplItem, ItemImpl, Path};
+use syn::{ItemImpl, Path};
 
 use crate::args::{self, Errors};
 use crate::table;
-use crate::tool::{self, Tool};
+use crate::tool;
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
@@ -40,20 +40,7 @@ fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStre
         );
         fatal = true;
     }
-    let mut tools: Vec<Tool> = Vec::new();
-    let mut is_tool: Vec<bool> = Vec::with_capacity(imp.items.len());
-    let mut tool_attrs = Vec::new();
-    for item in &mut imp.items {
-        let tool_attr = match item {
-            ImplItem::Fn(f) => tool::take_tool_attr(f, &mut errors).map(|attr| (attr, f)),
-            _ => None,
-        };
-        is_tool.push(tool_attr.is_some());
-        if let Some((attr, f)) = tool_attr {
-            tools.extend(tool::parse(&attr, f, &mut errors));
-            tool_attrs.push(attr);
-        }
-    }
+    let found = tool::ToolMethods::take(&mut imp.items, &mut errors);
     let self_ty = &*imp.self_ty;
     let p = quote!(#krate::__private);
 
@@ -75,32 +62,22 @@ fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStre
                 }
             },
         );
-        let mut methods = Vec::new();
-        if imp.trait_.is_some() {
-            let items = std::mem::take(&mut imp.items);
-            for (item, tool) in items.into_iter().zip(is_tool) {
-                if tool {
-                    methods.push(item);
-                } else {
-                    imp.items.push(item);
-                }
-            }
-        }
+        let methods = match imp.trait_ {
+            Some(_) => found.split_off(&mut imp.items),
+            None => Vec::new(),
+        };
         let inherent = (!methods.is_empty())
             .then(|| crate::impl_beside(&imp, None, quote!(), quote!(#(#methods)*)));
-        return quote! {
+        return errors.after(quote! {
             #imp
             #inherent
             #stub
-        }
-        .into_iter()
-        .chain(errors.into_compile_errors())
-        .collect();
+        });
     }
 
-    let tools = table::dedup(tools, &mut errors);
+    let tools = table::dedup(found.tools, &mut errors);
     let names = tools.iter().map(|t| &t.name);
-    let body = table::table_body(self_ty, krate, &tools, &[], &table::EnvExtras::default());
+    let body = table::table_body(self_ty, krate, &tools, quote!());
     let tool_items = table::tool_items(&imp, krate, &tools);
     let toolset = crate::impl_beside(
         &imp,
@@ -113,13 +90,11 @@ fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStre
             }
         },
     );
-    let attr_uses = tool::use_attr_paths(&tool_attrs, &crate::cfgs(&imp));
-    let errors = errors.into_compile_errors();
-    quote! {
+    let attr_uses = tool::use_attr_paths(&found.attrs, &crate::cfgs(&imp));
+    errors.after(quote! {
         #imp
         #toolset
         #tool_items
         #attr_uses
-        #errors
-    }
+    })
 }

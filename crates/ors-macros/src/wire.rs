@@ -23,19 +23,17 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             false
         }
     };
-    let errors = errors.into_compile_errors();
     if !derive {
-        return quote!(#item #errors);
+        return errors.after(item);
     }
     let serde = quote!(#krate::__private::serde);
     let schemars = quote!(#krate::__private::schemars);
     let serde_str = serde.to_string().replace(' ', "");
     let schemars_str = schemars.to_string().replace(' ', "");
-    quote! {
+    errors.after(quote! {
         #[derive(#serde::Serialize, #serde::Deserialize, #schemars::JsonSchema)]
         #[serde(crate = #serde_str)]
         #[schemars(crate = #schemars_str)]
         #item
-        #errors
-    }
+    })
 }
