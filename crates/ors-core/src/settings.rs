@@ -71,16 +71,14 @@ impl<T> Kind<T> {
     }
 
     fn invalid(&self, name: &'static str, value: String) -> Invalid {
-        let value = if self.secret {
-            "<redacted>".into()
-        } else {
-            value
-        };
-        let expected = self.expected;
         Invalid {
             name,
-            value,
-            expected,
+            value: if self.secret {
+                "<redacted>".into()
+            } else {
+                value
+            },
+            expected: self.expected,
         }
     }
 }

@@ -49,12 +49,8 @@ pub fn encode_event_into(out: &mut Vec<u8>, event: &str, data: &str) {
             Some(i) => {
                 out.extend_from_slice(&rest[..i]);
                 out.push(b'\n');
-                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
-                rest = &rest[i + skip..];
+                let crlf = rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n');
+                rest = &rest[i + 1 + usize::from(crlf)..];
             }
             None => {
                 out.extend_from_slice(rest);

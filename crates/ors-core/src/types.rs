@@ -466,17 +466,11 @@ impl Serialize for RunToolOutput {
     }
 }
 
-/// Append JSON that cannot fail to serialize (strings, numbers, JSON values) to `out`.
+/// Append JSON that cannot fail to serialize (strings, numbers, JSON values, `None` as
+/// `null`) to `out`.
 fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     // Writing to a `Vec` cannot fail, nor can serializing these.
     let _ = serde_json::to_writer(&mut *out, value);
-}
-
-fn push_detail(out: &mut Vec<u8>, detail: Option<&JsonObject>) {
-    match detail {
-        Some(d) => push_json(out, d),
-        None => out.extend_from_slice(b"null"),
-    }
 }
 
 impl RunToolOutput {
@@ -497,7 +491,7 @@ impl RunToolOutput {
                             out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
                             push_json(out, t.text.as_str());
                             out.extend_from_slice(b",\"detail\":");
-                            push_detail(out, t.detail.as_ref());
+                            push_json(out, &t.detail);
                         }
                         Block::Image(img) => {
                             out.extend_from_slice(b"{\"type\":\"image\",\"data\":");
@@ -505,18 +499,15 @@ impl RunToolOutput {
                             out.extend_from_slice(b",\"mimeType\":");
                             push_json(out, img.mime_type.as_str());
                             out.extend_from_slice(b",\"detail\":");
-                            push_detail(out, img.detail.as_ref());
+                            push_json(out, &img.detail);
                         }
                     }
                     out.push(b'}');
                 }
                 out.extend_from_slice(b"],\"metadata\":");
-                push_detail(out, o.metadata.as_ref());
+                push_json(out, &o.metadata);
                 out.extend_from_slice(b",\"reward\":");
-                match o.reward {
-                    Some(r) => push_json(out, &r),
-                    None => out.extend_from_slice(b"null"),
-                }
+                push_json(out, &o.reward);
                 out.extend_from_slice(if o.finished {
                     b",\"finished\":true}}"
                 } else {

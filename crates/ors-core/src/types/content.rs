@@ -50,15 +50,12 @@ impl<'de> Deserialize<'de> for Block {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let mut map = JsonObject::deserialize(d)?;
-        let kind = match map.remove("type") {
+        // `"type": null` reads as no type: the block's keys say which it is.
+        let kind = match map.remove("type").filter(|t| !t.is_null()) {
             Some(Value::String(t)) => t,
-            Some(Value::Null) | None if map.contains_key("text") => "text".to_owned(),
-            Some(Value::Null) | None
-                if map.contains_key("data") || map.contains_key("mimeType") =>
-            {
-                "image".to_owned()
-            }
-            Some(Value::Null) | None => return Err(D::Error::missing_field("type")),
+            None if map.contains_key("text") => "text".to_owned(),
+            None if map.contains_key("data") || map.contains_key("mimeType") => "image".to_owned(),
+            None => return Err(D::Error::missing_field("type")),
             Some(other) => {
                 return Err(D::Error::custom(format!(
                     "block `type` must be a string, got {other}"

@@ -105,10 +105,6 @@ impl<'de> serde::de::Visitor<'de> for SplitVisitor {
         Ok(Split::named(name))
     }
 
-    fn visit_string<E: serde::de::Error>(self, name: String) -> Result<Split, E> {
-        Ok(Split::named(name))
-    }
-
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Split, A::Error> {
         use serde::de::Error;
         let mut name: Option<String> = None;
