@@ -146,22 +146,8 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         _ => None,
     };
     let concurrency = Concurrency::check(&args, receiver, errors);
-    let ToolArgs {
-        name: name_lit,
-        description,
-        shared,
-        blocking,
-        schema,
-        validate,
-        detail_url,
-        terminal,
-        concurrent: _,
-        exclusive: _,
-        runs_commands,
-    } = args;
-    let shared = shared.unwrap_or(true);
-    let schema = schema.map(|lit| SchemaSource::parse(lit, errors));
-    if let Some(url) = &detail_url {
+    let schema = args.schema.map(|lit| SchemaSource::parse(lit, errors));
+    if let Some(url) = &args.detail_url {
         let v = url.value();
         if !(v.starts_with("https://") || v.starts_with("http://")) {
             errors.spanned(
@@ -170,7 +156,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
             );
         }
     }
-    if let (Some(_), Some(asyncness)) = (blocking, &method.sig.asyncness) {
+    if let (Some(_), Some(asyncness)) = (args.blocking, &method.sig.asyncness) {
         errors.at(
             asyncness.span,
             "a #[tool(blocking)] method is a plain `fn`: it runs on a thread of tokio's blocking \
@@ -179,7 +165,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
     }
 
     let sig = &method.sig;
-    let (name, name_span) = match &name_lit {
+    let (name, name_span) = match &args.name {
         Some(lit) => (lit.value(), lit.span()),
         None => (unraw(&sig.ident), sig.ident.span()),
     };
@@ -189,7 +175,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
             format!(
                 "invalid tool name `{name}`: a tool name is 1 to 64 characters from \
                  `A-Z a-z 0-9 _ -`{}",
-                if name_lit.is_none() {
+                if args.name.is_none() {
                     "; name the tool with #[tool(name = \"...\")]"
                 } else {
                     ""
@@ -274,7 +260,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         _ => None,
     };
 
-    let description = match description {
+    let description = match args.description {
         Some(lit) if lit.value().trim().is_empty() => {
             errors.spanned(
                 &lit,
@@ -315,20 +301,20 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         name,
         name_span,
         description,
-        shared,
+        shared: args.shared.unwrap_or(true),
         mutable,
         params,
         asyncness: sig.asyncness.is_some(),
         output_span,
         output_ty,
         // An `async` blocking tool is reported above; generated as async, it adds no second error.
-        blocking: blocking.is_some() && sig.asyncness.is_none(),
+        blocking: args.blocking.is_some() && sig.asyncness.is_none(),
         concurrency,
         schema,
-        validate,
-        detail_url,
-        terminal: terminal.is_some(),
-        runs_commands,
+        validate: args.validate,
+        detail_url: args.detail_url,
+        terminal: args.terminal.is_some(),
+        runs_commands: args.runs_commands,
     })
 }
 
