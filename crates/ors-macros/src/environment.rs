@@ -64,12 +64,10 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
         }
         Ok(())
     });
-    let mut seen: Vec<&Member> = Vec::new();
-    for m in &out.toolsets {
-        if seen.contains(&m) {
+    for (i, m) in out.toolsets.iter().enumerate() {
+        if out.toolsets[..i].contains(m) {
             errors.spanned(m, "this toolset field is listed twice");
         }
-        seen.push(m);
     }
     check_selectable(&out, errors);
     out

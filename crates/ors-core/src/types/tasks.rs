@@ -457,13 +457,8 @@ impl CreateSession {
             (Some(_), Some(_), Some(_)) => Err(TaskSourceError::Both),
             (Some(_), Some(_), None) => Err(TaskSourceError::SpecWithSplit),
             (Some(_), None, Some(_)) => Err(TaskSourceError::SpecWithIndex),
-            (Some(v), None, None) => {
-                if v.is_object() {
-                    Ok(TaskSource::Spec(v.clone()))
-                } else {
-                    Err(TaskSourceError::SpecNotObject)
-                }
-            }
+            (Some(v), None, None) if v.is_object() => Ok(TaskSource::Spec(v.clone())),
+            (Some(_), None, None) => Err(TaskSourceError::SpecNotObject),
             (None, Some(s), Some(i)) => Ok(TaskSource::Split {
                 split: s.clone(),
                 index: i,
