@@ -201,19 +201,16 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         callable = false;
     }
 
-    let mut inputs = sig.inputs.iter();
-    let mutable = match inputs.next() {
-        Some(FnArg::Receiver(r)) => match receiver_mutability(r) {
-            Some(m) => m,
-            None => {
-                errors.spanned(
-                    r,
-                    "a #[tool] method borrows the environment: take `&self` or `&mut self`",
-                );
-                callable = false;
-                false
-            }
-        },
+    let mutable = match (receiver, sig.inputs.first()) {
+        (Some((mutable, _)), _) => mutable,
+        (None, Some(FnArg::Receiver(r))) => {
+            errors.spanned(
+                r,
+                "a #[tool] method borrows the environment: take `&self` or `&mut self`",
+            );
+            callable = false;
+            false
+        }
         _ => {
             errors.spanned(
                 &sig.ident,
@@ -228,7 +225,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
     };
 
     let mut params = Vec::new();
-    for arg in inputs {
+    for arg in sig.inputs.iter().skip(1) {
         let FnArg::Typed(arg) = arg else { continue };
         match peel(&arg.ty) {
             Type::Reference(r) if r.mutability.is_some() => {
