@@ -133,23 +133,22 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// `key = "..."`.
-pub(crate) fn lit_str(meta: &ParseNestedMeta, key: &str) -> syn::Result<LitStr> {
+/// `key = value`; a value that is not a `T` is the error `expected`, on the value.
+fn value_of<T: syn::parse::Parse>(meta: &ParseNestedMeta, expected: String) -> syn::Result<T> {
     let value = meta.value()?;
     value
         .parse()
-        .map_err(|e| syn::Error::new(e.span(), format!("expected a string: `{key} = \"...\"`")))
+        .map_err(|e| syn::Error::new(e.span(), expected))
+}
+
+/// `key = "..."`.
+pub(crate) fn lit_str(meta: &ParseNestedMeta, key: &str) -> syn::Result<LitStr> {
+    value_of(meta, format!("expected a string: `{key} = \"...\"`"))
 }
 
 /// `key = true` or `key = false`.
 pub(crate) fn lit_bool(meta: &ParseNestedMeta, key: &str) -> syn::Result<LitBool> {
-    let value = meta.value()?;
-    value.parse().map_err(|e| {
-        syn::Error::new(
-            e.span(),
-            format!("expected `{key} = true` or `{key} = false`"),
-        )
-    })
+    value_of(meta, format!("expected `{key} = true` or `{key} = false`"))
 }
 
 /// A flag: `key` alone, or `key = true` / `key = false`.
@@ -163,13 +162,10 @@ pub(crate) fn flag(meta: &ParseNestedMeta, key: &str) -> syn::Result<bool> {
 
 /// `key = path::to::item`.
 pub(crate) fn path_value(meta: &ParseNestedMeta, key: &str) -> syn::Result<Path> {
-    let value = meta.value()?;
-    value.parse().map_err(|e| {
-        syn::Error::new(
-            e.span(),
-            format!("expected a path to a function: `{key} = path::to::function`"),
-        )
-    })
+    value_of(
+        meta,
+        format!("expected a path to a function: `{key} = path::to::function`"),
+    )
 }
 
 /// `crate = ::path` (or `crate = "::path"`, as serde spells it).
