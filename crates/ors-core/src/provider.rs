@@ -110,6 +110,15 @@ fn schema_of(spec: &ToolSpec) -> Option<Value> {
         .map(|s| Value::Object(s.clone()))
 }
 
+/// The spec's schema without titles, passed through `clean`; for a tool without input,
+/// [`empty_object_schema`].
+fn schema_or_empty(spec: &ToolSpec, clean: impl FnOnce(Value) -> Value) -> Value {
+    schema_of(spec).map_or_else(
+        || Value::Object(empty_object_schema()),
+        |schema| clean(strip_titles(&schema)),
+    )
+}
+
 /// A spec as an OpenAI Chat Completions tool:
 /// `{"type": "function", "function": {"name", "description", "parameters"}}`.
 pub fn openai_tool(spec: &ToolSpec) -> Value {
@@ -131,29 +140,21 @@ pub fn openai_responses_tool(spec: &ToolSpec) -> Value {
 }
 
 fn openai_function(spec: &ToolSpec) -> Value {
-    let parameters = match schema_of(spec) {
-        Some(schema) => sanitize_openai_schema(&strip_titles(&schema)),
-        None => Value::Object(empty_object_schema()),
-    };
     json!({
         "name": spec.name,
         "description": spec.description,
-        "parameters": parameters,
+        "parameters": schema_or_empty(spec, |schema| sanitize_openai_schema(&schema)),
     })
 }
 
 /// A spec as an Anthropic tool: `{"type": "custom", "name", "description", "input_schema"}`;
 /// a tool without input gets `{"type": "object", "properties": {}}`.
 pub fn anthropic_tool(spec: &ToolSpec) -> Value {
-    let input_schema = match schema_of(spec) {
-        Some(schema) => strip_titles(&schema),
-        None => Value::Object(empty_object_schema()),
-    };
     json!({
         "type": "custom",
         "name": spec.name,
         "description": spec.description,
-        "input_schema": input_schema,
+        "input_schema": schema_or_empty(spec, |schema| schema),
     })
 }
 

@@ -185,16 +185,14 @@ impl<T: Serialize> Json<T> {
     /// The wire output: the value's JSON as a text block and in `metadata.structured`; a
     /// value that cannot be JSON (a map with non-string keys) is an `ok: false` result.
     pub fn into_output(self) -> RunToolOutput {
-        let value = match serde_json::to_value(&self.0) {
-            Ok(v) => v,
-            Err(e) => {
-                return RunToolOutput::error(format!("the tool's result cannot be JSON: {e}"))
+        match serde_json::to_value(&self.0) {
+            Ok(value) => {
+                let text = value.to_string();
+                let metadata = JsonObject::from_iter([(STRUCTURED_KEY.to_owned(), value)]);
+                RunToolOutput::Success(ToolOutput::text(text).with_metadata(metadata))
             }
-        };
-        let text = value.to_string();
-        let mut metadata = JsonObject::new();
-        metadata.insert(STRUCTURED_KEY.to_owned(), value);
-        RunToolOutput::Success(ToolOutput::text(text).with_metadata(metadata))
+            Err(e) => RunToolOutput::error(format!("the tool's result cannot be JSON: {e}")),
+        }
     }
 }
 

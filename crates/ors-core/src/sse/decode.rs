@@ -315,11 +315,7 @@ impl SseDecoder {
                 // The first data line of an event becomes its data in place: no second copy
                 // of what may be megabytes.
                 self.lines += 1;
-                if line.len() - prefix > self.limits.max_event_bytes {
-                    return Err(SseError::EventTooLarge {
-                        limit: self.limits.max_event_bytes,
-                    });
-                }
+                self.check_data(0, line.len() - prefix)?;
                 line.drain(..prefix);
                 self.data = match String::from_utf8(line) {
                     Ok(s) => s,
