@@ -52,13 +52,12 @@ pub fn content_length(value: &[u8]) -> Option<u64> {
 /// bytes means: [`BodyError::Truncated`] when fewer arrived, else `None` (the break itself is
 /// the error).
 pub fn truncated(received: u64, announced: Option<u64>) -> Option<BodyError> {
-    match announced {
-        Some(announced) if received < announced => Some(BodyError::Truncated {
+    announced
+        .filter(|&announced| received < announced)
+        .map(|announced| BodyError::Truncated {
             received,
             announced,
-        }),
-        _ => None,
-    }
+        })
 }
 
 /// One body being read within a limit.

@@ -31,11 +31,8 @@ impl DecodeLimits {
     pub const DEFAULT: Self = Self::bounded(DEFAULT_MAX_RESULT_BYTES);
 
     /// No bounds, for bytes that are already in memory.
-    pub const UNLIMITED: Self = Self {
-        max_line_bytes: usize::MAX,
-        max_event_bytes: usize::MAX,
-        max_result_bytes: usize::MAX,
-    };
+    // Every bound is `usize::MAX`: the line's room for its field name saturates.
+    pub const UNLIMITED: Self = Self::bounded(usize::MAX);
 
     /// Results, events and lines of at most `max_bytes` of data each (a line may carry its
     /// field name on top).
