@@ -45,21 +45,8 @@
 
 #![warn(missing_docs)]
 
-/// Builder methods that set one field to the value given: a field of `self.cfg` with `[cfg]`,
-/// of `self` with `[]`. A `, VAR` after the type names the variable whose bad value the
-/// setter replaces (so building no longer reports it).
-macro_rules! setters {
-    ([$($at:ident)?]) => {};
-    ([$($at:ident)?] $(#[$doc:meta])* $name:ident: $ty:ty $(, $env:ident)?; $($rest:tt)*) => {
-        $(#[$doc])*
-        pub fn $name(mut self, value: $ty) -> Self {
-            self$(.$at)?.$name = value;
-            $(self.overridden($env);)?
-            self
-        }
-        setters!([$($at)?] $($rest)*);
-    };
-}
+#[macro_use]
+mod setters;
 
 pub mod agent;
 pub mod blocking;
