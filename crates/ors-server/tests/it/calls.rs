@@ -16,8 +16,10 @@ async fn a_call_streams_task_id_then_end() {
     assert_eq!(r.status, 200);
     assert_eq!(r.header("content-type"), Some("text/event-stream"));
     assert_eq!(r.header("cache-control"), Some("no-cache"));
-    // A call that finishes at once is answered as one complete body.
+    // A call that finishes at once is answered as one complete body, which a proxy may
+    // buffer (only a live stream asks it not to).
     assert!(!r.chunked);
+    assert_eq!(r.header("x-accel-buffering"), None);
     assert_eq!(
         r.header("content-length"),
         Some(r.body.len().to_string().as_str())
@@ -349,6 +351,23 @@ async fn reconnect_returns_the_same_result_without_running_again() {
     assert_eq!(r.events()[0], ("task_id".to_owned(), task_id.clone()));
     assert_eq!(text_of(&r), "slept 1");
     assert_eq!(count("reconnect-running"), 1, "the call ran once");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_stream_asks_proxies_not_to_buffer_it() {
+    let server = start().await;
+    let addr = server.local_addr();
+    let sid = episode(addr, task(1)).await;
+    // `patient` waits for its cancellation: the answer is a stream for as long as it runs.
+    let body = json!({"name": "patient", "input": {}}).to_string();
+    let (stream, _, _) = open_call(addr, &sid, &body).await;
+    assert_eq!(
+        stream.head.header("content-type"),
+        Some("text/event-stream")
+    );
+    assert_eq!(stream.head.header("x-accel-buffering"), Some("no"));
+    drop(stream);
     server.shutdown().await;
 }
 
