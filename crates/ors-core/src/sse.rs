@@ -140,17 +140,40 @@ pub fn encode_result_json(json: &str) -> Vec<u8> {
 
 /// A tool result as `chunk`/`end` events.
 pub fn encode_result(result: &RunToolOutput) -> Vec<u8> {
+    thread_local! {
+        /// The thread's scratch buffer: a result is serialized here and copied out at its
+        /// exact size, so encoding one allocates once, not twice.
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    /// Largest scratch buffer a thread keeps: a huge result's is let go with it.
+    const KEEP: usize = 64 * 1024;
+    SCRATCH.with(|scratch| {
+        let Ok(mut out) = scratch.try_borrow_mut() else {
+            // Not reached (encoding calls no encoder), but a fresh buffer is as right.
+            return encode_result_in(&mut Vec::new(), result);
+        };
+        let encoded = encode_result_in(&mut out, result);
+        if out.capacity() > KEEP {
+            *out = Vec::new();
+        }
+        encoded
+    })
+}
+
+/// [`encode_result`], serializing in `out` (cleared first).
+fn encode_result_in(out: &mut Vec<u8>, result: &RunToolOutput) -> Vec<u8> {
     const HEAD: &[u8] = b"event: end\ndata: ";
     // Most results fit one `end` event: serialize straight after its head, one buffer, one
     // pass. Compact serde_json output has no raw line breaks (they are escaped in strings), so
     // the text needs no `data:` line splitting.
-    let mut out = Vec::with_capacity(512);
+    out.clear();
+    out.reserve(512);
     out.extend_from_slice(HEAD);
-    result.write_json(&mut out);
+    result.write_json(out);
     if out.len() - HEAD.len() <= CHUNK_SIZE {
         out.extend_from_slice(b"\n\n");
         // Results are kept for reconnects, freed later and often on another thread: an
-        // exact-size copy keeps no slack and lets the scratch buffer go back at once.
+        // exact-size copy keeps no slack.
         return out.as_slice().to_vec();
     }
     match std::str::from_utf8(&out[HEAD.len()..]) {
@@ -173,6 +196,9 @@ mod tests {
             "x".repeat(CHUNK_SIZE - 60),
             "ab ".repeat(3 * CHUNK_SIZE),
             "é€😀 ".repeat(CHUNK_SIZE),
+            // Larger than the scratch buffer a thread keeps, then small again after it.
+            "y".repeat(100_000),
+            "after".to_owned(),
         ];
         for text in texts {
             for result in [
