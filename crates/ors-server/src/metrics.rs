@@ -108,8 +108,9 @@ const CALL_BOUNDS: &[f64] = &[
 ];
 
 /// A histogram of durations without a lock: an atomic count per bucket (the last one
-/// unbounded) and the sum in nanoseconds. prometheus-client's own takes a write lock per
-/// observation, which every request and call would contend on.
+/// unbounded) and the sum in nanoseconds; the total count is the buckets' sum, added up
+/// when scraped rather than kept by every observation. prometheus-client's own takes a
+/// write lock per observation, which every request and call would contend on.
 #[derive(Clone, Debug)]
 pub(crate) struct Timings(Arc<TimingsInner>);
 
@@ -117,7 +118,6 @@ pub(crate) struct Timings(Arc<TimingsInner>);
 struct TimingsInner {
     bounds: &'static [f64],
     buckets: Box<[AtomicU64]>,
-    count: AtomicU64,
     sum_ns: AtomicU64,
 }
 
@@ -126,7 +126,6 @@ impl Timings {
         Timings(Arc::new(TimingsInner {
             bounds,
             buckets: (0..=bounds.len()).map(|_| AtomicU64::new(0)).collect(),
-            count: AtomicU64::new(0),
             sum_ns: AtomicU64::new(0),
         }))
     }
@@ -140,7 +139,6 @@ impl Timings {
             .position(|b| secs <= *b)
             .unwrap_or(t.bounds.len());
         t.buckets[i].fetch_add(1, Ordering::Relaxed);
-        t.count.fetch_add(1, Ordering::Relaxed);
         let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
         t.sum_ns.fetch_add(ns, Ordering::Relaxed);
     }
@@ -161,7 +159,7 @@ impl EncodeMetric for Timings {
             .zip(t.buckets.iter().map(|b| b.load(Ordering::Relaxed)))
             .collect();
         let sum = t.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
-        let count = t.count.load(Ordering::Relaxed);
+        let count = buckets.iter().map(|(_, n)| n).sum();
         encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
     }
 
@@ -374,7 +372,9 @@ impl Metrics {
         let Some(env) = self.envs.get(env) else {
             return;
         };
-        if let Some(r) = reward.filter(|r| r.is_finite()) {
+        // A reward of 0 (most calls' before the episode's end) adds nothing: no atomic
+        // compare-and-swap on the environment's sum for it.
+        if let Some(r) = reward.filter(|r| r.is_finite() && *r != 0.0) {
             env.reward.inc_by(r);
         }
         if let Some(series) = env.tools.get(tool) {
