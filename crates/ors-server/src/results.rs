@@ -279,10 +279,17 @@ impl CallTable {
             size,
         });
         t.bytes += size;
-        store.bytes.fetch_add(size, Ordering::AcqRel);
+        // At steady state each result kept pushes an old one out: the server-wide count
+        // changes once, by the difference (a line of memory every thread writes).
+        let mut freed = 0;
         while t.bytes > store.max_session_bytes || t.kept.len() > MAX_LINGERING {
-            t.drop_oldest(store);
+            freed += t.pop_oldest();
         }
+        match size.cmp(&freed) {
+            std::cmp::Ordering::Greater => store.bytes.fetch_add(size - freed, Ordering::AcqRel),
+            std::cmp::Ordering::Less => store.bytes.fetch_sub(freed - size, Ordering::AcqRel),
+            std::cmp::Ordering::Equal => 0,
+        };
         t.schedule(store)
     }
 
@@ -324,11 +331,19 @@ impl Tables {
     }
 
     fn drop_oldest(&mut self, store: &ResultStore) {
-        if let Some(kept) = self.kept.pop_front() {
-            self.bytes -= kept.size;
-            store.bytes.fetch_sub(kept.size, Ordering::AcqRel);
-            self.forget(kept.key);
-        }
+        let freed = self.pop_oldest();
+        store.bytes.fetch_sub(freed, Ordering::AcqRel);
+    }
+
+    /// Forget the oldest result; the bytes it held, which the caller takes off the store's
+    /// count.
+    fn pop_oldest(&mut self) -> usize {
+        let Some(kept) = self.kept.pop_front() else {
+            return 0;
+        };
+        self.bytes -= kept.size;
+        self.forget(kept.key);
+        kept.size
     }
 
     fn forget(&mut self, key: Key) {
