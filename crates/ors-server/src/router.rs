@@ -64,16 +64,8 @@ enum Access {
     Key,
 }
 
-struct Route {
-    /// The path of a root route, or what follows `/{env}` for an environment route.
-    path: &'static str,
-    scope: Scope,
-    method: Method,
-    endpoint: Endpoint,
-}
-
 macro_rules! declare {
-    ($($endpoint:ident: $method:ident $scope:ident $access:ident [$($path:expr),+] => $handler:ident,)*) => {
+    ($($endpoint:ident: $method:ident $scope:ident $access:ident [$($path:path),+] => $handler:ident,)*) => {
         /// Every endpoint of the HTTP API (`pub` for the `fuzzing` feature only: this module
         /// is private).
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,15 +90,40 @@ macro_rules! declare {
                     $(Endpoint::$endpoint => Access::$access == Access::Open,)*
                 }
             }
+
+            /// The one method it answers, as the `Allow` header names it.
+            fn method(self) -> &'static str {
+                match self {
+                    $(Endpoint::$endpoint => stringify!($method),)*
+                }
+            }
+
+            fn answers(self, method: &Method) -> bool {
+                match self {
+                    $(Endpoint::$endpoint => *method == Method::$method,)*
+                }
+            }
+
+            fn scope(self) -> Scope {
+                match self {
+                    $(Endpoint::$endpoint => Scope::$scope,)*
+                }
+            }
+
+            /// The endpoint at `path`: a root route's path, or what follows `/{env}` (with
+            /// its `/`) of an environment route. A `match`, which the compiler turns into a
+            /// look at the length and one comparison, not a walk through the table.
+            fn at(path: &str) -> Option<Endpoint> {
+                match path {
+                    $($($path)|+ => Some(Endpoint::$endpoint),)*
+                    _ => None,
+                }
+            }
         }
 
-        /// Every path of every endpoint.
-        static ROUTES: &[Route] = &[$($(Route {
-            path: $path,
-            scope: Scope::$scope,
-            method: Method::$method,
-            endpoint: Endpoint::$endpoint,
-        },)+)*];
+        /// Every path of every endpoint, for the tests that walk them all.
+        #[cfg(test)]
+        static ROUTES: &[(&str, Endpoint)] = &[$($(($path, Endpoint::$endpoint),)+)*];
     };
 }
 endpoints!(declare);
@@ -125,45 +142,34 @@ pub enum RouteMatch<'p> {
     NotFound,
 }
 
-/// The route at `segment` (a path segment without its `/`) in `scope`; a path has one method.
-fn lookup(scope: Scope, segment: &str) -> Option<&'static Route> {
-    // The length first: it rules out nearly every row for one comparison (an episode's
-    // routes come late in the table).
-    ROUTES.iter().find(|r| {
-        r.path.len() == segment.len() + 1
-            && r.scope == scope
-            && r.path.strip_prefix('/') == Some(segment)
-    })
-}
-
-fn check<'p>(route: &'static Route, method: &Method, env: Option<&'p str>) -> RouteMatch<'p> {
-    if *method == route.method {
-        RouteMatch::Found {
-            endpoint: route.endpoint,
-            env,
-        }
-    } else {
-        RouteMatch::MethodNotAllowed {
-            allow: route.method.as_str(),
-        }
-    }
-}
-
-/// Route a request by method and path (the path without its query).
+/// Route a request by method and path (the path without its query; hyper's always starts
+/// with `/`).
 pub fn route<'p>(method: &Method, path: &'p str) -> RouteMatch<'p> {
-    let trimmed = path.strip_prefix('/').unwrap_or(path);
-    let trimmed = trimmed.strip_suffix('/').unwrap_or(trimmed);
-    let (route, env) = match trimmed.split_once('/') {
-        None if !trimmed.is_empty() => (
-            lookup(Scope::Root, trimmed).or_else(|| lookup(Scope::Env, trimmed)),
-            None,
-        ),
-        Some((env, action)) if !env.is_empty() && !action.contains('/') => {
-            (lookup(Scope::Env, action), Some(env))
-        }
-        _ => (None, None),
+    let Some(rest) = path.strip_prefix('/') else {
+        return RouteMatch::NotFound;
     };
-    route.map_or(RouteMatch::NotFound, |r| check(r, method, env))
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    // Byte loops rather than `split_once`: these strings are short, and memchr's set-up
+    // costs more than the search.
+    let (endpoint, env) = match rest.bytes().position(|b| b == b'/') {
+        // `/{action}`: a root route, or an environment route of the default environment.
+        None if !rest.is_empty() => (Endpoint::at(&path[..=rest.len()]), None),
+        Some(at) => {
+            let (env, action) = rest.split_at(at);
+            let well_formed =
+                !env.is_empty() && action.len() > 1 && !action.bytes().skip(1).any(|b| b == b'/');
+            let endpoint = Endpoint::at(action).filter(|e| e.scope() == Scope::Env);
+            (endpoint.filter(|_| well_formed), Some(env))
+        }
+        None => (None, None),
+    };
+    match endpoint {
+        None => RouteMatch::NotFound,
+        Some(endpoint) if endpoint.answers(method) => RouteMatch::Found { endpoint, env },
+        Some(endpoint) => RouteMatch::MethodNotAllowed {
+            allow: endpoint.method(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -174,16 +180,21 @@ mod tests {
         RouteMatch::Found { endpoint, env }
     }
 
+    /// The method an endpoint answers, as a [`Method`].
+    fn method_of(e: Endpoint) -> Method {
+        Method::from_bytes(e.method().as_bytes()).unwrap()
+    }
+
     #[test]
     fn every_route_answers_its_method_and_env_routes_take_an_env_segment() {
-        for r in ROUTES {
-            let m = &r.method;
-            assert_eq!(route(m, r.path), found(r.endpoint, None), "{m} {}", r.path);
-            let slashed = format!("{}/", r.path);
-            assert_eq!(route(m, &slashed), found(r.endpoint, None), "{slashed}");
-            let with_env = format!("/math{}", r.path);
-            let want = match r.scope {
-                Scope::Env => found(r.endpoint, Some("math")),
+        for &(path, e) in ROUTES {
+            let m = &method_of(e);
+            assert_eq!(route(m, path), found(e, None), "{m} {path}");
+            let slashed = format!("{path}/");
+            assert_eq!(route(m, &slashed), found(e, None), "{slashed}");
+            let with_env = format!("/math{path}");
+            let want = match e.scope() {
+                Scope::Env => found(e, Some("math")),
                 Scope::Root => RouteMatch::NotFound,
             };
             assert_eq!(route(m, &with_env), want, "{m} {with_env}");
@@ -192,16 +203,13 @@ mod tests {
 
     #[test]
     fn a_wrong_method_is_405_naming_the_allowed_one() {
-        for r in ROUTES {
+        for &(path, e) in ROUTES {
             for other in [Method::GET, Method::POST, Method::DELETE, Method::PUT] {
-                if other != r.method {
+                if other != method_of(e) {
                     assert_eq!(
-                        route(&other, r.path),
-                        RouteMatch::MethodNotAllowed {
-                            allow: r.method.as_str()
-                        },
-                        "{other} {}",
-                        r.path
+                        route(&other, path),
+                        RouteMatch::MethodNotAllowed { allow: e.method() },
+                        "{other} {path}"
                     );
                 }
             }
@@ -235,6 +243,10 @@ mod tests {
             "//tools",
             "/math/tools/x",
             "/math/health",
+            "/math/",
+            "/math//",
+            "math/tools",
+            "*",
         ] {
             assert_eq!(route(&Method::GET, p), RouteMatch::NotFound, "{p}");
         }
