@@ -18,6 +18,9 @@ fn event_name() -> impl Strategy<Value = String> {
 fn payload() -> impl Strategy<Value = String> {
     prop_oneof![
         "[^\r]{0,40}",
+        // Both sides of where the encoder's search for line breaks changes method (64 bytes).
+        "[^\r]{60,70}",
+        "[^\r]{60,200}",
         common::tricky_text(40).prop_map(|s| s.replace('\r', "")),
         Just(String::new()),
         Just("\n".to_owned()),
