@@ -21,6 +21,9 @@
 
 #![warn(missing_docs)]
 
+#[macro_use]
+mod wire_enum;
+
 pub mod body;
 pub mod protocol;
 pub mod provider;

@@ -12,7 +12,6 @@
 //! assert_eq!(code.as_str(), "session_deleted");
 //! ```
 
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -112,27 +111,19 @@ pub const RESULT_LINGER: Duration = Duration::from_secs(60);
 /// The error codes, one row each: doc, variant, wire name, HTTP status.
 macro_rules! error_codes {
     ($($(#[doc = $doc:literal])* $code:ident = $wire:literal, $status:literal;)*) => {
-        /// The stable machine-readable `code` of an error reply `{"detail": ..., "code": ...}`
-        /// (row `error-codes`). Programs decide on the code, never on the words of `detail`; a
-        /// code this version does not know is kept as text by [`ErrorBody`](crate::ErrorBody)
-        /// readers.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        #[non_exhaustive]
-        pub enum ErrorCode {
-            $($(#[doc = $doc])* #[doc = ""] #[doc = concat!("HTTP status ", $status, ".")] $code,)*
+        wire_enum! {
+            /// The stable machine-readable `code` of an error reply `{"detail": ..., "code": ...}`
+            /// (row `error-codes`). Programs decide on the code, never on the words of `detail`; a
+            /// code this version does not know is kept as text by [`ErrorBody`](crate::ErrorBody)
+            /// readers.
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            #[non_exhaustive]
+            pub enum ErrorCode {
+                $($(#[doc = $doc])* #[doc = ""] #[doc = concat!("HTTP status ", $status, ".")] $code = $wire,)*
+            }
         }
 
         impl ErrorCode {
-            /// Every code, for tables and tests.
-            pub const ALL: [ErrorCode; [$($wire),*].len()] = [$(ErrorCode::$code,)*];
-
-            /// The code as it appears on the wire.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(ErrorCode::$code => $wire,)*
-                }
-            }
-
             /// The HTTP status an answer with this code has.
             pub const fn status(self) -> u16 {
                 match self {
@@ -203,12 +194,6 @@ impl ErrorCode {
                 | ErrorCode::SessionTimedOut
                 | ErrorCode::NoEpisodeYet
         )
-    }
-}
-
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -22,37 +22,27 @@
 //! which OpenAI-compatible servers accept too; the reference's `openai` format is the flat
 //! Responses-API form, available here as [`openai_responses_tool`].
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{json, Map, Value};
 
 use crate::types::{JsonObject, ToolSpec};
 
-/// An LLM provider whose tool format ORS specs can be converted to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Provider {
-    /// OpenAI Chat Completions (`"openai"`).
-    OpenAi,
-    /// Anthropic Messages (`"anthropic"`).
-    Anthropic,
-    /// Google Gemini function declarations (`"gemini"`, also parsed from `"google"`).
-    Gemini,
+wire_enum! {
+    /// An LLM provider whose tool format ORS specs can be converted to; its name is the
+    /// canonical lower-case one [`FromStr`] accepts.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Provider {
+        /// OpenAI Chat Completions (`"openai"`).
+        OpenAi = "openai",
+        /// Anthropic Messages (`"anthropic"`).
+        Anthropic = "anthropic",
+        /// Google Gemini function declarations (`"gemini"`, also parsed from `"google"`).
+        Gemini = "gemini",
+    }
 }
 
 impl Provider {
-    /// Every provider, in a stable order.
-    pub const ALL: [Provider; 3] = [Provider::OpenAi, Provider::Anthropic, Provider::Gemini];
-
-    /// The provider's canonical lower-case name, as [`FromStr`] accepts it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::OpenAi => "openai",
-            Provider::Anthropic => "anthropic",
-            Provider::Gemini => "gemini",
-        }
-    }
-
     /// One tool spec in this provider's format.
     pub fn tool(self, spec: &ToolSpec) -> Value {
         match self {
@@ -66,12 +56,6 @@ impl Provider {
     /// entries are function declarations; see [`gemini_tool`] for the wrapping object).
     pub fn tools(self, specs: &[ToolSpec]) -> Vec<Value> {
         specs.iter().map(|s| self.tool(s)).collect()
-    }
-}
-
-impl fmt::Display for Provider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

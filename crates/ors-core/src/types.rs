@@ -245,36 +245,20 @@ impl TerminalToolSpec {
     }
 }
 
-/// Why a call was refused, for programs (PROTOCOL_NOTES row `error-reason`): the `reason` of an
-/// `ok: false` result, beside its message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolErrorReason {
-    /// No tool of that name.
-    NotFound,
-    /// Two tools of one name (the environment and one of its toolsets).
-    NameCollision,
-    /// The input does not fit the tool's input schema.
-    InputValidation,
-    /// A call after one that returned `finished: true` (PROTOCOL_NOTES row `finished-latch`).
-    EpisodeFinished,
-}
-
-impl ToolErrorReason {
-    /// The wire string.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ToolErrorReason::NotFound => "not_found",
-            ToolErrorReason::NameCollision => "name_collision",
-            ToolErrorReason::InputValidation => "input_validation",
-            ToolErrorReason::EpisodeFinished => "episode_finished",
-        }
-    }
-}
-
-impl std::fmt::Display for ToolErrorReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+wire_enum! {
+    serde
+    /// Why a call was refused, for programs (PROTOCOL_NOTES row `error-reason`): the `reason` of
+    /// an `ok: false` result, beside its message.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum ToolErrorReason {
+        /// No tool of that name.
+        NotFound = "not_found",
+        /// Two tools of one name (the environment and one of its toolsets).
+        NameCollision = "name_collision",
+        /// The input does not fit the tool's input schema.
+        InputValidation = "input_validation",
+        /// A call after one that returned `finished: true` (PROTOCOL_NOTES row `finished-latch`).
+        EpisodeFinished = "episode_finished",
     }
 }
 

@@ -511,6 +511,58 @@ fn tool_errors_carry_a_reason_only_when_one_applies() {
 }
 
 #[test]
+fn wire_enums_name_each_variant_once_for_serde_and_display() {
+    // The wire names are the protocol's: serde, `as_str` and `Display` all give them.
+    let reasons = ToolErrorReason::ALL.map(ToolErrorReason::as_str);
+    assert_eq!(
+        reasons,
+        [
+            "not_found",
+            "name_collision",
+            "input_validation",
+            "episode_finished"
+        ]
+    );
+    let splits = SplitType::ALL.map(SplitType::as_str);
+    assert_eq!(splits, ["train", "validation", "test"]);
+    for r in ToolErrorReason::ALL {
+        assert_eq!(serde_json::to_value(r).unwrap(), json!(r.to_string()));
+        assert_eq!(
+            serde_json::from_value::<ToolErrorReason>(json!(r.as_str())).unwrap(),
+            r
+        );
+    }
+    for t in SplitType::ALL {
+        assert_eq!(serde_json::to_value(t).unwrap(), json!(t.to_string()));
+        assert_eq!(
+            serde_json::from_value::<SplitType>(json!(t.as_str())).unwrap(),
+            t
+        );
+    }
+}
+
+#[test]
+fn a_full_split_is_read_like_before() {
+    let read = |json: Value| serde_json::from_value::<Split>(json).map_err(|e| e.to_string());
+    assert_eq!(
+        read(json!({"name": "x", "type": "test", "other": 1})),
+        Ok(Split::test("x"))
+    );
+    assert_eq!(
+        read(json!({"name": "train", "type": null})),
+        Ok(Split::train("train"))
+    );
+    assert!(read(json!({"type": "test"}))
+        .unwrap_err()
+        .contains("missing field `name`"));
+    assert!(read(json!({"name": "x", "type": "hard"}))
+        .unwrap_err()
+        .contains("unknown variant `hard`"));
+    let dup = serde_json::from_str::<Split>(r#"{"name": "a", "name": "b"}"#).unwrap_err();
+    assert!(dup.to_string().contains("duplicate field `name`"), "{dup}");
+}
+
+#[test]
 fn task_replies_read_with_or_without_env_name() {
     // PROTOCOL_NOTES row `task-reply-env-name`: sent, never required.
     let with: TaskResponse =

@@ -7,25 +7,17 @@ use std::fmt;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-/// The category of a split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SplitType {
-    /// Training tasks.
-    Train,
-    /// Validation tasks (also every custom split given by bare name).
-    Validation,
-    /// Test tasks.
-    Test,
-}
-
-impl fmt::Display for SplitType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            SplitType::Train => "train",
-            SplitType::Validation => "validation",
-            SplitType::Test => "test",
-        })
+wire_enum! {
+    serde
+    /// The category of a split.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum SplitType {
+        /// Training tasks.
+        Train = "train",
+        /// Validation tasks (also every custom split given by bare name).
+        Validation = "validation",
+        /// Test tasks.
+        Test = "test",
     }
 }
 
