@@ -97,30 +97,16 @@ impl<'de> serde::de::Visitor<'de> for SplitVisitor {
         Ok(Split::named(name))
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Split, A::Error> {
-        use serde::de::Error;
-        let mut name: Option<String> = None;
-        let mut split_type: Option<SplitType> = None;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "name" => {
-                    if name.is_some() {
-                        return Err(A::Error::duplicate_field("name"));
-                    }
-                    name = Some(map.next_value()?);
-                }
-                "type" => {
-                    if split_type.is_some() {
-                        return Err(A::Error::duplicate_field("type"));
-                    }
-                    split_type = map.next_value()?;
-                }
-                _ => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Split, A::Error> {
+        /// The full form; its derived reading rejects a repeated or missing `name`.
+        #[derive(Deserialize)]
+        struct Full {
+            name: String,
+            #[serde(rename = "type")]
+            split_type: Option<SplitType>,
         }
-        let name = name.ok_or_else(|| A::Error::missing_field("name"))?;
+        let Full { name, split_type } =
+            Full::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
         Ok(match split_type {
             Some(split_type) => Split { name, split_type },
             None => Split::named(name),
