@@ -486,11 +486,7 @@ impl Tool {
         let adapter = self.adapter_ident();
         let method = &self.method;
         let name = &self.name;
-        let receiver = if self.mutable {
-            quote!(__ors_env)
-        } else {
-            quote!(&*__ors_env)
-        };
+        let reborrow = (!self.mutable).then(|| quote!(&*));
         let ctx_param = if self.params.is_empty() {
             quote!(_)
         } else {
@@ -524,7 +520,7 @@ impl Tool {
             args.push(arg);
         }
         let await_ = self.asyncness.then(|| quote!(.await));
-        let call = quote!(<#self_ty>::#method(#receiver, #(#args),*) #await_);
+        let call = quote!(<#self_ty>::#method(#reborrow __ors_env, #(#args),*) #await_);
         let wrap = quote_spanned! {self.output_span=>
             #p::IntoToolResult::into_tool_result(__ors_out)
         };
