@@ -25,13 +25,15 @@ const ENV_KEYS: &[Key] = &[
     args::CRATE_KEY,
 ];
 
+#[derive(Default)]
 struct EnvArgs {
     name: Option<LitStr>,
     toolsets: Vec<Member>,
     /// Toolset fields a session selects by name at `/create` (PROTOCOL_NOTES row
     /// `toolset-name`).
     selectable: Vec<Selectable>,
-    krate: Path,
+    /// `crate = ...`, when given (else [`args::default_crate`]).
+    krate: Option<Path>,
     /// Every tool takes an optional `reasoning` string.
     reasoning: bool,
     /// A `fn() -> Vec<DynamicTool>` whose tools join the table.
@@ -41,15 +43,7 @@ struct EnvArgs {
 }
 
 fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
-    let mut out = EnvArgs {
-        name: None,
-        toolsets: Vec::new(),
-        selectable: Vec::new(),
-        krate: args::default_crate(),
-        reasoning: false,
-        dynamic_tools: None,
-        calls_after_finished: false,
-    };
+    let mut out = EnvArgs::default();
     args::parse_args(attr, "#[environment]", ENV_KEYS, errors, |key, meta| {
         match key {
             "name" => out.name = Some(args::lit_str(meta, "name")?),
@@ -60,7 +54,7 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
             "calls_after_finished" => {
                 out.calls_after_finished = args::flag(meta, "calls_after_finished")?
             }
-            _ => out.krate = args::crate_path(meta)?,
+            _ => out.krate = Some(args::crate_path(meta)?),
         }
         Ok(())
     });
@@ -196,7 +190,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
     };
 
     let self_ty = (*imp.self_ty).clone();
-    let krate = &args.krate;
+    let krate = &args.krate.clone().unwrap_or_else(args::default_crate);
     let p = quote!(#krate::__private);
     let (with_state, task_range_with) = take_stateful(&mut imp, &p);
     let state = state_type(state, &with_state, &mut errors);
@@ -310,11 +304,7 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
         .items
         .iter()
         .any(|item| matches!(item, ImplItem::Fn(f) if f.sig.ident == "score_group"))
-        .then(|| {
-            quote!(
-                const SUPPORTS_SCORE_GROUP: bool = true;
-            )
-        });
+        .then(|| quote! { const SUPPORTS_SCORE_GROUP: bool = true; });
     let meta = crate::impl_beside(
         &imp,
         Some(quote!(#p::EnvironmentMeta)),
