@@ -2,7 +2,6 @@
 //! `ulimit` commands), and which one a finished program ran into ([`LimitExceeded`]), so a
 //! tool can name it in its error.
 
-use std::fmt;
 use std::time::Duration;
 
 use super::exit::Exit;
@@ -60,45 +59,26 @@ impl Limits {
 
 /// A limit a program ran into; its `Display` names the limit and its value, for the tool's
 /// error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum LimitExceeded {
     /// It ran past its wall-clock time limit and was stopped.
+    #[error("the time limit of {}", secs(*.0))]
     Time(Duration),
     /// A process used up its CPU time (seconds).
+    #[error("the CPU time limit of {0} s per process")]
     Cpu(u64),
     /// An allocation failed at the address-space limit (bytes per process).
+    #[error("the memory limit of {} of address space per process", bytes(*.0))]
     Memory(u64),
     /// Starting a process failed at the process limit.
+    #[error("the process limit of {0} processes")]
     Processes(u64),
     /// A write failed: a writable mount of the sandbox (bytes each) is full.
+    #[error("the disk limit of {} (each of the workspace, /tmp and /dev/shm)", bytes(*.0))]
     Disk(u64),
     /// It printed more than is kept (bytes per stream); the rest was dropped.
+    #[error("the output limit of {} per stream (the rest was dropped)", bytes(*.0 as u64))]
     Output(usize),
-}
-
-impl fmt::Display for LimitExceeded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LimitExceeded::Time(d) => write!(f, "the time limit of {}", secs(*d)),
-            LimitExceeded::Cpu(s) => write!(f, "the CPU time limit of {s} s per process"),
-            LimitExceeded::Memory(b) => write!(
-                f,
-                "the memory limit of {} of address space per process",
-                bytes(*b)
-            ),
-            LimitExceeded::Processes(n) => write!(f, "the process limit of {n} processes"),
-            LimitExceeded::Disk(b) => write!(
-                f,
-                "the disk limit of {} (each of the workspace, /tmp and /dev/shm)",
-                bytes(*b)
-            ),
-            LimitExceeded::Output(b) => write!(
-                f,
-                "the output limit of {} per stream (the rest was dropped)",
-                bytes(*b as u64)
-            ),
-        }
-    }
 }
 
 /// What a finished program's limits were, for [`detect`].
