@@ -263,7 +263,8 @@ wire_enum! {
 }
 
 /// An `ok: false` result: the message for the agent and, when one applies, the reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error}")]
 pub struct ToolError {
     /// What went wrong, for the agent to read and recover from.
     pub error: String,
@@ -279,12 +280,6 @@ impl ToolError {
             error: message.into(),
             reason: None,
         }
-    }
-}
-
-impl std::fmt::Display for ToolError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.error)
     }
 }
 
