@@ -80,48 +80,44 @@ pub trait EnvironmentMeta: Sized + 'static {
     fn tool_table(state: &Self::State) -> ToolTable<Self>;
 
     /// [`Environment::splits`], given the state.
-    fn splits_with(state: &Self::State) -> Vec<Split>
+    fn splits_with(_state: &Self::State) -> Vec<Split>
     where
         Self: Environment,
     {
-        let _ = state;
         <Self as Environment>::splits()
     }
 
     /// [`Environment::tasks`], given the state.
     fn tasks_with(
-        state: &Self::State,
+        _state: &Self::State,
         split: &str,
     ) -> impl Future<Output = Result<Vec<<Self as Environment>::Task>, EnvError>> + Send
     where
         Self: Environment,
     {
-        let _ = state;
         <Self as Environment>::tasks(split)
     }
 
     /// [`Environment::num_tasks`], given the state.
     fn num_tasks_with(
-        state: &Self::State,
+        _state: &Self::State,
         split: &str,
     ) -> impl Future<Output = Result<Option<usize>, EnvError>> + Send
     where
         Self: Environment,
     {
-        let _ = state;
         <Self as Environment>::num_tasks(split)
     }
 
     /// [`Environment::task`], given the state.
     fn task_with(
-        state: &Self::State,
+        _state: &Self::State,
         split: &str,
         index: usize,
     ) -> impl Future<Output = Result<<Self as Environment>::Task, EnvError>> + Send
     where
         Self: Environment,
     {
-        let _ = state;
         <Self as Environment>::task(split, index)
     }
 
@@ -144,14 +140,13 @@ pub trait EnvironmentMeta: Sized + 'static {
 
     /// [`Environment::new`], given the state.
     fn new_with(
-        state: &Self::State,
+        _state: &Self::State,
         task: <Self as Environment>::Task,
         secrets: Secrets,
     ) -> impl Future<Output = Result<Self, EnvError>> + Send
     where
         Self: Environment,
     {
-        let _ = state;
         <Self as Environment>::new(task, secrets)
     }
 }
