@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
 
-use super::{ToolContext, ToolEntry, ToolTableError};
+use super::{valid_tool_name, ToolContext, ToolEntry, ToolTableError};
 use crate::schema::InputValidator;
 
 /// The handler of a [`DynamicTool`]: the call's context and its validated input object.
@@ -266,12 +266,4 @@ impl DynamicTools {
         let i = *self.by_name.get(name)?;
         Some(self.tools[i].call(ctx, input))
     }
-}
-
-/// Whether `name` is a valid tool name: `[A-Za-z0-9_-]{1,64}` (the rule the macros apply).
-pub fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }

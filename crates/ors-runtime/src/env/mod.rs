@@ -23,10 +23,12 @@ mod table;
 
 pub use context::{CallLink, ProgressSink, ToolContext};
 pub use dynamic::{DynEnvironment, DynSession, TaskError};
-pub use dynamic_tools::{valid_tool_name, DynamicHandler, DynamicTool, DynamicTools};
+pub use dynamic_tools::{DynamicHandler, DynamicTool, DynamicTools};
 pub use environment::{EnvError, Environment, EnvironmentMeta, WireTask};
 pub use handle::{EnvHandle, Episode, MAX_TASKS_PER_REQUEST};
 pub use input::{CallInput, InputError};
+/// Whether `name` is a valid tool name: `[A-Za-z0-9_-]{1,64}` (the rule the macros apply).
+pub use ors_core::is_valid_tool_name as valid_tool_name;
 
 #[cfg(feature = "mcp")]
 pub(crate) use dynamic_tools::checked_input;
