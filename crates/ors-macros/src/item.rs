@@ -14,17 +14,13 @@ pub(crate) fn parse_impl(
     wrong_item: &str,
     errors: &mut Errors,
 ) -> Result<syn::ItemImpl, proc_macro2::TokenStream> {
-    match syn::parse2::<syn::Item>(item.clone()) {
-        Ok(syn::Item::Impl(imp)) => Ok(imp),
-        Ok(other) => {
-            errors.spanned(item_head(&other), wrong_item);
-            Err(std::mem::take(errors).after(other.into_token_stream()))
-        }
-        Err(e) => {
-            errors.push(e);
-            Err(std::mem::take(errors).after(item))
-        }
-    }
+    let e = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Impl(imp)) => return Ok(imp),
+        Ok(other) => syn::Error::new_spanned(item_head(&other), wrong_item),
+        Err(e) => e,
+    };
+    errors.push(e);
+    Err(std::mem::take(errors).after(item))
 }
 
 /// The head of an item (`struct Foo`, `fn foo`), so an error about the item as a whole

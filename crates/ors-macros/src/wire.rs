@@ -9,21 +9,16 @@ use crate::args::{self, Errors};
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let krate = args::crate_only(attr, "#[wire]", &mut errors);
-    let derive = match syn::parse2::<syn::Item>(item.clone()) {
-        Ok(syn::Item::Struct(_) | syn::Item::Enum(_)) => true,
-        Ok(other) => {
-            errors.spanned(
-                crate::item_head(&other),
-                "#[wire] goes on a struct or an enum",
-            );
-            false
-        }
-        Err(e) => {
-            errors.push(e);
-            false
-        }
+    let wrong = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(syn::Item::Struct(_) | syn::Item::Enum(_)) => None,
+        Ok(other) => Some(syn::Error::new_spanned(
+            crate::item_head(&other),
+            "#[wire] goes on a struct or an enum",
+        )),
+        Err(e) => Some(e),
     };
-    if !derive {
+    if let Some(e) = wrong {
+        errors.push(e);
         return errors.after(item);
     }
     let serde = quote!(#krate::__private::serde);
