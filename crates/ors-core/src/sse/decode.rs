@@ -165,9 +165,8 @@ impl SseDecoder {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        self.feed_all(bytes, true, &mut sink).inspect_err(|e| {
-            self.fail(e.clone());
-        })
+        self.feed_all(bytes, true, &mut sink)
+            .inspect_err(|e| self.fail(e.clone()))
     }
 
     /// Why decoding stopped, if it did.
