@@ -194,12 +194,7 @@ pub struct ExternalTools {
 
 impl std::fmt::Debug for ExternalTools {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let catalog = &self.catalog;
-        let names: Vec<&str> = catalog
-            .entries
-            .iter()
-            .map(|e| &*catalog.spec(e).name)
-            .collect();
+        let names: Vec<String> = self.specs().into_iter().map(|s| s.name).collect();
         f.debug_struct("ExternalTools")
             .field("tools", &names)
             .finish()
