@@ -375,7 +375,7 @@ fn classify(f: Failure, have_task_id: bool) -> StreamFail {
     };
     match f {
         _ if f.retryable(retry) => StreamFail::Retry(f.into_error(), retry_after),
-        Failure::Broken(e) | Failure::Timeout(e) => StreamFail::Fatal(annotate(e, NOT_RETRIED)),
+        Failure::Broken(e) => StreamFail::Fatal(annotate(e, NOT_RETRIED)),
         _ => StreamFail::Fatal(f.into_error()),
     }
 }

@@ -170,7 +170,7 @@ impl Http {
         head_timeout: Duration,
     ) -> std::result::Result<Response<Incoming>, Failure> {
         match tokio::time::timeout(head_timeout, self.send_following(req)).await {
-            Err(_) => Err(Failure::Timeout(Error::Timeout(format!(
+            Err(_) => Err(Failure::Broken(Error::Timeout(format!(
                 "no response to {} {} within {:?}",
                 req.method, req.path, head_timeout
             )))),
@@ -276,7 +276,7 @@ impl Http {
         };
         match tokio::time::timeout_at(deadline, work).await {
             Ok(r) => r,
-            Err(_) => Err(Failure::Timeout(Error::Timeout(format!(
+            Err(_) => Err(Failure::Broken(Error::Timeout(format!(
                 "{} {} took longer than {:?}",
                 req.method, req.path, timeout
             )))),

@@ -22,10 +22,9 @@ pub(crate) enum Retry {
 pub(crate) enum Failure {
     /// No connection could be made: the request was never sent.
     Connect(Error),
-    /// The connection broke or the server misbehaved mid-request.
+    /// The connection broke, the server misbehaved mid-request, or the attempt ran out of
+    /// time.
     Broken(Error),
-    /// The attempt ran out of time.
-    Timeout(Error),
     /// Repeating cannot help: the answer was too large or broke the protocol in a way that
     /// will not change (a redirect to another server, a header that never ends).
     Fatal(Error),
@@ -46,7 +45,7 @@ impl Failure {
     /// The error to give the caller.
     pub(crate) fn into_error(self) -> Error {
         match self {
-            Failure::Connect(e) | Failure::Broken(e) | Failure::Timeout(e) | Failure::Fatal(e) => e,
+            Failure::Connect(e) | Failure::Broken(e) | Failure::Fatal(e) => e,
             Failure::Status { error, .. } => error,
         }
     }
@@ -58,8 +57,7 @@ impl Failure {
             (Failure::Connect(_), _) => true,
             (Failure::Status { status, .. }, Retry::Refused) => *status == 429 || *status == 503,
             (Failure::Status { status, .. }, Retry::Idempotent) => *status == 429 || *status >= 500,
-            (Failure::Broken(_) | Failure::Timeout(_), Retry::Idempotent) => true,
-            (Failure::Broken(_) | Failure::Timeout(_), Retry::Refused) => false,
+            (Failure::Broken(_), retry) => retry == Retry::Idempotent,
         }
     }
 
