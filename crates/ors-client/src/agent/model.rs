@@ -8,7 +8,6 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use http::header::{HeaderName, HeaderValue};
 use ors_core::provider::Provider;
@@ -34,12 +33,12 @@ pub enum Api {
 }
 
 impl Api {
-    /// The name [`FromStr`] accepts (`openai`, `anthropic`).
+    /// Every API, in a stable order.
+    pub const ALL: [Api; 2] = [Api::OpenAi, Api::Anthropic];
+
+    /// The name [`FromStr`] accepts (`openai`, `anthropic`): its tool format's.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Api::OpenAi => "openai",
-            Api::Anthropic => "anthropic",
-        }
+        self.provider().as_str()
     }
 
     /// The environment variable the API key is read from when none is given.
@@ -69,11 +68,12 @@ impl FromStr for Api {
     type Err = String;
 
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "openai" => Ok(Api::OpenAi),
-            "anthropic" => Ok(Api::Anthropic),
-            other => Err(format!("unknown API {other:?} (use openai or anthropic)")),
-        }
+        let name = s.trim().to_ascii_lowercase();
+        let names = Api::ALL.map(Api::as_str);
+        Api::ALL
+            .into_iter()
+            .find(|a| a.as_str() == name)
+            .ok_or_else(|| format!("unknown API {name:?} (use {})", names.join(" or ")))
     }
 }
 
@@ -308,16 +308,13 @@ impl Endpoint {
         read: impl FnOnce(R, u32) -> std::result::Result<ModelReply, String>,
     ) -> Result<ModelReply> {
         let model_error = |status: Option<u16>, message: String| Error::Model { status, message };
-        let bytes = serde_json::to_vec(body)
-            .map_err(|e| Error::InvalidArgument(format!("model request is not JSON: {e}")))?;
         let limit = self.opts.timeout;
         let req = Req {
-            body: Some(Bytes::from(bytes)),
             extra: self.headers.clone(),
             base: Some(Arc::clone(&self.base)),
             timeout: Some(limit),
             max_body: Some((self.opts.max_response_bytes, SizeLimit::ModelResponse)),
-            ..Req::post(path)
+            ..Req::post(path).json(body)?
         };
         let first = self.http.backoff().base;
         let backoff = Backoff {
