@@ -436,16 +436,15 @@ impl Session {
     /// server already forgot (404/410) counts as closed.
     pub async fn close(mut self) -> Result<()> {
         self.closed = true;
-        if let Some(ping) = self.ping.take() {
-            ping.abort();
-        }
-        delete(&self.shared).await
+        let shared = Arc::clone(&self.shared);
+        drop(self); // stops the ping
+        delete(&shared).await
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if let Some(ping) = self.ping.take() {
+        if let Some(ping) = &self.ping {
             ping.abort();
         }
         if self.closed {
