@@ -18,7 +18,8 @@ use crate::body::BodyReader;
 use crate::config::SizeLimit;
 use crate::error::{Error, Result};
 use crate::http::{
-    decode_json, preview, status_failure, Failure, Http, Req, Retry, Starting, MAX_ERROR_BODY,
+    decode_json, preview, random, status_failure, Failure, Http, Req, Retry, Starting,
+    MAX_ERROR_BODY,
 };
 
 /// A progress report from a running tool (the SSE `progress` event).
@@ -151,20 +152,10 @@ async fn call_loop<T: DeserializeOwned>(http: &Http, spec: &CallSpec<'_>) -> Res
     }
 }
 
-/// A fresh id for a call: 32 hex digits, a process-wide counter hashed under keys the OS drew
-/// at random, so ids of concurrent clients on one session do not meet.
+/// A fresh id for a call: 32 hex digits hashed under keys the OS drew at random, so ids of
+/// concurrent clients on one session do not meet.
 fn new_call_id() -> String {
-    use std::hash::BuildHasher as _;
-    static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
-        std::sync::OnceLock::new();
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let keys = KEYS.get_or_init(std::collections::hash_map::RandomState::new);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!(
-        "{:016x}{:016x}",
-        keys.hash_one((n, 0u8)),
-        keys.hash_one((n, 1u8))
-    )
+    format!("{:016x}{:016x}", random(), random())
 }
 
 /// What one connection of a call delivered before it failed.

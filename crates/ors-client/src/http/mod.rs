@@ -21,7 +21,7 @@ mod retry;
 
 pub(crate) use answer::{decode_json, preview, status_failure};
 use redirect::{resolve, same_origin};
-pub(crate) use retry::{Backoff, Failure, Retry, Starting};
+pub(crate) use retry::{random, Backoff, Failure, Retry, Starting};
 
 use crate::body::{BodyReader, Meter};
 use crate::config::{Config, SizeLimit};

@@ -115,12 +115,13 @@ pub(crate) fn backoff(attempt: u32, base: Duration, max: Duration) -> Duration {
     let exp = base.saturating_mul(1u32 << attempt.min(20)).min(max);
     let half = exp / 2;
     let span = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-    half + Duration::from_nanos(jitter() % span.saturating_add(1))
+    half + Duration::from_nanos(random() % span.saturating_add(1))
 }
 
 /// A pseudo-random number (no `rand` needed: this only has to differ between concurrent
-/// retriers, not be unpredictable). Each `RandomState` std makes has fresh keys.
-fn jitter() -> u64 {
+/// retriers and calls, not be unpredictable). Each `RandomState` std makes has fresh keys
+/// (drawn from the OS once per thread, then stepped).
+pub(crate) fn random() -> u64 {
     RandomState::new().hash_one(())
 }
 
