@@ -94,14 +94,9 @@ impl SessionBuilder {
     /// Create the session on the server and start its background ping.
     pub async fn open(self) -> Result<Session> {
         let http = Arc::clone(&self.env.client().http);
-        let mut body = match &self.task {
-            TaskRef::Spec(v) if !v.is_object() => {
-                return Err(Error::InvalidArgument(
-                    "a task given inline must be a JSON object".into(),
-                ))
-            }
-            TaskRef::Spec(v) => CreateSession::from_task(v.clone()),
-            TaskRef::At { split, index } => CreateSession::from_split(split.clone(), *index),
+        let mut body = match self.task.clone().checked()? {
+            TaskRef::Spec(v) => CreateSession::from_task(v),
+            TaskRef::At { split, index } => CreateSession::from_split(split, index),
         }
         .env(self.env.name());
         body.toolset_name = self.toolset.clone();

@@ -32,12 +32,17 @@ impl TaskRef {
     pub fn spec<T: Serialize + ?Sized>(task: &T) -> Result<Self> {
         let v = serde_json::to_value(task)
             .map_err(|e| Error::InvalidArgument(format!("the task is not serializable: {e}")))?;
-        if !v.is_object() {
-            return Err(Error::InvalidArgument(
+        TaskRef::Spec(v).checked()
+    }
+
+    /// The same task, refused when given inline as anything but a JSON object.
+    pub(crate) fn checked(self) -> Result<Self> {
+        match self {
+            TaskRef::Spec(v) if !v.is_object() => Err(Error::InvalidArgument(
                 "a task given inline must be a JSON object".into(),
-            ));
+            )),
+            task => Ok(task),
         }
-        Ok(TaskRef::Spec(v))
     }
 }
 
