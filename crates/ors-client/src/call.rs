@@ -3,6 +3,7 @@
 //! events.
 
 use std::fmt;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -56,9 +57,10 @@ pub(crate) enum Payload<'a> {
 impl CallSpec<'_> {
     /// The request of one attempt, under `task_id` when there is one.
     fn request(&self, task_id: Option<String>) -> Result<Req> {
-        let req = Req::post(&self.path)
-            .sid(self.sid)
-            .accept(ors_core::protocol::EVENT_STREAM);
+        let req = Req {
+            accept: ors_core::protocol::EVENT_STREAM,
+            ..Req::post(&self.path).sid(self.sid)
+        };
         match self.payload {
             Payload::Tool(input) => req.json(&ToolCall {
                 name: self.name.to_owned(),
@@ -102,7 +104,7 @@ async fn call_loop<T: DeserializeOwned>(http: &Http, spec: &CallSpec<'_>) -> Res
     // A server that takes client ids runs the call once under this one however often it is
     // sent, so from the first attempt any failure may be retried. Otherwise the server's id,
     // once its task_id event arrives, is what makes a reconnect safe.
-    let mut task_id: Option<String> = http.takes_client_task_ids().then(new_call_id);
+    let mut task_id = http.client_task_ids.load(Relaxed).then(new_call_id);
     let mut failures = 0u32;
     let mut starting = Starting::default();
     loop {

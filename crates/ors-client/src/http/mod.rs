@@ -85,12 +85,6 @@ impl Req {
         self.sid = Some(sid.to_owned());
         self
     }
-
-    /// Set the `Accept` header.
-    pub fn accept(mut self, accept: &'static str) -> Self {
-        self.accept = accept;
-        self
-    }
 }
 
 /// The transport shared by every clone of a client.
@@ -99,8 +93,10 @@ pub(crate) struct Http {
     pub(crate) cfg: Config,
     /// The most bytes one response has held in this client's buffers.
     pub(crate) meter: Meter,
-    /// Whether the server said it runs calls under ids clients choose (row `client-task-id`).
-    client_task_ids: AtomicBool,
+    /// Whether the server runs a call under the `task_id` a client sends for it (its responses
+    /// carry [`HEADER_CLIENT_TASK_IDS`], row `client-task-id`), so a call may be named and
+    /// resent.
+    pub(crate) client_task_ids: AtomicBool,
     /// The server refused secrets in the `/create` body: [`SecretsMode::Auto`] sends the header.
     pub(crate) secrets_in_header: AtomicBool,
 }
@@ -129,12 +125,6 @@ impl Http {
             client_task_ids: AtomicBool::new(false),
             secrets_in_header: AtomicBool::new(false),
         }
-    }
-
-    /// Whether the server runs a call under the `task_id` a client sends for it (its
-    /// responses carry [`HEADER_CLIENT_TASK_IDS`]), so a call may be named and resent.
-    pub(crate) fn takes_client_task_ids(&self) -> bool {
-        self.client_task_ids.load(Ordering::Relaxed)
     }
 
     fn build(&self, req: &Req, uri: &Uri) -> Result<Request<Full<Bytes>>> {
