@@ -435,18 +435,12 @@ impl Scene<'_> {
     }
 }
 
-/// Time spent waiting for the ORS server and for the policy.
-#[derive(Default)]
-struct Clock {
-    env: Duration,
-    policy: Duration,
-}
-
-impl Clock {
-    async fn env<T>(&mut self, fut: impl Future<Output = T>) -> T {
+impl Episode {
+    /// `fut`, its time counted as spent waiting for the ORS server.
+    async fn env_wait<T>(&mut self, fut: impl Future<Output = T>) -> T {
         let t = Instant::now();
         let r = fut.await;
-        self.env += t.elapsed();
+        self.timings.env_ms += ms(t.elapsed());
         r
     }
 }
@@ -462,17 +456,12 @@ impl Run {
         ep.timings.started_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let mut clock = Clock::default();
-        let result = self
-            .open_and_play(policy, secrets, &mut ep, &mut clock)
-            .await;
+        let result = self.open_and_play(policy, secrets, &mut ep).await;
         if let Err(e) = result {
             ep.error = Some(EpisodeError::from(&e));
             ep.stop_reason = StopReason::Error;
         }
         ep.timings.wall_ms = ms(started.elapsed());
-        ep.timings.env_ms = ms(clock.env);
-        ep.timings.policy_ms = ms(clock.policy);
         ep
     }
 
@@ -481,9 +470,10 @@ impl Run {
         policy: &P,
         secrets: ors_core::Secrets,
         ep: &mut Episode,
-        clock: &mut Clock,
     ) -> Result<()> {
-        let task = clock.env(self.env.task(&self.split, self.at.index)).await?;
+        let task = ep
+            .env_wait(self.env.task(&self.split, self.at.index))
+            .await?;
         ep.task = Some(task.clone());
         // Opened by split and index, which works for any task shape; the task fetched above
         // is for the policy to read.
@@ -492,9 +482,9 @@ impl Run {
             .session(TaskRef::at(&*self.split, self.at.index))
             .secrets(secrets)
             .open();
-        let session = clock.env(opening).await?;
-        let played = self.play(&session, task, policy, ep, clock).await;
-        let closed = clock.env(session.close()).await;
+        let session = ep.env_wait(opening).await?;
+        let played = self.play(&session, task, policy, ep).await;
+        let closed = ep.env_wait(session.close()).await;
         played.and(closed)
     }
 
@@ -504,10 +494,9 @@ impl Run {
         task: Value,
         policy: &P,
         ep: &mut Episode,
-        clock: &mut Clock,
     ) -> Result<()> {
-        let prompt = clock.env(session.prompt()).await?;
-        let listing = clock.env(session.listing()).await?;
+        let prompt = ep.env_wait(session.prompt()).await?;
+        let listing = ep.env_wait(session.listing()).await?;
         let scene = Scene {
             split: &self.split,
             at: self.at,
@@ -517,9 +506,7 @@ impl Run {
             terminal_tool: listing.terminal_tool,
         };
         let mut state = policy.start(scene.observe(ep));
-        let result = self
-            .steps(session, policy, &mut state, &scene, ep, clock)
-            .await;
+        let result = self.steps(session, policy, &mut state, &scene, ep).await;
         ep.agent = policy.finish(state, scene.observe(ep));
         result
     }
@@ -531,7 +518,6 @@ impl Run {
         state: &mut P::State,
         scene: &Scene<'_>,
         ep: &mut Episode,
-        clock: &mut Clock,
     ) -> Result<()> {
         loop {
             if ep.steps >= self.max_steps {
@@ -543,7 +529,7 @@ impl Run {
                 .stop
                 .unless_aborted(policy.act(state, scene.observe(ep)))
                 .await;
-            clock.policy += t.elapsed();
+            ep.timings.policy_ms += ms(t.elapsed());
             let (calls, last) = match decided {
                 None => {
                     ep.stop_reason = StopReason::Cancelled;
@@ -569,7 +555,7 @@ impl Run {
             };
             ep.steps += 1;
             for call in calls {
-                let Some(finished) = self.call(session, call, ep, clock).await? else {
+                let Some(finished) = self.call(session, call, ep).await? else {
                     ep.stop_reason = StopReason::Cancelled;
                     return Ok(());
                 };
@@ -588,18 +574,12 @@ impl Run {
 
     /// Make `call` and record it: whether it ended the episode, or `None` when the evaluation
     /// was aborted first.
-    async fn call(
-        &self,
-        session: &Session,
-        call: Call,
-        ep: &mut Episode,
-        clock: &mut Clock,
-    ) -> Result<Option<bool>> {
+    async fn call(&self, session: &Session, call: Call, ep: &mut Episode) -> Result<Option<bool>> {
         let t = Instant::now();
         let made = self
             .stop
             .unless_aborted(session.call(&call.name, call.input.clone()));
-        let Some(result) = clock.env(made).await else {
+        let Some(result) = ep.env_wait(made).await else {
             return Ok(None);
         };
         // The server's finished latch (PROTOCOL_NOTES row `finished-latch`): no later call
