@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ors_core::{Block, TerminalToolSpec, ToolSpec};
+use ors_core::{Block, ListToolsOutput, TerminalToolSpec, ToolSpec};
 use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -409,26 +409,24 @@ struct Run {
     stop: StopHandle,
 }
 
-/// What an episode's observations share: the task, its prompt and its tools.
+/// What an episode's observations share: the run, its task, prompt and tools listing.
 struct Scene<'a> {
-    split: &'a str,
-    at: TaskSample,
+    run: &'a Run,
     task: Value,
     prompt: Vec<Block>,
-    tools: Vec<ToolSpec>,
-    terminal_tool: Option<TerminalToolSpec>,
+    listing: ListToolsOutput,
 }
 
 impl Scene<'_> {
     fn observe<'s>(&'s self, ep: &'s Episode) -> Observation<'s> {
         Observation {
-            split: self.split,
-            index: self.at.index,
-            sample: self.at.sample,
+            split: &self.run.split,
+            index: self.run.at.index,
+            sample: self.run.at.sample,
             task: &self.task,
             prompt: &self.prompt,
-            tools: &self.tools,
-            terminal_tool: self.terminal_tool.as_ref(),
+            tools: &self.listing.tools,
+            terminal_tool: self.listing.terminal_tool.as_ref(),
             history: &ep.tool_calls,
             steps: ep.steps,
         }
@@ -498,12 +496,10 @@ impl Run {
         let prompt = ep.env_wait(session.prompt()).await?;
         let listing = ep.env_wait(session.listing()).await?;
         let scene = Scene {
-            split: &self.split,
-            at: self.at,
+            run: self,
             task,
             prompt,
-            tools: listing.tools,
-            terminal_tool: listing.terminal_tool,
+            listing,
         };
         let mut state = policy.start(scene.observe(ep));
         let result = self.steps(session, policy, &mut state, &scene, ep).await;
