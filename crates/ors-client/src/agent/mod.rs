@@ -344,23 +344,17 @@ impl Policy for Agent {
                 c
             })
             .collect();
-        // A plain answer goes to the terminal tool (PROTOCOL_NOTES row `terminal-tool`), as
-        // openreward's harness does: its text in the tool's one field.
-        let final_call = match (tool_calls.is_empty(), obs.terminal_tool) {
-            (true, Some(term)) => Some(Call::new(
-                &term.name,
-                term.input(reply.content.as_deref().unwrap_or("")),
-            )),
-            _ => None,
-        };
         state.messages.push(Message::Assistant {
-            content: reply.content,
+            content: reply.content.clone(),
             tool_calls: tool_calls.clone(),
         });
-        if let Some(call) = final_call {
-            return Ok(Action::Final(call));
-        }
         if tool_calls.is_empty() {
+            // A plain answer goes to the terminal tool (PROTOCOL_NOTES row `terminal-tool`), as
+            // openreward's harness does: its text in the tool's one field.
+            if let Some(term) = obs.terminal_tool {
+                let input = term.input(reply.content.as_deref().unwrap_or(""));
+                return Ok(Action::Final(Call::new(&term.name, input)));
+            }
             return Ok(match &self.options.on_text {
                 OnText::Stop => Action::Stop(StopReason::NoToolCall),
                 OnText::Nudge(text) => {
