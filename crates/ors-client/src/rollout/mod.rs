@@ -502,10 +502,13 @@ impl Run {
             listing,
         };
         let mut state = policy.start(scene.observe(ep));
-        let result = self.steps(session, policy, &mut state, &scene, ep).await;
+        let stopped = self.steps(session, policy, &mut state, &scene, ep).await;
         ep.agent = policy.finish(state, scene.observe(ep));
-        result
+        ep.stop_reason = stopped?;
+        Ok(())
     }
+
+    /// Ask the policy and make its calls until the episode ends: why it did.
 
     async fn steps<P: Policy>(
         &self,
@@ -514,11 +517,10 @@ impl Run {
         state: &mut P::State,
         scene: &Scene<'_>,
         ep: &mut Episode,
-    ) -> Result<()> {
+    ) -> Result<StopReason> {
         loop {
             if ep.steps >= self.max_steps {
-                ep.stop_reason = StopReason::MaxSteps;
-                return Ok(());
+                return Ok(StopReason::MaxSteps);
             }
             let t = Instant::now();
             let decided = self
@@ -527,18 +529,14 @@ impl Run {
                 .await;
             ep.timings.policy_ms += ms(t.elapsed());
             let (calls, last) = match decided {
-                None => {
-                    ep.stop_reason = StopReason::Cancelled;
-                    return Ok(());
-                }
+                None => return Ok(StopReason::Cancelled),
                 Some(Ok(Action::Stop(reason))) => {
                     // A model that answered in prose took its turn; a stop decided before
                     // asking (a spent token budget, a policy's own stop) took none.
                     if reason == StopReason::NoToolCall {
                         ep.steps += 1;
                     }
-                    ep.stop_reason = reason;
-                    return Ok(());
+                    return Ok(reason);
                 }
                 Some(Ok(Action::Calls(calls))) => (calls, false),
                 Some(Ok(Action::Final(call))) => (vec![call], true),
@@ -552,18 +550,15 @@ impl Run {
             ep.steps += 1;
             for call in calls {
                 let Some(finished) = self.call(session, call, ep).await? else {
-                    ep.stop_reason = StopReason::Cancelled;
-                    return Ok(());
+                    return Ok(StopReason::Cancelled);
                 };
                 if finished {
                     ep.finished = true;
-                    ep.stop_reason = StopReason::Finished;
-                    return Ok(());
+                    return Ok(StopReason::Finished);
                 }
             }
             if last {
-                ep.stop_reason = StopReason::NoToolCall;
-                return Ok(());
+                return Ok(StopReason::NoToolCall);
             }
         }
     }
