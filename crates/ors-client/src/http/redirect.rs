@@ -20,19 +20,10 @@ pub(super) fn resolve(base: &Uri, location: &str) -> Option<Uri> {
         format!("{scheme}://{authority}{location}")
     } else {
         let dir = base.path().rsplit_once('/').map_or("", |(d, _)| d);
-        let (path, query) = match location.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (location, None),
-        };
-        let mut out = format!(
-            "{scheme}://{authority}{}",
-            without_dots(&format!("{dir}/{path}"))
-        );
-        if let Some(q) = query {
-            out.push('?');
-            out.push_str(q);
-        }
-        out
+        // The query (with its `?`) is kept as it is; only the path has dot segments.
+        let (path, query) = location.split_at(location.find('?').unwrap_or(location.len()));
+        let path = without_dots(&format!("{dir}/{path}"));
+        format!("{scheme}://{authority}{path}{query}")
     };
     full.parse().ok()
 }
