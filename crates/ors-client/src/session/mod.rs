@@ -231,13 +231,12 @@ impl Session {
         if let Some(e) = self.shared.terminated() {
             return Err(e);
         }
-        let mut rx = self.shared.death.subscribe();
         tokio::select! {
             biased;
             r = fut => r,
-            _ = rx.wait_for(Option::is_some) => Err(self.shared.terminated().unwrap_or_else(|| {
-                Error::SessionTerminated { sid: self.shared.sid.clone(), reason: "unknown".into() }
-            })),
+            reason = self.terminated() => {
+                Err(Error::SessionTerminated { sid: self.shared.sid.clone(), reason })
+            }
         }
     }
 
