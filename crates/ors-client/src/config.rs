@@ -284,9 +284,8 @@ impl ClientBuilder {
             return Err(e.to_string());
         }
         self.cfg.check_kinds().map_err(|e| e.to_string())?;
-        let mut cfg = self.cfg;
-        cfg.url = normalize_url(&cfg.url)?;
-        Ok(cfg)
+        let url = normalize_url(&self.cfg.url)?;
+        Ok(Config { url, ..self.cfg })
     }
 }
 
