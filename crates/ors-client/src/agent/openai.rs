@@ -54,12 +54,8 @@ fn tool_text(blocks: &[Block]) -> String {
     let images = blocks.len() - text.len();
     let mut out = text.join("\n");
     if images > 0 {
-        if !out.is_empty() {
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "[{images} image(s), attached in the next user message]"
-        ));
+        let sep = if out.is_empty() { "" } else { "\n" };
+        out += &format!("{sep}[{images} image(s), attached in the next user message]");
     }
     out
 }
