@@ -214,10 +214,7 @@ async fn one_stream<T: DeserializeOwned>(
                 Ok(Err(e)) => {
                     let what = format!("the JSON result of tool '{}'", spec.name);
                     let e = e.into_error(&what, max, SizeLimit::Result);
-                    return Err(match e {
-                        Error::ResponseTooLarge { .. } => StreamFail::Fatal(e),
-                        e => dropped(task_id, e),
-                    });
+                    return Err(dropped(task_id, e));
                 }
                 Err(_) => {
                     return Err(dropped(
@@ -378,12 +375,13 @@ const NOT_RETRIED: &str = "(not retried: the connection broke before the call's 
                            client-chosen task ids)";
 
 /// A connection that broke mid-stream: reconnect when the call has a `task_id`; otherwise the
-/// tool may already be running and sending the call again could run it twice.
+/// tool may already be running and sending the call again could run it twice. An answer too
+/// large is never asked for again (it would be just as large).
 fn dropped(task_id: &Option<String>, e: Error) -> StreamFail {
-    if task_id.is_some() {
-        StreamFail::Retry(e, None)
-    } else {
-        StreamFail::Fatal(annotate(e, NOT_RETRIED))
+    match e {
+        Error::ResponseTooLarge { .. } => StreamFail::Fatal(e),
+        e if task_id.is_some() => StreamFail::Retry(e, None),
+        e => StreamFail::Fatal(annotate(e, NOT_RETRIED)),
     }
 }
 
