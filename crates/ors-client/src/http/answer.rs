@@ -78,14 +78,9 @@ pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String
         return (text(error, "code").or_else(|| text(error, "type")), message);
     }
     let raw = preview(body);
-    if raw.is_empty() {
-        (
-            None,
-            status.canonical_reason().unwrap_or("error").to_owned(),
-        )
-    } else {
-        (None, raw)
-    }
+    let reason = status.canonical_reason().unwrap_or("error");
+    let detail = if raw.is_empty() { reason.into() } else { raw };
+    (None, detail)
 }
 
 /// At most 300 characters of a body, on one line, for error messages.
