@@ -19,12 +19,10 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// The request body.
 pub(crate) fn request_body<'a>(opts: &'a ModelOptions, req: &ChatRequest<'a>) -> Body<'a> {
+    let max_tokens = opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
     let mut fields = vec![
         ("model", Value::String(opts.model.clone())),
-        (
-            "max_tokens",
-            json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
-        ),
+        ("max_tokens", json!(max_tokens)),
     ];
     let system: Vec<&str> = req
         .messages

@@ -317,11 +317,7 @@ impl Policy for Agent {
             messages: &state.messages,
             tools: &state.tools,
         };
-        let reply = self
-            .model
-            .complete(request)
-            .await
-            .map_err(PolicyError::from)?;
+        let reply = self.model.complete(request).await?;
         let mut record = reply.record;
         record.step = step;
         record.latency_ms = started.elapsed().as_secs_f64() * 1e3;

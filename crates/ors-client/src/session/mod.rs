@@ -137,10 +137,8 @@ impl SessionBuilder {
             death,
             no_task_tools: AtomicBool::new(false),
         });
-        let ping = http
-            .cfg
-            .ping_interval
-            .map(|every| tokio::spawn(ping_loop(Arc::clone(&shared), every)));
+        let every = http.cfg.ping_interval;
+        let ping = every.map(|every| tokio::spawn(ping_loop(Arc::clone(&shared), every)));
         Ok(Session {
             shared,
             ping,
