@@ -217,10 +217,9 @@ async fn one_stream<T: DeserializeOwned>(
                     return Err(dropped(task_id, e));
                 }
                 Err(_) => {
-                    return Err(dropped(
-                        task_id,
-                        Error::Timeout("the JSON reply to a call did not arrive in time".into()),
-                    ))
+                    let e =
+                        Error::Timeout("the JSON reply to a call did not arrive in time".into());
+                    return Err(dropped(task_id, e));
                 }
             };
             return decode_json(&req.path, &bytes).map_err(StreamFail::Fatal);
