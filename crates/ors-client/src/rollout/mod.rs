@@ -509,7 +509,6 @@ impl Run {
     }
 
     /// Ask the policy and make its calls until the episode ends: why it did.
-
     async fn steps<P: Policy>(
         &self,
         session: &Session,
