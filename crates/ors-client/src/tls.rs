@@ -4,6 +4,7 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -111,12 +112,9 @@ pub(crate) fn tls_cause<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a rus
         if let Some(t) = e.downcast_ref::<rustls::Error>() {
             return Some(t);
         }
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if let Some(inner) = io.get_ref() {
-                if let Some(t) = tls_cause(inner) {
-                    return Some(t);
-                }
-            }
+        let wrapped = e.downcast_ref::<io::Error>().and_then(io::Error::get_ref);
+        if let Some(t) = wrapped.and_then(|inner| tls_cause(inner)) {
+            return Some(t);
         }
         cur = e.source();
     }
