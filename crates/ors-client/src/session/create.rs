@@ -24,9 +24,8 @@ pub(super) async fn create_session_id(http: &Http) -> Result<String> {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|ct| ct.starts_with("text/event-stream"));
     let sid = if is_sse || !body.trim_ascii_start().starts_with(b"{") {
-        let mut decoder = SseDecoder::new();
-        let events = decoder.push(&body);
-        events
+        SseDecoder::new()
+            .push(&body)
             .into_iter()
             .find(|e| e.event == EVENT_TASK_ID)
             .map(|e| e.data.trim().to_owned())
