@@ -148,10 +148,20 @@ impl Ctx {
         Ok(sid)
     }
 
+    /// The `POST /create` request of session `sid` with `body`.
+    pub fn create(&self, sid: &str, body: &Value) -> Request {
+        Request::new("POST", routes::CREATE).sid(sid).json(body)
+    }
+
+    /// `POST /delete` of session `sid`.
+    pub fn delete(&self, sid: &str) -> Result<Response, String> {
+        self.send(Request::new("POST", routes::DELETE).sid(sid))
+    }
+
     /// `create_session` then `create` with `body`; the session is deleted when dropped.
     pub fn session(&self, body: &Value) -> Result<Session<'_>, String> {
         let sid = self.new_sid()?;
-        let r = self.send(Request::new("POST", routes::CREATE).sid(&sid).json(body))?;
+        let r = self.send(self.create(&sid, body))?;
         ensure!(
             r.status() == 200,
             "POST /create {body} answered {}: {}",
@@ -256,8 +266,7 @@ impl Session<'_> {
     /// `POST /delete`; the drop will not delete again.
     pub fn delete(&mut self) -> Result<Response, String> {
         self.live = false;
-        self.ctx
-            .send(Request::new("POST", routes::DELETE).sid(&self.sid))
+        self.ctx.delete(&self.sid)
     }
 }
 
@@ -409,6 +418,11 @@ impl Call {
         let v = self.result_json()?;
         check!(v["ok"] == json!(false), "expected ok: false, got {v}").map(|()| v)
     }
+}
+
+/// The blocks of an output (or a prompt) holding just `text`.
+pub fn text_blocks(text: &str) -> Value {
+    json!([{"text": text, "detail": null, "type": "text"}])
 }
 
 /// The first block's text of an output object.

@@ -11,7 +11,7 @@ use super::clause::{clause, Clause};
 use crate::http::{OpenBody, Request};
 use crate::support::{
     b64_decode, check, comment_offsets, ensure, expect_json, expect_status, expect_text,
-    first_text, task, Call, Check, Ctx, Session,
+    first_text, task, text_blocks, Call, Check, Ctx, Session,
 };
 
 /// The call clauses.
@@ -190,11 +190,6 @@ fn wire_keys_text_block(ctx: &Ctx) -> Check {
     expect_json("counter blocks", &out["blocks"], &text_blocks("1"))
 }
 
-/// The blocks of an output holding just `text`.
-fn text_blocks(text: &str) -> Value {
-    json!([{"text": text, "detail": null, "type": "text"}])
-}
-
 fn submit(ctx: &Ctx, answer: &str, text: &str, reward: f64) -> Check {
     let out = session(ctx)?.ok("submit", json!({"answer": answer}))?;
     let want =
@@ -215,11 +210,7 @@ fn image(ctx: &Ctx) -> Check {
     let out = session(ctx)?.ok("image", json!({}))?;
     let blocks = out["blocks"].as_array().ok_or("no blocks")?;
     ensure!(blocks.len() == 2, "expected 2 blocks, got {}", blocks.len());
-    expect_json(
-        "text block",
-        &blocks[0],
-        &json!({"text": "image", "detail": null, "type": "text"}),
-    )?;
+    expect_json("text block", &blocks[0], &text_blocks("image")[0])?;
     let img = blocks[1]
         .as_object()
         .ok_or("image block is not an object")?;

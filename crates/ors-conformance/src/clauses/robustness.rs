@@ -143,8 +143,7 @@ fn oversized_body(ctx: &Ctx, chunked: bool) -> Check {
     } else {
         ("Content-Length", LIMIT_PLUS.to_string())
     };
-    let head = Request::new("POST", &ctx.path("/tasks"))
-        .header("Content-Type", "application/json")
+    let head = post_body(ctx, "/tasks", Vec::new())
         .header(framing.0, framing.1)
         .to_bytes(&ctx.target);
     let mut conn = Conn::open_with_timeout(&ctx.target, Duration::from_secs(60))?;
@@ -315,9 +314,7 @@ fn garbage(ctx: &Ctx) -> Check {
 }
 
 fn truncated_body(ctx: &Ctx) -> Check {
-    let req = Request::new("POST", &ctx.path("/tasks"))
-        .header("Content-Type", "application/json")
-        .header("Content-Length", "100");
+    let req = post_body(ctx, "/tasks", Vec::new()).header("Content-Length", "100");
     let mut conn = Conn::open_with_timeout(&ctx.target, Duration::from_secs(10))?;
     conn.write_all(&req.to_bytes(&ctx.target))?;
     conn.write_all(b"{\"split\":")?;

@@ -12,7 +12,7 @@ use super::clause::{clause, Clause};
 use crate::http::{Request, Response};
 use crate::support::{
     check, ensure, expect_code, expect_error, expect_fields, expect_json, expect_ok_json,
-    expect_status, expect_text, secrets_header, task, Check, Ctx, Session,
+    expect_status, expect_text, secrets_header, task, text_blocks, Check, Ctx, Session,
 };
 
 /// The session clauses.
@@ -177,18 +177,17 @@ fn expect_prompt(ctx: &Ctx, sid: &str, question: &str) -> Check {
 /// Fails unless `GET path` for session `sid` is one text block holding `question`.
 fn prompt_at(ctx: &Ctx, path: &str, sid: &str, question: &str) -> Check {
     let v = expect_ok_json(&ctx.send(Request::new("GET", path).sid(sid))?)?;
-    let want = json!([{"text": question, "detail": null, "type": "text"}]);
-    expect_json(&format!("GET {path}"), &v, &want)
+    expect_json(&format!("GET {path}"), &v, &text_blocks(question))
 }
 
 fn create_task_spec(ctx: &Ctx) -> Check {
     let sid = ctx.new_sid()?;
     let spec = json!({"id": 7, "question": "What is 7+7?", "answer": "14"});
     let body = json!({"env_name": ctx.env, "task_spec": spec});
-    let v = expect_ok_json(&ctx.send(Request::new("POST", "/create").sid(&sid).json(&body))?)?;
+    let v = expect_ok_json(&ctx.send(ctx.create(&sid, &body))?)?;
     expect_json("create reply", &v, &json!({"sid": sid}))?;
     expect_prompt(ctx, &sid, "What is 7+7?")?;
-    let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
+    let _ = ctx.delete(&sid);
     Ok(())
 }
 
@@ -200,9 +199,9 @@ fn create_ready(ctx: &Ctx) -> Check {
 
 fn create_error(ctx: &Ctx, body: &Value, status: u16) -> Check {
     let sid = ctx.new_sid()?;
-    let r = ctx.send(Request::new("POST", "/create").sid(&sid).json(body))?;
+    let r = ctx.send(ctx.create(&sid, body))?;
     if r.status() == 200 {
-        let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
+        let _ = ctx.delete(&sid);
     }
     expect_error(&r, status).map(drop)
 }
@@ -219,11 +218,7 @@ fn create_non_json(ctx: &Ctx) -> Check {
 /// A live session on task 2 and the answer to a second `/create` on its id (task 3).
 fn create_twice(ctx: &Ctx) -> Result<(Session<'_>, Response), String> {
     let s = ctx.session(&json!({"task_spec": task(2)}))?;
-    let r = ctx.send(
-        Request::new("POST", "/create")
-            .sid(&s.sid)
-            .json(&json!({"task_spec": task(3)})),
-    )?;
+    let r = ctx.send(ctx.create(&s.sid, &json!({"task_spec": task(3)})))?;
     Ok((s, r))
 }
 
@@ -341,7 +336,7 @@ fn secrets_header_clause(ctx: &Ctx) -> Check {
     expect_status(&ctx.send(req)?, 200)?;
     let secret = json!({"name": "secret", "input": {"name": "TOKEN"}});
     let call = ctx.call(&ctx.call_request(&sid, &secret));
-    let _ = ctx.send(Request::new("POST", "/delete").sid(&sid));
+    let _ = ctx.delete(&sid);
     expect_text("secret TOKEN", &call?.text()?, "tok-header-456")
 }
 
@@ -379,10 +374,9 @@ fn create_unknown_fields(ctx: &Ctx) -> Check {
 
 fn create_unknown_toolset(ctx: &Ctx) -> Check {
     let sid = ctx.new_sid()?;
-    let req = Request::new("POST", "/create").sid(&sid).json(
-        &json!({"env_name": ctx.env, "task_spec": task(1), "toolset_name": "no-such-toolset"}),
-    );
-    let detail = expect_error(&ctx.send(req)?, 400)?;
+    let body =
+        json!({"env_name": ctx.env, "task_spec": task(1), "toolset_name": "no-such-toolset"});
+    let detail = expect_error(&ctx.send(ctx.create(&sid, &body))?, 400)?;
     check!(
         detail.contains("no-such-toolset"),
         "the error does not name the toolset: {detail:?}"
@@ -437,12 +431,11 @@ fn finished_latch(ctx: &Ctx) -> Check {
 
 fn messages_default(ctx: &Ctx) -> Check {
     let s = ctx.session_at("train", 4)?;
-    let r = ctx.send(Request::new("GET", &ctx.path("/messages")).sid(&s.sid))?;
-    let v = expect_ok_json(&r)?;
+    let v = expect_ok_json(&s.get("/messages")?)?;
     expect_fields(
         "messages",
         &v.get(0).cloned().unwrap_or(Value::Null),
-        &json!({"role": "user", "blocks": [{"text": "What is 4+4?", "detail": null, "type": "text"}]}),
+        &json!({"role": "user", "blocks": text_blocks("What is 4+4?")}),
     )?;
     check!(
         v.as_array().map(Vec::len) == Some(1),
