@@ -229,8 +229,15 @@ impl Probes<'_> {
         )
     }
 
-    async fn open(&self) -> Result<Session, String> {
-        within(self.limit, self.env.session(self.task.clone()).open()).await
+    /// `f` in an episode of its own, deleted after it.
+    async fn in_episode<T>(
+        &self,
+        f: impl AsyncFnOnce(&Session) -> Result<T, String>,
+    ) -> Result<T, String> {
+        let session = within(self.limit, self.env.session(self.task.clone()).open()).await?;
+        let result = f(&session).await;
+        let _ = within(self.limit, session.close()).await;
+        result
     }
 
     /// Run `body` through the tool in `session`; the marked lines, or why nothing was seen.
@@ -265,10 +272,8 @@ impl Probes<'_> {
 
     /// Run one probe in an episode of its own.
     async fn alone(&self, body: &str) -> Result<Seen, String> {
-        let session = self.open().await?;
-        let seen = self.call(&session, body).await;
-        let _ = within(self.limit, session.close()).await;
-        seen
+        self.in_episode(async |session| self.call(session, body).await)
+            .await
     }
 }
 
@@ -281,11 +286,12 @@ enum Verdict {
 impl Verdict {
     /// Leaked, saying `what` of the `leaks` found, or held when there are none.
     fn of(leaks: &[String], what: &str) -> Self {
-        if leaks.is_empty() {
-            Verdict::Held(None)
-        } else {
-            Verdict::Leaked(format!("{what}: {}", leaks.join("; ")))
-        }
+        Self::leaked((!leaks.is_empty()).then(|| format!("{what}: {}", leaks.join("; "))))
+    }
+
+    /// Leaked, saying what leaked, or held when nothing did.
+    fn leaked(what: Option<String>) -> Self {
+        what.map_or(Verdict::Held(None), Verdict::Leaked)
     }
 }
 
@@ -466,67 +472,56 @@ async fn loopback(p: &Probes<'_>) -> Result<Verdict, String> {
 /// Two live episodes: the first writes a file in its working directory and in the usual
 /// places outside it, the second looks for them. (`other-episode`, `write-outside`.)
 async fn other_episode(p: &Probes<'_>) -> (Result<Verdict, String>, Result<Verdict, String>) {
-    let both = async {
-        let a = p.open().await?;
-        let result = async {
-            let t = &p.token;
-            let wrote = p
-                .call(
-                    &a,
-                    &format!(
-                        "echo {t} > ors-check-{t}.txt && m cwd \"$(pwd)\"\n\
-                         here=$(pwd)\n\
-                         for d in /tmp /var/tmp /dev/shm \"$HOME\" ..; do (cd \"$d\" 2>/dev/null \
-                         && [ \"$(pwd)\" != \"$here\" ] && echo {t} > ors-check-{t}-out \
-                         2>/dev/null && m wrote \"$(pwd)/ors-check-{t}-out\"); done"
-                    ),
-                )
-                .await?;
-            let cwd = wrote
-                .first("cwd")
-                .ok_or("the first episode could not write in its directory")?
-                .to_owned();
-            let outside: Vec<String> = wrote.all("wrote").into_iter().map(str::to_owned).collect();
-            let b = p.open().await?;
-            let mut look = format!(
-                "[ -r {q} ] && m saw-workspace {q}\n",
-                q = shell_quote(&format!("{cwd}/ors-check-{t}.txt"))
-            );
-            for f in &outside {
-                look.push_str(&format!("[ -e {q} ] && m saw {q}\n", q = shell_quote(f)));
-            }
-            let looked = p.call(&b, &look).await;
-            let _ = within(p.limit, b.close()).await;
-            let mut clean = format!("rm -f ors-check-{t}.txt");
-            clean.extend(outside.iter().map(|f| format!(" {}", shell_quote(f))));
-            let _ = p.call(&a, &clean).await;
-            Ok::<_, String>((cwd, looked?))
+    let both = p.in_episode(async |a| {
+        let t = &p.token;
+        let wrote = p
+            .call(
+                a,
+                &format!(
+                    "echo {t} > ors-check-{t}.txt && m cwd \"$(pwd)\"\n\
+                     here=$(pwd)\n\
+                     for d in /tmp /var/tmp /dev/shm \"$HOME\" ..; do (cd \"$d\" 2>/dev/null \
+                     && [ \"$(pwd)\" != \"$here\" ] && echo {t} > ors-check-{t}-out \
+                     2>/dev/null && m wrote \"$(pwd)/ors-check-{t}-out\"); done"
+                ),
+            )
+            .await?;
+        let cwd = wrote
+            .first("cwd")
+            .ok_or("the first episode could not write in its directory")?
+            .to_owned();
+        let outside: Vec<String> = wrote.all("wrote").into_iter().map(str::to_owned).collect();
+        let mut look = format!(
+            "[ -r {q} ] && m saw-workspace {q}\n",
+            q = shell_quote(&format!("{cwd}/ors-check-{t}.txt"))
+        );
+        for f in &outside {
+            look.push_str(&format!("[ -e {q} ] && m saw {q}\n", q = shell_quote(f)));
         }
-        .await;
-        let _ = within(p.limit, a.close()).await;
-        result
-    };
+        let looked = p.in_episode(async |b| p.call(b, &look).await).await;
+        let mut clean = format!("rm -f ors-check-{t}.txt");
+        clean.extend(outside.iter().map(|f| format!(" {}", shell_quote(f))));
+        let _ = p.call(a, &clean).await;
+        Ok((cwd, looked?))
+    });
     match both.await {
         Err(e) => (Err(e.clone()), Err(e)),
         Ok((cwd, seen)) => {
-            let other = match seen.first("saw-workspace") {
-                Some(path) => Verdict::Leaked(format!(
+            let other = seen.first("saw-workspace").map(|path| {
+                format!(
                     "one live episode reads another's files: the second episode read {path}, \
                      which the first wrote in its working directory {cwd}"
-                )),
-                None => Verdict::Held(None),
-            };
-            let seen_outside: Vec<&str> = seen.all("saw");
-            let outside = if seen_outside.is_empty() {
-                Verdict::Held(None)
-            } else {
-                Verdict::Leaked(format!(
+                )
+            });
+            let seen_outside = seen.all("saw");
+            let outside = (!seen_outside.is_empty()).then(|| {
+                format!(
                     "a command writes outside its workspace where other episodes see it: {} \
                      (written by one episode, found by another)",
                     seen_outside.join(", ")
-                ))
-            };
-            (Ok(other), Ok(outside))
+                )
+            });
+            (Ok(Verdict::leaked(other)), Ok(Verdict::leaked(outside)))
         }
     }
 }
@@ -546,35 +541,31 @@ fn count_and_kill(key: &str) -> String {
 /// A `setsid` daemon (and a `nohup` one) started by one command, looked for by the next. The
 /// first command returns once both run (`sleep` shows in the table after `setsid` detached).
 async fn detached(p: &Probes<'_>) -> Result<Verdict, String> {
-    let session = p.open().await?;
     let marker = format!("s=59; s=\"$s.{}\"", p.token);
-    let result = async {
-        p.call(
-            &session,
-            &format!(
-                "{marker}\nsetsid sleep \"$s\" >/dev/null 2>&1 </dev/null &\n\
-                 nohup sleep \"$s\" >/dev/null 2>&1 </dev/null &\n\
-                 i=0; while [ $i -lt 5000 ]; do {COUNT}; [ $n -ge 2 ] && break; \
-                 i=$((i + 1)); done\nm started $n"
-            ),
-        )
+    let seen = p
+        .in_episode(async |session| {
+            p.call(
+                session,
+                &format!(
+                    "{marker}\nsetsid sleep \"$s\" >/dev/null 2>&1 </dev/null &\n\
+                     nohup sleep \"$s\" >/dev/null 2>&1 </dev/null &\n\
+                     i=0; while [ $i -lt 5000 ]; do {COUNT}; [ $n -ge 2 ] && break; \
+                     i=$((i + 1)); done\nm started $n"
+                ),
+            )
+            .await?;
+            p.call(session, &format!("{marker}\n{}", count_and_kill("left")))
+                .await
+        })
         .await?;
-        p.call(&session, &format!("{marker}\n{}", count_and_kill("left")))
-            .await
-    }
-    .await;
-    let _ = within(p.limit, session.close()).await;
-    let seen = result?;
     let left = seen.count("left");
-    Ok(if left > 0 {
-        Verdict::Leaked(format!(
+    Ok(Verdict::leaked((left > 0).then(|| {
+        format!(
             "a detached process outlives the command that started it ({left} of the \
              command's `setsid`/`nohup` sleeps still ran at the next call; the probe killed \
              them)"
-        ))
-    } else {
-        Verdict::Held(None)
-    })
+        )
+    })))
 }
 
 /// Hundreds of processes at once. The loop's shell has the marker as its `$0`, so each
