@@ -109,11 +109,6 @@ impl Ctx {
         expect_error(&self.send(req)?, status).map(drop)
     }
 
-    /// Fails unless `POST path` with a JSON body is answered with a JSON error of `status`.
-    pub fn post_refused(&self, path: &str, body: &Value, status: u16) -> Check {
-        expect_error(&self.post_json(path, body)?, status).map(drop)
-    }
-
     /// A new session id from `POST /create_session`, in whichever of the two documented forms
     /// the server answers (SSE `task_id` event, or JSON `{"sid": ...}`).
     pub fn new_sid(&self) -> Result<String, String> {

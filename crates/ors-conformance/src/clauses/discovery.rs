@@ -259,12 +259,15 @@ fn splits_bare(ctx: &Ctx) -> Check {
 
 /// Fails unless `POST /{env}{route}` with `body` is a 400 JSON error.
 fn bad_request(ctx: &Ctx, route: &str, body: Value) -> Check {
-    ctx.post_refused(&ctx.path(route), &body, 400)
+    ctx.refused(Request::new("POST", &ctx.path(route)).json(&body), 400)
 }
 
 /// Fails unless `POST /{UNKNOWN_ENV}{route}` with `body` is a 404 JSON error.
 fn unknown_env(ctx: &Ctx, route: &str, body: Value) -> Check {
-    ctx.post_refused(&format!("/{UNKNOWN_ENV}{route}"), &body, 404)
+    ctx.refused(
+        Request::new("POST", &format!("/{UNKNOWN_ENV}{route}")).json(&body),
+        404,
+    )
 }
 
 fn list_tasks(ctx: &Ctx, split: &str, first: i64, n: i64) -> Check {
@@ -392,31 +395,16 @@ fn errors_json(ctx: &Ctx) -> Check {
 }
 
 fn error_codes(ctx: &Ctx) -> Check {
-    expect_code(
-        &ctx.get(&format!("/{UNKNOWN_ENV}/tools"))?,
-        404,
-        ErrorCode::UnknownEnvironment,
-    )?;
-    expect_code(
-        &ctx.post_json(&ctx.path("/tasks"), &json!({"split": "nope"}))?,
-        400,
-        ErrorCode::InvalidRequest,
-    )?;
-    expect_code(
-        &ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": "1"}))?,
-        400,
-        ErrorCode::InvalidRequest,
-    )?;
-    expect_code(
-        &ctx.get(&ctx.path("/no_such_route"))?,
-        404,
-        ErrorCode::NoRoute,
-    )?;
-    expect_code(
-        &ctx.post_json("/health", &json!({}))?,
-        405,
-        ErrorCode::MethodNotAllowed,
-    )
+    let unknown_env = ctx.get(&format!("/{UNKNOWN_ENV}/tools"))?;
+    expect_code(&unknown_env, 404, ErrorCode::UnknownEnvironment)?;
+    let bad_split = ctx.post_json(&ctx.path("/tasks"), &json!({"split": "nope"}))?;
+    expect_code(&bad_split, 400, ErrorCode::InvalidRequest)?;
+    let bad_index = ctx.post_json(&ctx.path("/task"), &json!({"split": "train", "index": "1"}))?;
+    expect_code(&bad_index, 400, ErrorCode::InvalidRequest)?;
+    let no_route = ctx.get(&ctx.path("/no_such_route"))?;
+    expect_code(&no_route, 404, ErrorCode::NoRoute)?;
+    let wrong_method = ctx.post_json("/health", &json!({}))?;
+    expect_code(&wrong_method, 405, ErrorCode::MethodNotAllowed)
 }
 
 fn unknown_fields_ignored(ctx: &Ctx) -> Check {
