@@ -37,17 +37,9 @@ pub fn table(headers: &[impl AsRef<str>], rows: &[Vec<String>], max: usize) -> S
     out
 }
 
-/// `s` with control characters (line breaks) turned into spaces.
-pub use ors_conformance::check::one_line;
-
-/// `s` cut to `max` characters, marking the cut with `...`.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_owned();
-    }
-    let keep: String = s.chars().take(max.saturating_sub(3)).collect();
-    format!("{keep}...")
-}
+/// `s` with control characters (line breaks) turned into spaces; `s` cut to `max` characters,
+/// marking the cut with `...`.
+pub use ors_conformance::check::{one_line, truncate};
 
 /// A tool's parameters in one line: `answer: string, limit?: integer`, or `(none)`.
 pub fn params(spec: &ToolSpec) -> String {

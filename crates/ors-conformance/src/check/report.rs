@@ -146,6 +146,15 @@ pub fn one_line(s: &str) -> String {
         .collect()
 }
 
+/// `s` cut to `max` characters, marking the cut with `...`.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_owned();
+    }
+    let keep: String = s.chars().take(max.saturating_sub(3)).collect();
+    format!("{keep}...")
+}
+
 /// An input as compact JSON for a problem line. Long strings made of one repeated character
 /// (the generated huge strings) are written `"a"×1048576`; anything else that is still too
 /// long is cut, and says so.

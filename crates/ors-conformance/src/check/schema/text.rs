@@ -4,12 +4,7 @@ use serde_json::Value;
 
 /// A value as a message shows it: whole when short.
 pub(super) fn short(v: &Value) -> String {
-    let text = v.to_string();
-    if text.chars().count() <= 60 {
-        return text;
-    }
-    let head: String = text.chars().take(57).collect();
-    format!("{head}...")
+    crate::check::truncate(&v.to_string(), 60)
 }
 
 /// A `$ref`'s fragment with its `%XX` escapes decoded (`#/$defs/a%20b`).
