@@ -30,7 +30,7 @@ fn call_example(tool: &ToolSpec) -> String {
         return tool.name.clone();
     };
     let props = schema.get("properties").and_then(Value::as_object);
-    let required = render::required(schema);
+    let required = render::required(schema.get("required"));
     let mut input = serde_json::Map::new();
     for (name, prop) in props.into_iter().flatten() {
         if required.is_empty() || required.contains(&name.as_str()) {

@@ -37,6 +37,8 @@ pub fn table(headers: &[impl AsRef<str>], rows: &[Vec<String>], max: usize) -> S
     out
 }
 
+/// The properties an object schema lists as required.
+pub use ors_conformance::check::fuzz::required;
 /// `s` with control characters (line breaks) turned into spaces; `s` cut to `max` characters,
 /// marking the cut with `...`.
 pub use ors_conformance::check::{one_line, truncate};
@@ -48,7 +50,7 @@ pub fn params(spec: &ToolSpec) -> String {
     let (Some(schema), Some(props)) = (schema, props.filter(|p| !p.is_empty())) else {
         return "(none)".into();
     };
-    let required = required(schema);
+    let required = required(schema.get("required"));
     let root = Value::Object(schema.clone());
     props
         .iter()
@@ -65,12 +67,6 @@ pub fn params(spec: &ToolSpec) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// The properties an object schema lists as required.
-pub fn required(schema: &serde_json::Map<String, Value>) -> Vec<&str> {
-    let names = schema.get("required").and_then(Value::as_array);
-    names.map_or_else(Vec::new, |a| a.iter().filter_map(Value::as_str).collect())
 }
 
 /// A property schema with a local `$ref` (`#/$defs/Mode`, the form pydantic and schemars give

@@ -111,11 +111,7 @@ impl CommandTool {
                 })
             })
         };
-        let required: Vec<&str> = schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = super::fuzz::required(schema.get("required"));
         let field = COMMAND_FIELDS
             .iter()
             .copied()

@@ -190,7 +190,7 @@ impl<'a> Gen<'a> {
             };
         }
         let props = self.properties(root);
-        let required = required(root);
+        let required = required(root.get("required"));
         let mut obj = self.object(root, 0, strategy != Strategy::Minimal);
         let Value::Object(map) = &mut obj else {
             return None;
@@ -234,10 +234,11 @@ impl<'a> Gen<'a> {
                 map.insert(key.clone(), v);
             }
             Strategy::MissingRequired => {
-                let present: Vec<&String> =
-                    required.iter().filter(|k| map.contains_key(*k)).collect();
-                let key = (*self.rng.pick(&present)?).clone();
-                map.remove(&key);
+                let present: Vec<&str> = required
+                    .into_iter()
+                    .filter(|k| map.contains_key(*k))
+                    .collect();
+                map.remove(*self.rng.pick(&present)?);
             }
             Strategy::ExtraField => {
                 let mut name = "unexpected_field".to_owned();
@@ -452,10 +453,10 @@ impl<'a> Gen<'a> {
     /// An object for an object schema: its required properties, and the others too when
     /// `optional` (each with even odds).
     fn object(&mut self, s: &'a Value, depth: usize, optional: bool) -> Value {
-        let req = required(self.resolve(s));
+        let req = required(self.resolve(s).get("required"));
         let mut map = Map::new();
         for (k, ps) in self.properties(s) {
-            if req.contains(k) || (optional && self.rng.coin()) {
+            if req.contains(&k.as_str()) || (optional && self.rng.coin()) {
                 let v = self.value(ps, depth);
                 map.insert(k.clone(), v);
             }
@@ -572,10 +573,11 @@ fn union_members(s: &Value) -> Option<&Vec<Value>> {
         .filter(|m| !m.is_empty())
 }
 
-/// The required property names of an object schema.
-fn required(s: &Value) -> Vec<String> {
-    let names = s["required"].as_array().into_iter().flatten();
-    names.filter_map(Value::as_str).map(str::to_owned).collect()
+/// The property names an object schema lists as required, from its `required` (which
+/// `schema.get("required")` gives, of a schema as a map or as a value).
+pub fn required(names: Option<&Value>) -> Vec<&str> {
+    let names = names.and_then(Value::as_array).into_iter().flatten();
+    names.filter_map(Value::as_str).collect()
 }
 
 fn uint(s: &Value, key: &str) -> Option<u64> {
