@@ -22,8 +22,9 @@ pub struct CheckArgs {
     json: Option<PathBuf>,
     /// Open episodes on N tasks of every split, spread from the first to the last
     /// [default: the first, a middle and the last].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    tasks: Option<u64>,
+    #[arg(long, value_name = "N",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    tasks: Option<usize>,
     /// Inputs generated per tool from its input schema (0 calls no tool).
     #[arg(long, value_name = "N", default_value_t = check::DEFAULT_FUZZ)]
     fuzz: usize,
@@ -49,13 +50,13 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 /// Run the checks, printing a line per check and the summary; exit 0 (all ok), 1 (a problem)
 /// or 2 (the server could not be reached).
 pub async fn run(args: CheckArgs, client: ClientBuilder) -> ExitCode {
-    let mut opts = CheckOptions::new(args.env);
-    opts.tasks = args.tasks.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
-    opts.fuzz = args.fuzz;
-    if let Some(seed) = args.seed {
-        opts.seed = seed;
-    }
-    opts.timeout = Duration::from_secs_f64(args.timeout);
+    let opts = CheckOptions {
+        env: args.env,
+        tasks: args.tasks,
+        fuzz: args.fuzz,
+        seed: args.seed.unwrap_or_else(check::clock_seed),
+        timeout: Duration::from_secs_f64(args.timeout),
+    };
     let mut print = |item: &check::CheckItem| {
         // A closed pipe (`ors check x | head`) must not panic; the exit status still tells.
         let mut out = std::io::stdout().lock();
