@@ -271,18 +271,18 @@ async fn one_split(
         )
     };
     let listed = match env.tasks(split).await {
-        Ok(tasks) if tasks.is_empty() => {
-            rec.push(CheckItem::problem(
-                id("tasks"),
-                format!(
-                    "split '{split}' has no tasks, so no episode can start on it; add tasks or \
-                     drop the split"
-                ),
-            ));
-            Some(tasks)
-        }
         Ok(tasks) => {
-            rec.push(CheckItem::ok_with(id("tasks"), count(tasks.len(), "task")));
+            rec.push(if tasks.is_empty() {
+                CheckItem::problem(
+                    id("tasks"),
+                    format!(
+                        "split '{split}' has no tasks, so no episode can start on it; add tasks \
+                         or drop the split"
+                    ),
+                )
+            } else {
+                CheckItem::ok_with(id("tasks"), count(tasks.len(), "task"))
+            });
             Some(tasks)
         }
         // Listing a huge split may be refused by design; the index routes then serve it.
