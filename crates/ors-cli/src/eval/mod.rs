@@ -145,17 +145,14 @@ fn parse_object(s: &str) -> Result<serde_json::Map<String, Value>, String> {
     }
 }
 
-/// The JSON Schema of one trajectory line.
-pub fn schema() -> Value {
-    serde_json::to_value(schemars::schema_for!(Episode)).unwrap_or(Value::Null)
-}
-
 /// Run `ors eval`.
 pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Error> {
     if args.print_schema {
         use std::io::Write;
+        // The JSON Schema of one trajectory line.
+        let schema = serde_json::to_value(schemars::schema_for!(Episode)).unwrap_or(Value::Null);
         // `ors eval --print-schema | head` closes the pipe early: not an error.
-        let _ = writeln!(std::io::stdout(), "{}", crate::render::pretty(&schema()));
+        let _ = writeln!(std::io::stdout(), "{}", crate::render::pretty(&schema));
         return Ok(ExitCode::SUCCESS);
     }
     let env_name = args.env.clone().ok_or_else(|| missing("ENV"))?;
