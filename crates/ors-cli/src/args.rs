@@ -1,5 +1,5 @@
-//! Arguments several commands share: which task (`--split`/`--index` or `--task`), and the
-//! parser of a slice range.
+//! Arguments several commands share: which task (`--split`/`--index` or `--task`), `--json`,
+//! and the parser of a slice range.
 
 use clap::Args;
 use ors_client::{Error, TaskRef};
@@ -34,6 +34,14 @@ impl TaskArgs {
             )),
         }
     }
+}
+
+/// `--json` of the commands that print data (`ors conformance` takes `--json FILE` instead).
+#[derive(Args, Debug, Clone, Copy)]
+pub struct JsonOut {
+    /// Print JSON instead of tables, for scripts.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `--range A:B`: Python slice bounds, either side may be empty or negative.

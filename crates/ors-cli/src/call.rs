@@ -3,10 +3,11 @@
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use ors_client::{Environment, Error, RunToolOutput, Session};
+use clap::Args;
+use ors_client::{Client, Error, RunToolOutput, Session};
 use serde_json::{json, Value};
 
-use crate::args::TaskArgs;
+use crate::args::{JsonOut, TaskArgs};
 use crate::render;
 
 /// Parse `TOOL [INPUT] TOOL [INPUT] ...`: a word starting with `{` (after blanks) is the JSON
@@ -32,18 +33,30 @@ pub fn parse_calls(words: &[String]) -> Result<Vec<(String, Value)>, Error> {
     Ok(calls)
 }
 
-/// Open the episode, make the calls, print them, delete it. Exit 1 when a call failed.
-pub async fn call(
-    env: &Environment,
+/// The arguments of `ors call`.
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    /// Environment name.
+    env: String,
+    #[command(flatten)]
     task: TaskArgs,
-    words: &[String],
-    json: bool,
-) -> Result<ExitCode, Error> {
-    let calls = parse_calls(words)?;
-    let task_ref = task.task_ref()?;
+    /// Tools to call, each followed by its JSON input unless it takes none, e.g.
+    /// `submit '{"answer": "18"}'` or `counter counter`.
+    #[arg(required = true, num_args = 1.., value_name = "TOOL [INPUT]")]
+    calls: Vec<String>,
+    #[command(flatten)]
+    out: JsonOut,
+}
+
+/// Open the episode, make the calls, print them, delete it. Exit 1 when a call failed.
+pub async fn call(client: &Client, args: CallArgs) -> Result<ExitCode, Error> {
+    let calls = parse_calls(&args.calls)?;
+    let task_ref = args.task.task_ref()?;
+    let json = args.out.json;
     let progress: Arc<Mutex<Vec<Value>>> = Arc::default();
     let sink = Arc::clone(&progress);
-    let session = env
+    let session = client
+        .environment(args.env)
         .session(task_ref)
         .on_progress(move |p| {
             if json {

@@ -19,9 +19,9 @@ mod trajectories;
 
 use std::process::ExitCode;
 
-use args::{parse_range, TaskArgs};
+use args::{parse_range, JsonOut};
 use clap::{Args, Parser, Subcommand};
-use ors_client::{Client, ClientBuilder, Environment, Error, Provider, TlsRoots};
+use ors_client::{Client, ClientBuilder, Error, Provider, TlsRoots};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -72,32 +72,10 @@ enum Command {
         out: JsonOut,
     },
     /// List the tasks of a split.
-    Tasks {
-        /// Environment name.
-        env: String,
-        /// Split name.
-        #[arg(long)]
-        split: String,
-        /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
-        #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = parse_range)]
-        range: Option<(Option<i64>, Option<i64>)>,
-        #[command(flatten)]
-        out: JsonOut,
-    },
+    Tasks(TasksArgs),
     /// Run one episode: make the given calls in order, print each result (and progress),
     /// delete the session.
-    Call {
-        /// Environment name.
-        env: String,
-        #[command(flatten)]
-        task: TaskArgs,
-        /// Tools to call, each followed by its JSON input unless it takes none, e.g.
-        /// `submit '{"answer": "18"}'` or `counter counter`.
-        #[arg(required = true, num_args = 1.., value_name = "TOOL [INPUT]")]
-        calls: Vec<String>,
-        #[command(flatten)]
-        out: JsonOut,
-    },
+    Call(call::CallArgs),
     /// Play one episode interactively: type `TOOL {JSON}` lines (stdin may be a pipe).
     Play {
         /// Environment name.
@@ -134,12 +112,19 @@ enum Command {
     New(new::NewArgs),
 }
 
-/// `--json` of the commands that print data (`ors conformance` takes `--json FILE` instead).
-#[derive(Args, Debug, Clone, Copy)]
-struct JsonOut {
-    /// Print JSON instead of tables, for scripts.
+/// The arguments of `ors tasks`.
+#[derive(Args, Debug)]
+struct TasksArgs {
+    /// Environment name.
+    env: String,
+    /// Split name.
     #[arg(long)]
-    json: bool,
+    split: String,
+    /// Only the tasks in A:B (Python slice rules; either side may be empty or negative).
+    #[arg(long, allow_hyphen_values = true, value_name = "A:B", value_parser = parse_range)]
+    range: Option<(Option<i64>, Option<i64>)>,
+    #[command(flatten)]
+    out: JsonOut,
 }
 
 #[tokio::main]
@@ -248,20 +233,8 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
                 render::table(&["NAME", "TYPE"], &rows, 60)
             });
         }
-        Command::Tasks {
-            env,
-            split,
-            range,
-            out,
-        } => tasks(&client.environment(env), &split, range, out).await?,
-        Command::Call {
-            env,
-            task,
-            calls,
-            out,
-        } => {
-            return call::call(&client.environment(env), task, &calls, out.json).await;
-        }
+        Command::Tasks(args) => tasks(&client, args).await?,
+        Command::Call(args) => return call::call(&client, args).await,
         Command::Play { env, split, index } => {
             play::run(&client.environment(env), &split, index).await?;
         }
@@ -281,13 +254,9 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
     Ok(ExitCode::SUCCESS)
 }
 
-async fn tasks(
-    env: &Environment,
-    split: &str,
-    range: Option<(Option<i64>, Option<i64>)>,
-    out: JsonOut,
-) -> Result<(), Error> {
-    let (first, tasks) = match range {
+async fn tasks(client: &Client, args: TasksArgs) -> Result<(), Error> {
+    let (env, split) = (client.environment(args.env), args.split.as_str());
+    let (first, tasks) = match args.range {
         None => (0, env.tasks(split).await?),
         Some((start, stop)) => {
             let tasks = env.task_range(split, start, stop).await?;
@@ -303,7 +272,7 @@ async fn tasks(
             (first, tasks)
         }
     };
-    print(out, &tasks, |tasks| render::tasks_table(first, tasks));
+    print(args.out, &tasks, |tasks| render::tasks_table(first, tasks));
     Ok(())
 }
 
