@@ -190,7 +190,6 @@ impl<'a> Gen<'a> {
             };
         }
         let props = self.properties(root);
-        let required = required(root.get("required"));
         let mut obj = self.object(root, 0, strategy != Strategy::Minimal);
         let Value::Object(map) = &mut obj else {
             return None;
@@ -234,10 +233,8 @@ impl<'a> Gen<'a> {
                 map.insert(key.clone(), v);
             }
             Strategy::MissingRequired => {
-                let present: Vec<&str> = required
-                    .into_iter()
-                    .filter(|k| map.contains_key(*k))
-                    .collect();
+                let mut present = required(root.get("required"));
+                present.retain(|k| map.contains_key(*k));
                 map.remove(*self.rng.pick(&present)?);
             }
             Strategy::ExtraField => {
