@@ -132,13 +132,7 @@ pub(super) async fn fuzz(
                 None => None,
             })
             .collect();
-        let ctx = Context {
-            env: &opts.env,
-            tool,
-            task,
-            opts,
-        };
-        for item in judge(&ctx, &results) {
+        for item in judge(&Context { tool, task, opts }, &results) {
             rec.push(item);
         }
     }
@@ -273,7 +267,6 @@ async fn call(session: &Session, tool: &str, input: Value, limit: Duration) -> A
 
 /// What the problem lines of one tool need.
 struct Context<'a> {
-    env: &'a str,
     tool: &'a ToolUnderTest,
     task: &'a FuzzTask,
     opts: &'a CheckOptions,
@@ -291,11 +284,12 @@ impl Context<'_> {
             Verdict::Invalid(_) => ", invalid",
             Verdict::Unknown => "",
         };
-        let again = format!("ors check {} {}", self.env, self.opts.reproduce_args());
+        let env = &self.opts.env;
+        let again = format!("ors check {env} {}", self.opts.reproduce_args());
         let reproduce = if shown_exactly(&probe.input) {
             format!(
                 "reproduce: ors call {} --split {} --index {} {} {} (or {again})",
-                shell_quote(self.env),
+                shell_quote(env),
                 shell_quote(&self.task.split),
                 self.task.index,
                 shell_quote(&self.tool.spec.name),
