@@ -181,12 +181,11 @@ pub fn run_against(url: &str, opts: &RunOptions) -> Result<Report, String> {
     let target = http::Target::from_url(url, opts.api_key.clone())?;
     let keepalive = Duration::from_secs(opts.keepalive_secs);
     let ctx = Ctx::new(target, opts.env.clone(), keepalive);
-    let selected: Vec<_> = clauses::all()
+    let selected = clauses::all()
         .into_iter()
-        .filter(|c| opts.only.is_empty() || opts.only.iter().any(|p| c.id.starts_with(p.as_str())))
-        .collect();
+        .filter(|c| opts.only.is_empty() || opts.only.iter().any(|p| c.id.starts_with(p.as_str())));
     let started = Instant::now();
-    let mut outcomes = Vec::with_capacity(selected.len());
+    let mut outcomes = Vec::new();
     for clause in selected {
         let t = Instant::now();
         let status = if clause.slow && !opts.slow {
