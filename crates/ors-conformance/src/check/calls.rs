@@ -14,10 +14,10 @@ use tokio::task::JoinSet;
 
 use super::episodes::{within, FuzzTask};
 use super::fuzz::{self, Strategy};
-use super::report::{count, id_part, shown_exactly, Recorder};
+use super::report::{count, id_part, shell_quote, show_input, shown_exactly, Recorder};
 use super::rng::{hash_str, Rng};
 use super::schema::{Schema, Verdict};
-use super::{shell_quote, show_input, CheckItem, CheckOptions};
+use super::{CheckItem, CheckOptions};
 
 /// Episodes open at once while fuzzing.
 const CONCURRENCY: usize = 8;

@@ -44,9 +44,7 @@ use ors_client::{ClientBuilder, Error};
 
 pub use options::{clock_seed, CheckOptions, DEFAULT_FUZZ, DEFAULT_TIMEOUT};
 use report::Recorder;
-pub use report::{
-    one_line, shell_quote, show_input, truncate, CheckItem, CheckReport, EpisodeTiming,
-};
+pub use report::{one_line, truncate, CheckItem, CheckReport, EpisodeTiming};
 
 /// Why a check could not run at all.
 #[derive(Debug, thiserror::Error)]
