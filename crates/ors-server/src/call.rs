@@ -166,21 +166,33 @@ impl Limits {
 /// call; ids need not be secret (a reconnect only works from the call's own session).
 /// A client may choose its own instead (row `client-task-id`).
 ///
-/// The counter is the thread's: its number in the top 24 bits, its own count below, so no
-/// two threads share a cache line per call (2^40 calls a thread before a number repeats).
+/// The counter is the process's, but each thread takes [`ID_BLOCK`] numbers of it at a time
+/// and counts through them on its own, so threads share its cache line once per block, not
+/// per call, and no number is used twice however many threads come and go.
 fn new_task_id() -> Arc<str> {
     static KEY: OnceLock<(u64, u64)> = OnceLock::new();
-    static THREADS: AtomicU64 = AtomicU64::new(0);
+    static TAKEN: AtomicU64 = AtomicU64::new(0);
     thread_local! {
-        static NEXT: std::cell::Cell<u64> =
-            std::cell::Cell::new(THREADS.fetch_add(1, Ordering::Relaxed) << 40);
+        /// The thread's next number and the end of its block.
+        static BLOCK: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
     }
     let (k1, k2) = *KEY.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair());
-    let n = NEXT.with(|next| next.replace(next.get().wrapping_add(1)));
+    let n = BLOCK.with(|block| {
+        let (mut next, mut end) = block.get();
+        if next == end {
+            next = TAKEN.fetch_add(ID_BLOCK, Ordering::Relaxed);
+            end = next.wrapping_add(ID_BLOCK);
+        }
+        block.set((next.wrapping_add(1), end));
+        next
+    });
     let id = uuid::Uuid::from_u64_pair(splitmix64(n ^ k1), splitmix64(n.wrapping_add(k2)));
     // Written in place and copied once into the `Arc`, not through a `String` first.
     Arc::from(&*id.simple().encode_lower(&mut uuid::Uuid::encode_buffer()))
 }
+
+/// Task ids a thread takes from the process's counter at once.
+const ID_BLOCK: u64 = 1 << 16;
 
 /// The SplitMix64 finaliser: a bijection on `u64` that scatters consecutive inputs.
 fn splitmix64(mut z: u64) -> u64 {
