@@ -55,7 +55,7 @@
 pub(crate) mod capture;
 mod exit;
 pub(crate) mod limits;
-mod workdir;
+pub(crate) mod workdir;
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;

@@ -1,5 +1,6 @@
 //! [`WorkDir`]: a working directory for one episode, with the model's paths confined to it.
 
+use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -79,24 +80,9 @@ impl WorkDir {
     /// not through a symbolic link that leads out. The file need not exist (so it can be
     /// written), but a link at its place must point inside.
     pub fn resolve(&self, rel: &str) -> Result<PathBuf, PathError> {
-        let given = Path::new(rel);
-        let mut clean = PathBuf::new();
-        for c in given.components() {
-            match c {
-                Component::Normal(part) => clean.push(part),
-                Component::CurDir => {}
-                Component::ParentDir => return Err(PathError::Parent(rel.to_owned())),
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(PathError::Absolute(rel.to_owned()))
-                }
-            }
-        }
-        if clean.as_os_str().is_empty() {
-            return Err(PathError::Empty);
-        }
+        let parts = relative_parts(rel)?;
         // Walk the components that exist, following links, and check each step stays inside.
         let mut at = self.canonical.clone();
-        let parts: Vec<_> = clean.components().collect();
         for (i, part) in parts.iter().enumerate() {
             let next = at.join(part);
             match std::fs::symlink_metadata(&next) {
@@ -140,6 +126,27 @@ impl Drop for WorkDir {
             tracing::warn!(dir = %self.path.display(), error = %e, "could not remove a working directory");
         }
     }
+}
+
+/// The parts of a path from the model, `.` left out, or why it is refused: empty (or only
+/// `.`), absolute, or going up with `..`. Shared by [`WorkDir::resolve`] and the sandbox's
+/// file operations, which word the refusal each for its own directory.
+pub(crate) fn relative_parts(rel: &str) -> Result<Vec<&OsStr>, PathError> {
+    let mut parts = Vec::new();
+    for c in Path::new(rel).components() {
+        match c {
+            Component::Normal(part) => parts.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => return Err(PathError::Parent(rel.to_owned())),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(PathError::Absolute(rel.to_owned()))
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(PathError::Empty);
+    }
+    Ok(parts)
 }
 
 fn io_err(rel: &str, e: std::io::Error) -> PathError {

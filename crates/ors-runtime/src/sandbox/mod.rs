@@ -83,7 +83,6 @@ mod settings;
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::{Component, Path};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,7 +90,8 @@ use std::time::Duration;
 use crate::env::ToolContext;
 use crate::process::capture::Capture;
 use crate::process::limits::Applied;
-use crate::process::{Exit, Finished, Program};
+use crate::process::workdir::relative_parts;
+use crate::process::{Exit, Finished, PathError, Program};
 
 pub use backend::{Backend, Exec, Instance, Ran};
 pub use bwrap::Bubblewrap;
@@ -411,30 +411,19 @@ impl Sandbox {
 
 /// `path` as a path relative to the workspace: not empty, not absolute, no `..`.
 fn relative(path: &str) -> Result<String, SandboxError> {
-    let bad = |reason: &str| SandboxError::file(path, reason);
     if path.contains('\0') {
-        return Err(bad("the path contains a NUL byte"));
+        return Err(SandboxError::file(path, "the path contains a NUL byte"));
     }
-    let mut parts = Vec::new();
-    for c in Path::new(path).components() {
-        match c {
-            Component::Normal(s) => parts.push(s.to_string_lossy()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                return Err(bad(
-                    "the path goes up with '..'; paths stay inside the workspace",
-                ))
-            }
-            Component::RootDir | Component::Prefix(_) => {
-                return Err(bad(
-                    "the path is absolute; give a path relative to the workspace",
-                ))
-            }
-        }
-    }
-    if parts.is_empty() {
-        return Err(bad("the path is empty"));
-    }
+    let parts = relative_parts(path).map_err(|e| {
+        let reason = match e {
+            PathError::Parent(_) => "the path goes up with '..'; paths stay inside the workspace",
+            PathError::Absolute(_) => "the path is absolute; give a path relative to the workspace",
+            // Empty: the walk refuses nothing else.
+            _ => "the path is empty",
+        };
+        SandboxError::file(path, reason)
+    })?;
+    let parts: Vec<_> = parts.iter().map(|s| s.to_string_lossy()).collect();
     Ok(parts.join("/"))
 }
 
