@@ -141,7 +141,7 @@ impl RawToolArg for JsonObject {
 impl RawToolArg for Value {
     const RAW_OPS: ArgOps<Self> = ArgOps {
         kind: ArgKind::Input,
-        extract: take_raw_value,
+        extract: |_, input, tool| crate::env::as_value(tool, input.take().unwrap_or_default()),
         schema: None,
     };
 }
@@ -149,14 +149,6 @@ impl RawToolArg for Value {
 /// The [`ArgOps`] of a by-value parameter of a tool with a hand-written schema.
 pub const fn raw_arg_ops<T: RawToolArg>() -> ArgOps<T> {
     T::RAW_OPS
-}
-
-fn take_raw_value(
-    _ctx: &ToolContext,
-    input: &mut Option<CallInput>,
-    tool: &str,
-) -> Result<Value, RunToolOutput> {
-    crate::env::as_value(tool, input.take().unwrap_or_default())
 }
 
 /// A type a `#[tool]` method can take by reference: only the tool context.
