@@ -25,12 +25,13 @@ use ors_core::types::json_error_text;
 /// assert_eq!(add.a + add.b, 3);
 /// assert_eq!(CallInput::from(json!({"a": 1})).to_value().unwrap(), json!({"a": 1}));
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub struct CallInput(Repr);
 
-#[derive(Clone)]
+#[derive(Clone, Default)]
 enum Repr {
     /// No input (absent or `null`).
+    #[default]
     Empty,
     /// JSON text, as received.
     Text(Bytes),
@@ -123,12 +124,6 @@ impl CallInput {
 impl From<Value> for CallInput {
     fn from(value: Value) -> Self {
         CallInput(Repr::Value(value))
-    }
-}
-
-impl Default for CallInput {
-    fn default() -> Self {
-        Self::empty()
     }
 }
 
