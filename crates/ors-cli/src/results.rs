@@ -114,10 +114,10 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// `0.6667 (95% CI 0.5200 to 0.8000)`, or as percentages.
-    pub fn show(&self, as_percent: bool) -> String {
+    /// `0.6667 (95% CI 0.5200 to 0.8000)` with `label` `95% CI `, or as percentages.
+    pub fn show(&self, as_percent: bool, label: &str) -> String {
         let f = |x| number(x, as_percent, false);
-        with_interval(self.value, self.interval, "95% CI ", f)
+        with_interval(self.value, self.interval, label, f)
     }
 }
 

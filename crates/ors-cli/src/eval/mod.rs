@@ -419,8 +419,11 @@ fn print_summary(
     line("episodes", episodes);
     let mean_at = several.then(|| format!(", mean@{}", stats.samples));
     let mean_at = mean_at.unwrap_or_default();
-    line("mean reward", stats.mean_reward.show(false) + &mean_at);
-    line("success rate", stats.success_rate.show(true));
+    line(
+        "mean reward",
+        stats.mean_reward.show(false, "95% CI ") + &mean_at,
+    );
+    line("success rate", stats.success_rate.show(true, "95% CI "));
     for p in &stats.pass_at {
         line(&format!("pass@{}", p.k), crate::results::percent(p.value));
     }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::results::{number, percent, with_interval, Comparison, Estimate, RunStats, TaskKey};
+use crate::results::{number, percent, with_interval, Comparison, RunStats, TaskKey};
 use crate::stats::Difference;
 
 use super::runs::{comparisons, Run};
@@ -40,8 +40,8 @@ pub fn report(title: &str, runs: &[Run]) -> String {
             cell(&join(r.models())),
             s.episodes.to_string(),
             format!("{} × {}", s.tasks.len(), s.samples_shown()),
-            estimate(&s.mean_reward, false),
-            estimate(&s.success_rate, true),
+            s.mean_reward.show(false, ""),
+            s.success_rate.show(true, ""),
             pass(s, 1),
         ];
         if k > 1 {
@@ -117,10 +117,6 @@ fn listed(tasks: &[TaskKey]) -> String {
         names.push(format!("and {} more", tasks.len() - MAX_LISTED));
     }
     names.join(", ")
-}
-
-fn estimate(e: &Estimate, as_percent: bool) -> String {
-    with_interval(e.value, e.interval, "", |x| number(x, as_percent, false))
 }
 
 fn difference(d: &Difference, as_percent: bool) -> String {
