@@ -74,8 +74,8 @@ pub async fn call(client: &Client, args: CallArgs) -> Result<ExitCode, Error> {
     let failed = result?;
     closed?;
     if failed > 0 {
-        eprintln!("ors: error: {failed} of {} tool calls failed", calls.len());
-        return Ok(ExitCode::FAILURE);
+        let msg = format!("{failed} of {} tool calls failed", calls.len());
+        return Ok(crate::fail("ors", &msg));
     }
     Ok(ExitCode::SUCCESS)
 }

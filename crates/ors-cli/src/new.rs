@@ -90,10 +90,7 @@ pub fn run(args: &NewArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("ors new: error: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => crate::fail("ors new", &e.to_string()),
     }
 }
 
