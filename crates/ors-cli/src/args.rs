@@ -49,15 +49,12 @@ pub fn parse_range(s: &str) -> Result<(Option<i64>, Option<i64>), String> {
     let (a, b) = s
         .split_once(':')
         .ok_or_else(|| format!("expected A:B, got {s:?}"))?;
-    let bound = |x: &str| -> Result<Option<i64>, String> {
+    let bound = |x: &str| {
         let x = x.trim();
-        if x.is_empty() {
-            Ok(None)
-        } else {
-            x.parse()
-                .map(Some)
-                .map_err(|_| format!("{x:?} is not an integer"))
-        }
+        let parsed = (!x.is_empty()).then(|| x.parse::<i64>());
+        parsed
+            .transpose()
+            .map_err(|_| format!("{x:?} is not an integer"))
     };
     Ok((bound(a)?, bound(b)?))
 }
