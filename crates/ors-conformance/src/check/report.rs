@@ -2,6 +2,7 @@
 //! `problem <id>: <what, where, how to fix>` as it is recorded, the summary `N passed, M
 //! failed`, and the JSON report; and how ids and counts are written in them.
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 /// The longest input shown in a problem line; longer ones are abbreviated (the JSON report
@@ -9,15 +10,18 @@ use serde_json::{json, Value};
 const SHOWN_INPUT_CHARS: usize = 300;
 
 /// One check's result.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckItem {
     /// A stable id, such as `split.test.num-tasks` or `tool.submit.no-crash`.
     pub id: String,
     /// What is wrong, where, and how to fix it; `None` when the check passed.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
     /// A remark on a passed check (`created in 3 ms`, `12 inputs, 8 invalid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The tool input that showed the problem, in full.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
 }
 
@@ -63,22 +67,14 @@ impl CheckItem {
     }
 
     fn to_json(&self) -> Value {
-        let mut v = json!({"id": self.id, "ok": self.passed()});
-        if let Some(p) = &self.problem {
-            v["problem"] = json!(p);
-        }
-        if let Some(n) = &self.note {
-            v["note"] = json!(n);
-        }
-        if let Some(i) = &self.input {
-            v["input"] = i.clone();
-        }
+        let mut v = json!(self);
+        v["ok"] = json!(self.passed());
         v
     }
 }
 
 /// How long one episode took to become usable.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EpisodeTiming {
     /// The split.
     pub split: String,
@@ -90,7 +86,7 @@ pub struct EpisodeTiming {
 }
 
 /// A finished `ors check` run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct CheckReport {
     /// The server.
     pub url: String,
@@ -101,6 +97,7 @@ pub struct CheckReport {
     /// Inputs generated per tool.
     pub fuzz: usize,
     /// Every check, in the order run.
+    #[serde(skip)]
     pub items: Vec<CheckItem>,
     /// The episodes opened by the episode checks.
     pub episodes: Vec<EpisodeTiming>,
@@ -124,18 +121,12 @@ impl CheckReport {
 
     /// The report as JSON.
     pub fn to_json(&self) -> Value {
-        json!({
-            "url": self.url,
-            "env": self.env,
-            "seed": self.seed,
-            "fuzz": self.fuzz,
-            "passed": self.passed(),
-            "failed": self.failed(),
-            "checks": self.items.iter().map(CheckItem::to_json).collect::<Vec<_>>(),
-            "episodes": self.episodes.iter().map(|e| json!({
-                "split": e.split, "index": e.index, "ready_ms": e.ready_ms,
-            })).collect::<Vec<_>>(),
-        })
+        // The fields as they are; the checks with their `ok`, and the counts.
+        let mut v = json!(self);
+        v["checks"] = self.items.iter().map(CheckItem::to_json).collect();
+        v["passed"] = json!(self.passed());
+        v["failed"] = json!(self.failed());
+        v
     }
 }
 
