@@ -8,30 +8,23 @@ use hyper::HeaderMap;
 /// The variable holding the bearer token when `--token` is not given.
 pub const TOKEN_ENV: &str = "ORS_MCP_TOKEN";
 
-/// Why a request is refused before MCP sees it.
-#[derive(Debug, PartialEq, Eq)]
+/// Why a request is refused before MCP sees it; its message, sent back, names what to change.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// No `Authorization: Bearer` header with the token (401).
+    #[error(
+        "Unauthorized: send `Authorization: Bearer TOKEN` with the token ors mcp was given \
+         (--token or ${}) or printed on stderr at start",
+        TOKEN_ENV
+    )]
     Unauthorized,
     /// An `Origin` header not in `--allow-origin` (403), with the origin sent.
+    #[error(
+        "Forbidden: Origin '{}' is not allowed; allow a browser origin with \
+         --allow-origin SCHEME://HOST[:PORT]",
+        crate::render::truncate(&crate::render::one_line(.0), 200)
+    )]
     Origin(String),
-}
-
-impl Refusal {
-    /// The message sent back, naming what to change.
-    pub fn message(&self) -> String {
-        match self {
-            Refusal::Unauthorized => format!(
-                "Unauthorized: send `Authorization: Bearer TOKEN` with the token ors mcp was \
-                 given (--token or ${TOKEN_ENV}) or printed on stderr at start"
-            ),
-            Refusal::Origin(origin) => format!(
-                "Forbidden: Origin '{}' is not allowed; allow a browser origin with \
-                 --allow-origin SCHEME://HOST[:PORT]",
-                crate::render::truncate(&crate::render::one_line(origin), 200)
-            ),
-        }
-    }
 }
 
 /// The checks of one `ors mcp --http` process.

@@ -268,7 +268,7 @@ fn refused(refusal: &Refusal) -> Response<BoxBody<Bytes, Infallible>> {
         Refusal::Origin(_) => (StatusCode::FORBIDDEN, "origin not allowed"),
     };
     tracing::warn!(reason = ?reason, "MCP request refused");
-    let mut response = text(status, refusal.message());
+    let mut response = text(status, refusal.to_string());
     if status == StatusCode::UNAUTHORIZED {
         let bearer = HeaderValue::from_static("Bearer");
         response.headers_mut().insert(WWW_AUTHENTICATE, bearer);
