@@ -1,26 +1,18 @@
 //! The shape of a schema: what the draft 2020-12 meta-schema asks of the keywords
 //! [`super`] reads, checked before any input is.
 
-use std::fmt;
-
 use serde_json::Value;
 
 use super::text::{below, percent_decoded, short};
 
 /// Why a schema is not a usable JSON Schema.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{problem} (at {})", if .at.is_empty() { "/" } else { .at.as_str() })]
 pub struct Malformed {
     /// The JSON Pointer of the offending value in the schema (`/properties/n/minimum`).
     pub at: String,
     /// What is wrong with it.
     pub problem: String,
-}
-
-impl fmt::Display for Malformed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.at.is_empty() { "/" } else { &self.at };
-        write!(f, "{} (at {at})", self.problem)
-    }
 }
 
 /// The names `type` takes.
