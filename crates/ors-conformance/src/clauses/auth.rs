@@ -33,10 +33,10 @@ pub const CLAUSES: &[Clause] = &[
 
 const SKIP: &str = "no API key given (--api-key or ORS_API_KEY)";
 
-/// The target without its key, so requests go out unauthenticated.
-fn bare(ctx: &Ctx) -> Target {
+/// The target with `api_key` in place of its own (`None`: requests go out unauthenticated).
+fn keyed(ctx: &Ctx, api_key: Option<String>) -> Target {
     Target {
-        api_key: None,
+        api_key,
         ..ctx.target.clone()
     }
 }
@@ -45,9 +45,9 @@ fn health_open(ctx: &Ctx) -> Check {
     if ctx.target.api_key.is_none() {
         return ctx.skip(SKIP);
     }
-    let v = expect_ok_json(&Request::new("GET", "/health").send(&bare(ctx))?)?;
+    let v = expect_ok_json(&Request::new("GET", "/health").send(&keyed(ctx, None))?)?;
     ensure!(v == json!({"status": "ok"}), "health without a key: {v}");
-    let r = Request::new("GET", "/version").send(&bare(ctx))?;
+    let r = Request::new("GET", "/version").send(&keyed(ctx, None))?;
     check!(
         r.status() == 200,
         "GET /version without a key: {}",
@@ -86,7 +86,7 @@ fn missing(ctx: &Ctx) -> Check {
         return ctx.skip(SKIP);
     }
     let s = ctx.session_at("train", 1)?;
-    expect_refused(&bare(ctx), every_route(ctx, &s.sid))?;
+    expect_refused(&keyed(ctx, None), every_route(ctx, &s.sid))?;
     // The refused requests changed nothing: the session is still at its first counter.
     let n = s.text("counter", json!({}))?;
     expect_text("a refused call ran: counter", &n, "1")
@@ -97,10 +97,7 @@ fn wrong(ctx: &Ctx) -> Check {
         return ctx.skip(SKIP);
     };
     let s = ctx.session_at("train", 1)?;
-    let wrong = Target {
-        api_key: Some(format!("{key}-wrong")),
-        ..ctx.target.clone()
-    };
+    let wrong = keyed(ctx, Some(format!("{key}-wrong")));
     expect_refused(&wrong, every_route(ctx, &s.sid))
 }
 
@@ -109,7 +106,7 @@ fn bearer(ctx: &Ctx) -> Check {
         return ctx.skip(SKIP);
     };
     let bearer = format!("Bearer {key}");
-    let target = bare(ctx);
+    let target = keyed(ctx, None);
     let r = Request::new("GET", "/list_environments")
         .header("Authorization", &bearer)
         .send(&target)?;
