@@ -48,11 +48,11 @@ pub const CLAUSES: &[Clause] = &[
 ];
 
 /// Data sizes in bytes of the `chunk` and `end` events.
-fn piece_sizes(call: &Call) -> Vec<(String, usize)> {
+fn piece_sizes(call: &Call) -> Vec<(&str, usize)> {
     call.events
         .iter()
         .filter(|e| e.event == "chunk" || e.event == "end")
-        .map(|e| (e.event.clone(), e.data.len()))
+        .map(|e| (e.event.as_str(), e.data.len()))
         .collect()
 }
 
@@ -79,7 +79,6 @@ fn expect_pieces(ctx: &Ctx, json_len: usize, want: &[(&str, usize)]) -> Check {
         text.len()
     );
     let sizes = piece_sizes(&call);
-    let want: Vec<(String, usize)> = want.iter().map(|(e, n)| ((*e).to_owned(), *n)).collect();
     check!(sizes == want, "a {json_len}-byte result came as {sizes:?}")
 }
 
