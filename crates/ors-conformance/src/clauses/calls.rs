@@ -235,10 +235,8 @@ fn fail_ok_false(ctx: &Ctx) -> Check {
         .call("fail", json!({"message": "boom: intentional"}))?
         .result_json()?;
     // `reason: null` is no reason (notes row `error-reason`); the openreward server writes it.
-    if v.get("reason") == Some(&Value::Null) {
-        if let Some(obj) = v.as_object_mut() {
-            obj.remove("reason");
-        }
+    if let Some(obj) = v.as_object_mut() {
+        obj.retain(|key, value| key != "reason" || !value.is_null());
     }
     expect_json(
         "fail result",
@@ -532,13 +530,9 @@ fn keepalive(ctx: &Ctx) -> Check {
             ctx.keepalive
         )
     })?;
-    let before: Vec<String> = SseDecoder::new()
-        .push(&call.raw[..first_comment])
-        .into_iter()
-        .map(|e| e.event)
-        .collect();
+    let before = SseDecoder::new().push(&call.raw[..first_comment]);
     check!(
-        !before.iter().any(|e| e == "end"),
+        !before.iter().any(|e| e.event == "end"),
         "the first comment came after end"
     )
 }
