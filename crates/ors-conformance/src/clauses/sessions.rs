@@ -259,12 +259,9 @@ fn task_tools(ctx: &Ctx) -> Check {
     let s = ctx.session_at("train", 1)?;
     let mut names = task_tool_names(ctx, &s.sid)?;
     names.sort();
-    let mut want: Vec<String> = super::discovery::SHARED_TOOLS
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-    want.push("hint".to_owned());
-    want.sort();
+    let mut want = super::discovery::SHARED_TOOLS.to_vec();
+    want.push("hint");
+    want.sort_unstable();
     check!(
         names == want,
         "task_tools lists {names:?}, expected {want:?}"
