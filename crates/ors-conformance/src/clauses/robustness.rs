@@ -203,17 +203,13 @@ fn many_headers(ctx: &Ctx) -> Check {
     for i in 0..500 {
         req = req.header(&format!("X-Filler-{i}"), "v");
     }
-    match raw(ctx, &req.to_bytes(&ctx.target), Duration::from_secs(20))? {
-        None => Err("the connection was closed without a response".to_owned()),
-        Some(r) => {
-            ensure!(
-                (200..500).contains(&r.status()),
-                "500 headers got {}",
-                r.status()
-            );
-            Ok(())
-        }
-    }
+    let r = raw(ctx, &req.to_bytes(&ctx.target), Duration::from_secs(20))?
+        .ok_or("the connection was closed without a response")?;
+    check!(
+        (200..500).contains(&r.status()),
+        "500 headers got {}",
+        r.status()
+    )
 }
 
 /// `POST /{env}{route}` with a raw body labelled as JSON.
