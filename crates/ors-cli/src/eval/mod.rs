@@ -377,6 +377,9 @@ async fn stop_on_ctrl_c(stop: StopHandle, progress: Arc<Progress>) {
     }
 }
 
+/// How the summary labels its intervals.
+const CI: &str = "95% CI ";
+
 /// Print the summary; `counts` are the episodes that ran, came from the file, were never
 /// started.
 fn print_summary(
@@ -419,11 +422,8 @@ fn print_summary(
     line("episodes", episodes);
     let mean_at = several.then(|| format!(", mean@{}", stats.samples));
     let mean_at = mean_at.unwrap_or_default();
-    line(
-        "mean reward",
-        stats.mean_reward.show(false, "95% CI ") + &mean_at,
-    );
-    line("success rate", stats.success_rate.show(true, "95% CI "));
+    line("mean reward", stats.mean_reward.show(false, CI) + &mean_at);
+    line("success rate", stats.success_rate.show(true, CI));
     for p in &stats.pass_at {
         line(&format!("pass@{}", p.k), crate::results::percent(p.value));
     }
