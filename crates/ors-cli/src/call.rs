@@ -75,7 +75,7 @@ pub async fn call(client: &Client, args: CallArgs) -> Result<ExitCode, Error> {
     closed?;
     if failed > 0 {
         let msg = format!("{failed} of {} tool calls failed", calls.len());
-        return Ok(crate::fail("ors", &msg));
+        return Ok(crate::render::fail("ors", &msg));
     }
     Ok(ExitCode::SUCCESS)
 }

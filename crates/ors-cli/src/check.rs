@@ -75,7 +75,7 @@ pub async fn run(args: CheckArgs, client: ClientBuilder) -> ExitCode {
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report.to_json()).unwrap_or_default();
         if let Err(e) = std::fs::write(path, text + "\n") {
-            return crate::fail("ors", &format!("writing {}: {e}", path.display()));
+            return crate::render::fail("ors", &format!("writing {}: {e}", path.display()));
         }
     }
     if report.failed() == 0 {

@@ -139,14 +139,14 @@ async fn main() -> ExitCode {
             let run = move || ors_conformance::run_cli(&args, &url, api_key);
             return match tokio::task::spawn_blocking(run).await {
                 Ok(Ok(code)) => code,
-                Ok(Err(e)) => fail("ors", &e),
+                Ok(Err(e)) => render::fail("ors", &e),
                 // A JoinError shows a panic's message escaped: one line already.
-                Err(e) => fail("ors", &format!("the conformance runner failed: {e}")),
+                Err(e) => render::fail("ors", &format!("the conformance runner failed: {e}")),
             };
         }
         // Files in, a file out: no server is involved.
         Command::Report(args) => {
-            return report::run(&args).unwrap_or_else(|e| fail("ors report", &e))
+            return report::run(&args).unwrap_or_else(|e| render::fail("ors report", &e))
         }
         Command::New(args) => return new::run(&args),
         Command::Check(args) => return check::run(args, builder).await,
@@ -165,15 +165,9 @@ async fn main() -> ExitCode {
                 }
                 _ => e.to_string(),
             };
-            fail("ors", &msg)
+            render::fail("ors", &msg)
         }
     }
-}
-
-/// `command: error: msg`, on one line, and the exit status of a failure.
-fn fail(command: &str, msg: &str) -> ExitCode {
-    eprintln!("{command}: error: {}", render::one_line(msg));
-    ExitCode::FAILURE
 }
 
 /// `ors mcp`'s arguments in a build without the `mcp` feature: taken as they come, so the

@@ -90,7 +90,7 @@ pub fn run(args: &NewArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Err(e) => crate::fail("ors new", &e.to_string()),
+        Err(e) => crate::render::fail("ors new", &e.to_string()),
     }
 }
 

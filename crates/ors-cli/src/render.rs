@@ -285,6 +285,12 @@ pub fn pretty(v: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
+/// `command: error: msg`, on one line, and the exit status of a failure.
+pub fn fail(command: &str, msg: &str) -> std::process::ExitCode {
+    eprintln!("{command}: error: {}", one_line(msg));
+    std::process::ExitCode::FAILURE
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
