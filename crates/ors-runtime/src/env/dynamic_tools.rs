@@ -20,7 +20,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 
-use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
+use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
 
 use super::{valid_tool_name, ToolContext, ToolEntry, ToolTableError};
 use crate::schema::InputValidator;
@@ -56,7 +56,8 @@ pub type DynamicHandler =
 /// let out = tool.call(ToolContext::detached(), json!({"city": "Paris"})).await;
 /// assert_eq!(out.output().unwrap().blocks[0].as_text(), Some("Weather in Paris: 22°"));
 /// let bad = tool.call(ToolContext::detached(), json!({"city": "Paris", "units": "K"})).await;
-/// assert!(!bad.is_ok());
+/// let refused = bad.error_info().expect("an invalid input is refused");
+/// assert_eq!(refused.reason, Some(ors_core::types::ToolErrorReason::InputValidation));
 /// # }
 /// ```
 #[derive(Clone)]
@@ -143,12 +144,17 @@ impl DynamicTool {
         &self.spec
     }
 
-    /// Validate the input, then run the handler (an invalid input is `ok: false`, naming the
-    /// field, and the handler does not run).
+    /// Validate the input, then run the handler (an invalid input is `ok: false` with reason
+    /// `input_validation`, naming the field, as when the tool is in an environment's table,
+    /// and the handler does not run).
     pub fn call(&self, ctx: ToolContext, input: Value) -> BoxFuture<'static, RunToolOutput> {
         match checked_input(&self.validator, &self.spec.name, input) {
             Ok(obj) => (self.handler)(ctx, obj),
-            Err(msg) => Box::pin(async move { RunToolOutput::error(msg) }),
+            Err(msg) => {
+                Box::pin(
+                    async move { RunToolOutput::refused(ToolErrorReason::InputValidation, msg) },
+                )
+            }
         }
     }
 
