@@ -239,14 +239,11 @@ impl SseDecoder {
         self.feed(bytes, strict, sink)
     }
 
-    /// The most this decoder may hold at once: one event and the line carrying it.
-    fn held_cap(&self) -> usize {
-        self.limits.max_event_bytes.saturating_add(FIELD_ROOM)
-    }
-
-    /// Fail unless `more` bytes fit beside what is held.
+    /// Fail unless `more` bytes fit beside what is held: at most one event and the line
+    /// carrying it.
     fn check_room(&self, more: usize) -> Result<(), SseError> {
-        if self.buffered().saturating_add(more) > self.held_cap() {
+        let cap = self.limits.max_event_bytes.saturating_add(FIELD_ROOM);
+        if self.buffered().saturating_add(more) > cap {
             return Err(SseError::EventTooLarge {
                 limit: self.limits.max_event_bytes,
             });
@@ -271,16 +268,18 @@ impl SseDecoder {
             }
             // Whole lines at a time (memchr is vectorised): a 4 KiB `chunk` line is one copy,
             // not 4096 pushes.
-            match memchr2(b'\n', b'\r', bytes) {
+            let end = memchr2(b'\n', b'\r', bytes);
+            let taken = end.unwrap_or(bytes.len());
+            // Checked whether or not the line was buffered, so where the stream is cut never
+            // changes the outcome.
+            if self.line.len().saturating_add(taken) > max_line {
+                return Err(SseError::LineTooLong { limit: max_line });
+            }
+            // Every line must fit beside what is held, whatever its field, as it must when it
+            // arrives in pieces and is buffered.
+            self.check_room(taken)?;
+            match end {
                 Some(i) => {
-                    // Checked whether or not the line was buffered, so where the stream is
-                    // cut never changes the outcome.
-                    if self.line.len().saturating_add(i) > max_line {
-                        return Err(SseError::LineTooLong { limit: max_line });
-                    }
-                    // Every line must fit beside what is held, whatever its field, as it
-                    // must when it arrives in pieces and is buffered.
-                    self.check_room(i)?;
                     if self.line.is_empty() {
                         self.process_line(&bytes[..i], false, strict, sink)?;
                     } else {
@@ -291,10 +290,6 @@ impl SseDecoder {
                     bytes = &bytes[i + 1..];
                 }
                 None => {
-                    if self.line.len().saturating_add(bytes.len()) > max_line {
-                        return Err(SseError::LineTooLong { limit: max_line });
-                    }
-                    self.check_room(bytes.len())?;
                     self.line.extend_from_slice(bytes);
                     self.note_held(0);
                     break;
