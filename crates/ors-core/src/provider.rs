@@ -115,12 +115,9 @@ pub fn openai_tool(spec: &ToolSpec) -> Value {
 /// A spec as an OpenAI Responses-API tool (the reference client's `openai` format):
 /// `{"type": "function", "name", "description", "parameters"}`.
 pub fn openai_responses_tool(spec: &ToolSpec) -> Value {
-    let mut tool = Map::new();
-    tool.insert("type".to_owned(), Value::String("function".to_owned()));
-    if let Value::Object(f) = openai_function(spec) {
-        tool.extend(f);
-    }
-    Value::Object(tool)
+    let mut tool = openai_function(spec);
+    tool["type"] = json!("function");
+    tool
 }
 
 fn openai_function(spec: &ToolSpec) -> Value {
