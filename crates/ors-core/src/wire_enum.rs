@@ -4,12 +4,14 @@
 
 /// Declare a unit enum as `Variant = "wire_name",` rows: it gets `ALL` (declaration order),
 /// `as_str` and `Display`; `wire_enum! { serde ... }` also derives `Serialize`/`Deserialize`
-/// with the same names.
+/// with the same names (the calling crate depends on `serde` then). Exported for the client's
+/// trajectory enums, which are wire names too.
+#[macro_export]
 macro_rules! wire_enum {
     (serde $(#[$meta:meta])* pub enum $name:ident {
         $($(#[$vmeta:meta])* $variant:ident = $wire:literal,)*
     }) => {
-        wire_enum! {
+        $crate::wire_enum! {
             $(#[$meta])*
             #[derive(serde::Serialize, serde::Deserialize)]
             pub enum $name {

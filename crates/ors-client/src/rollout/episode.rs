@@ -58,39 +58,26 @@ pub struct Turn {
     pub latency_ms: f64,
 }
 
-/// Why an episode ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    /// A tool call reported `finished`.
-    Finished,
-    /// The policy chose to stop.
-    Stopped,
-    /// The model answered without calling a tool (an agent told to stop then).
-    NoToolCall,
-    /// The step limit was reached.
-    MaxSteps,
-    /// The agent's token budget was spent.
-    TokenBudget,
-    /// The evaluation was aborted while the episode ran.
-    Cancelled,
-    /// An error ended it (see `error`).
-    Error,
-}
-
-impl StopReason {
-    /// The snake_case name used in trajectories.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::Finished => "finished",
-            StopReason::Stopped => "stopped",
-            StopReason::NoToolCall => "no_tool_call",
-            StopReason::MaxSteps => "max_steps",
-            StopReason::TokenBudget => "token_budget",
-            StopReason::Cancelled => "cancelled",
-            StopReason::Error => "error",
-        }
+ors_core::wire_enum! {
+    serde
+    /// Why an episode ended.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+    pub enum StopReason {
+        /// A tool call reported `finished`.
+        Finished = "finished",
+        /// The policy chose to stop.
+        Stopped = "stopped",
+        /// The model answered without calling a tool (an agent told to stop then).
+        NoToolCall = "no_tool_call",
+        /// The step limit was reached.
+        MaxSteps = "max_steps",
+        /// The agent's token budget was spent.
+        TokenBudget = "token_budget",
+        /// The evaluation was aborted while the episode ran.
+        Cancelled = "cancelled",
+        /// An error ended it (see `error`).
+        Error = "error",
     }
 }
 
