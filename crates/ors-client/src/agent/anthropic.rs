@@ -36,9 +36,7 @@ pub(crate) fn request_body<'a>(opts: &'a ModelOptions, req: &ChatRequest<'a>) ->
         fields.push(("system", Value::String(system.join("\n\n"))));
     }
     fields.push(("messages", Value::Array(messages(req.messages))));
-    if let Some(t) = opts.temperature {
-        fields.push(("temperature", json!(t)));
-    }
+    fields.extend(opts.temperature.map(|t| ("temperature", json!(t))));
     Body {
         fields,
         tools: req.tools,

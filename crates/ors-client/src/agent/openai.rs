@@ -16,12 +16,8 @@ pub(crate) fn request_body<'a>(opts: &'a ModelOptions, req: &ChatRequest<'a>) ->
         ("model", Value::String(opts.model.clone())),
         ("messages", Value::Array(messages(req.messages))),
     ];
-    if let Some(t) = opts.temperature {
-        fields.push(("temperature", json!(t)));
-    }
-    if let Some(n) = opts.max_tokens {
-        fields.push(("max_tokens", json!(n)));
-    }
+    fields.extend(opts.temperature.map(|t| ("temperature", json!(t))));
+    fields.extend(opts.max_tokens.map(|n| ("max_tokens", json!(n))));
     Body {
         fields,
         tools: req.tools,
