@@ -44,6 +44,12 @@ impl Shared {
         self.http().json(&req, Retry::Idempotent).await
     }
 
+    /// `POST {route}` of this session (`/ping`, `/delete`): safe to repeat, so retried.
+    pub(super) async fn post(&self, route: &str) -> Result<()> {
+        let req = Req::post(route).sid(&self.sid);
+        self.http().fetch(&req, Retry::Idempotent).await.map(drop)
+    }
+
     pub(super) fn mark_dead(&self, reason: String, gone: bool) {
         let changed = self.death.send_if_modified(|d| {
             let first = d.is_none();
@@ -117,8 +123,7 @@ pub(super) async fn ping_loop(shared: Arc<Shared>, every: std::time::Duration) {
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticker.tick().await;
-        let req = Req::post(routes::PING).sid(&shared.sid);
-        match shared.http().fetch(&req, Retry::Idempotent).await {
+        match shared.post(routes::PING).await {
             Ok(_) => {}
             Err(e) if session_gone(&e) => {
                 shared.mark_dead(format!("ping answered {e}"), true);
@@ -140,9 +145,8 @@ pub(super) async fn delete(shared: &Shared) -> Result<()> {
     if shared.death.borrow().as_ref().is_some_and(|d| d.gone) {
         return Ok(());
     }
-    let req = Req::post(routes::DELETE).sid(&shared.sid);
     // Deleting twice is harmless (the second answers 410), so every failure may be retried.
-    match shared.http().fetch(&req, Retry::Idempotent).await {
+    match shared.post(routes::DELETE).await {
         Ok(_) => {
             tracing::debug!(sid = %shared.sid, "session deleted");
             Ok(())

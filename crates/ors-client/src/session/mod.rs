@@ -20,7 +20,7 @@ use crate::call::{run_call, CallSpec, Payload, Progress, ProgressFn};
 use crate::client::Environment;
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
-use crate::http::{Req, Retry};
+use crate::http::Retry;
 
 mod create;
 mod life;
@@ -257,14 +257,7 @@ impl Session {
         }
         match e.code() {
             Some(code) => code == ErrorCode::NoRoute.as_str(),
-            None => {
-                let ping = Req::post(routes::PING).sid(&self.shared.sid);
-                self.shared
-                    .http()
-                    .fetch(&ping, Retry::Idempotent)
-                    .await
-                    .is_ok()
-            }
+            None => self.shared.post(routes::PING).await.is_ok(),
         }
     }
 
@@ -311,15 +304,13 @@ impl Session {
     /// scoring when the environment has them), from `task_tools` or, without that route,
     /// `tools`.
     pub async fn listing(&self) -> Result<ListToolsOutput> {
-        let http = self.shared.http();
         if !self.shared.no_task_tools.load(Ordering::Relaxed) {
             match self.optional(self.shared.get(routes::TASK_TOOLS)).await? {
                 Some(out) => return Ok(out),
                 None => self.shared.no_task_tools.store(true, Ordering::Relaxed),
             }
         }
-        self.guarded(http.get(self.shared.env.path(routes::TOOLS)))
-            .await
+        self.guarded(self.shared.env.listing()).await
     }
 
     /// This episode's tools in the function-calling format of an LLM provider.
