@@ -400,6 +400,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_api_is_named_after_its_tool_format() {
+        for api in Api::ALL {
+            assert_eq!(api.as_str(), api.provider().as_str());
+            assert_eq!(api.to_string().parse(), Ok(api));
+        }
+        assert!("gemini"
+            .parse::<Api>()
+            .unwrap_err()
+            .contains("openai or anthropic"));
+    }
+
+    #[test]
     fn arguments_must_be_a_json_object() {
         assert_eq!(
             parse_arguments(r#"{"answer": "4"}"#),

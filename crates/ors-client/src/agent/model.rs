@@ -22,25 +22,20 @@ use crate::error::{Error, Result};
 use crate::http::{preview, Backoff, Http, Req, Retry};
 use crate::rollout::trace::{Message, ModelCall, Sampling, ToolCall};
 
-/// The HTTP API a model server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Api {
-    /// OpenAI Chat Completions, `POST {base}/chat/completions`: OpenAI, vLLM, SGLang,
-    /// llama.cpp's server, Ollama and every compatible server.
-    OpenAi,
-    /// Anthropic Messages, `POST {base}/v1/messages`.
-    Anthropic,
+ors_core::wire_enum! {
+    /// The HTTP API a model server speaks; its name (what [`FromStr`] accepts) is its tool
+    /// format's.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Api {
+        /// OpenAI Chat Completions, `POST {base}/chat/completions`: OpenAI, vLLM, SGLang,
+        /// llama.cpp's server, Ollama and every compatible server.
+        OpenAi = "openai",
+        /// Anthropic Messages, `POST {base}/v1/messages`.
+        Anthropic = "anthropic",
+    }
 }
 
 impl Api {
-    /// Every API, in a stable order.
-    pub const ALL: [Api; 2] = [Api::OpenAi, Api::Anthropic];
-
-    /// The name [`FromStr`] accepts (`openai`, `anthropic`): its tool format's.
-    pub fn as_str(self) -> &'static str {
-        self.provider().as_str()
-    }
-
     /// The environment variable the API key is read from when none is given.
     pub fn key_env(self) -> &'static str {
         match self {
@@ -55,12 +50,6 @@ impl Api {
             Api::OpenAi => Provider::OpenAi,
             Api::Anthropic => Provider::Anthropic,
         }
-    }
-}
-
-impl fmt::Display for Api {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
