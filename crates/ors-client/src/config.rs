@@ -65,25 +65,18 @@ impl SizeLimit {
     }
 }
 
-/// Which root certificates the client trusts for `https://`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TlsRoots {
-    /// Mozilla's roots, built into the binary (`webpki-roots`): the same trust on every
-    /// machine, container or not.
-    #[default]
-    Mozilla,
-    /// The operating system's store (`rustls-native-certs`): what a company's TLS-inspecting
-    /// proxy or a private CA installed system-wide needs.
-    System,
-}
-
-/// The name [`FromStr`] accepts.
-impl fmt::Display for TlsRoots {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TlsRoots::Mozilla => "mozilla",
-            TlsRoots::System => "system",
-        })
+ors_core::wire_enum! {
+    /// Which root certificates the client trusts for `https://`; its name is what [`FromStr`]
+    /// accepts.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+    pub enum TlsRoots {
+        /// Mozilla's roots, built into the binary (`webpki-roots`): the same trust on every
+        /// machine, container or not.
+        #[default]
+        Mozilla = "mozilla",
+        /// The operating system's store (`rustls-native-certs`): what a company's
+        /// TLS-inspecting proxy or a private CA installed system-wide needs.
+        System = "system",
     }
 }
 
