@@ -205,10 +205,9 @@ impl Session {
 
     /// Delete the session.
     pub fn close(mut self) -> Result<()> {
-        match self.inner.take() {
-            Some(s) => self.rt.block_on(s.close()),
-            None => Ok(()),
-        }
+        self.inner
+            .take()
+            .map_or(Ok(()), |s| self.rt.block_on(s.close()))
     }
 }
 
