@@ -103,10 +103,8 @@ impl BodyReader {
             match self.body.frame().await {
                 None => return Ok(None),
                 Some(Err(e)) => {
-                    return Err(match truncated(self.received, self.announced) {
-                        Some(cut) => cut.into(),
-                        None => ReadError::Transport(e),
-                    })
+                    let cut = truncated(self.received, self.announced);
+                    return Err(cut.map_or(ReadError::Transport(e), ReadError::Body));
                 }
                 Some(Ok(frame)) => {
                     // Trailers carry nothing ORS uses.
