@@ -270,19 +270,13 @@ pub fn sanitize_openai_schema(schema: &Value) -> Value {
     })
 }
 
-/// Keywords the reference removes for Gemini.
+/// Keywords the reference removes for Gemini besides those it removes for OpenAI.
 const GEMINI_UNSUPPORTED: &[&str] = &[
-    "additionalProperties",
     "additional_properties",
     "title",
     "default",
     "examples",
     "example",
-    "patternProperties",
-    "oneOf",
-    "allOf",
-    "anyOf",
-    "not",
 ];
 
 /// The schema cleaned for Gemini function declarations (the reference's
@@ -314,7 +308,7 @@ pub fn sanitize_gemini_schema(schema: &Value) -> Value {
                 values.retain(|v| !v.is_null());
             }
         }
-        for key in GEMINI_UNSUPPORTED {
+        for key in OPENAI_UNSUPPORTED.iter().chain(GEMINI_UNSUPPORTED) {
             obj.remove(*key);
         }
         if let Some(defs) = obj.remove("$defs") {
