@@ -254,10 +254,8 @@ const OPENAI_UNSUPPORTED: &[&str] = &[
 pub fn sanitize_openai_schema(schema: &Value) -> Value {
     map_schema(schema, &|obj| {
         let mut obj = collapse_const_union(obj);
+        // The union's keywords come along into the option, and go with the unsupported ones.
         if let Some(option) = pick_union_option(&obj) {
-            for key in ["anyOf", "oneOf", "allOf"] {
-                obj.remove(key);
-            }
             obj = merge_into_option(option, obj);
         }
         for key in OPENAI_UNSUPPORTED {
@@ -287,8 +285,6 @@ pub fn sanitize_gemini_schema(schema: &Value) -> Value {
         let mut obj = collapse_const_union(obj);
         // A nullable union (`Option<Enum>`, `Option<Recursive>`) keeps its real option.
         if let Some(option) = nullable_union_option(&obj) {
-            obj.remove("anyOf");
-            obj.remove("oneOf");
             obj = merge_into_option(option, obj);
             obj.insert("nullable".to_owned(), Value::Bool(true));
         }
