@@ -21,8 +21,9 @@ impl BlockText for ToolOutput {
     }
 }
 
-/// The result of executing a tool: content, reward, and whether the episode ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The result of executing a tool: content, reward, and whether the episode ended. Its
+/// `Default` is an output with no blocks, no reward, not finished.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ToolOutput {
     /// Output content.
@@ -48,9 +49,7 @@ impl ToolOutput {
     pub fn blocks(blocks: Blocks) -> Self {
         Self {
             blocks,
-            metadata: None,
-            reward: None,
-            finished: false,
+            ..Self::default()
         }
     }
 
