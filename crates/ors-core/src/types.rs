@@ -382,10 +382,7 @@ impl<T: Into<ToolOutput>> IntoToolResult for T {
 #[diagnostic::do_not_recommend]
 impl<T: Into<ToolOutput>, Er: std::fmt::Display> IntoToolResult for Result<T, Er> {
     fn into_tool_result(self) -> RunToolOutput {
-        match self {
-            Ok(v) => RunToolOutput::Success(v.into()),
-            Err(e) => RunToolOutput::error(e.to_string()),
-        }
+        self.map_or_else(|e| RunToolOutput::error(e.to_string()), T::into_tool_result)
     }
 }
 
@@ -399,10 +396,7 @@ impl<T: Serialize> IntoToolResult for Json<T> {
 #[diagnostic::do_not_recommend]
 impl<T: Serialize, Er: std::fmt::Display> IntoToolResult for Result<Json<T>, Er> {
     fn into_tool_result(self) -> RunToolOutput {
-        match self {
-            Ok(v) => v.into_output(),
-            Err(e) => RunToolOutput::error(e.to_string()),
-        }
+        self.map_or_else(|e| RunToolOutput::error(e.to_string()), Json::into_output)
     }
 }
 
