@@ -147,15 +147,17 @@ fn copy(from: &Path, to: &Path) -> std::io::Result<()> {
     }
 }
 
-/// A directory this process's user owns and only it can write.
-fn trusted(dir: &Path) -> bool {
+/// A finished copy: marked complete, in a directory this process's user owns and only it can
+/// write.
+fn ready(dir: &Path) -> bool {
     let (Ok(meta), Ok(me)) = (
         std::fs::symlink_metadata(dir),
         std::fs::metadata("/proc/self"),
     ) else {
         return false;
     };
-    meta.is_dir() && meta.uid() == me.uid() && meta.mode() & 0o022 == 0
+    let trusted = meta.is_dir() && meta.uid() == me.uid() && meta.mode() & 0o022 == 0;
+    trusted && dir.join(".complete").exists()
 }
 
 /// Make (or find) the copy of `etc` under `parent`.
@@ -166,7 +168,7 @@ fn prepare(etc: &Path, parent: &Path) -> Result<PathBuf, String> {
         .unwrap_or(0);
     let name = format!("ors-sandbox-etc-{uid}-{:016x}", fingerprint(etc, &names));
     let done = parent.join(&name);
-    if done.join(".complete").exists() && trusted(&done) {
+    if ready(&done) {
         return Ok(done);
     }
     let building = parent.join(format!("{name}.{}.tmp", std::process::id()));
@@ -192,7 +194,7 @@ fn prepare(etc: &Path, parent: &Path) -> Result<PathBuf, String> {
         match std::fs::rename(&building, &done) {
             Ok(()) => Ok(()),
             // Another server made it first.
-            Err(_) if done.join(".complete").exists() && trusted(&done) => Ok(()),
+            Err(_) if ready(&done) => Ok(()),
             Err(e) => Err(format!("{}: {e}", done.display())),
         }
     });
