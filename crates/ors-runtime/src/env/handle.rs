@@ -183,13 +183,17 @@ impl<E: Environment> Slot<E> {
         if let Slot::Away(rx) = self {
             *self = rx.await.map_or(Slot::Lost, Slot::Here);
         }
+        self.here_mut()
+    }
+
+    fn here(&self) -> Option<&E> {
         match self {
             Slot::Here(env) => Some(env),
             _ => None,
         }
     }
 
-    fn here(&self) -> Option<&E> {
+    fn here_mut(&mut self) -> Option<&mut E> {
         match self {
             Slot::Here(env) => Some(env),
             _ => None,
@@ -282,10 +286,7 @@ impl<E: Environment> Episode<E> {
 
     /// The environment value to change, unless a blocking tool that timed out still has it.
     pub fn get_mut(&mut self) -> Option<&mut E> {
-        match &mut self.slot {
-            Slot::Here(env) => Some(env),
-            _ => None,
-        }
+        self.slot.here_mut()
     }
 
     /// Every tool of the episode: the table's (shared and task-specific), those it computes
@@ -397,16 +398,12 @@ impl<E: Environment> Tools<E> {
 
 impl<E: Environment> DynSession for Episode<E> {
     fn prompt(&self) -> BoxFuture<'_, Result<Blocks, EnvError>> {
-        match self.slot.here() {
-            Some(env) => Box::pin(env.prompt()),
-            None => Box::pin(async { Err(EnvError::msg(AWAY)) }),
-        }
+        let env = self.slot.here().ok_or_else(|| EnvError::msg(AWAY));
+        Box::pin(async move { env?.prompt().await })
     }
     fn messages(&self) -> BoxFuture<'_, Result<Vec<Message>, EnvError>> {
-        match self.slot.here() {
-            Some(env) => Box::pin(env.messages()),
-            None => Box::pin(async { Err(EnvError::msg(AWAY)) }),
-        }
+        let env = self.slot.here().ok_or_else(|| EnvError::msg(AWAY));
+        Box::pin(async move { env?.messages().await })
     }
     fn tools(&self) -> Vec<ToolSpec> {
         Episode::tools(self)
