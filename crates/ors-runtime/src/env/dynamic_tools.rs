@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
 
+use super::table::{as_object, as_value};
 use super::{valid_tool_name, ToolContext, ToolEntry, ToolTableError};
 use crate::schema::InputValidator;
 
@@ -150,11 +151,7 @@ impl DynamicTool {
     pub fn call(&self, ctx: ToolContext, input: Value) -> BoxFuture<'static, RunToolOutput> {
         match checked_input(&self.validator, &self.spec.name, input) {
             Ok(obj) => (self.handler)(ctx, obj),
-            Err(msg) => {
-                Box::pin(
-                    async move { RunToolOutput::refused(ToolErrorReason::InputValidation, msg) },
-                )
-            }
+            Err(out) => Box::pin(async move { out }),
         }
     }
 
@@ -166,15 +163,11 @@ impl DynamicTool {
         ToolEntry::new(
             self.spec.clone(),
             shared,
-            move |_env: &mut E, ctx, input| match super::table::as_value(&name, input) {
-                Ok(Value::Object(obj)) => handler(ctx, obj),
+            move |_env: &mut E, ctx, input| match as_value(&name, input)
+                .and_then(|v| as_object(&name, v))
+            {
+                Ok(obj) => handler(ctx, obj),
                 Err(out) => Box::pin(async move { out }),
-                Ok(other) => {
-                    let kind = ors_core::types::json_kind(&other);
-                    let out =
-                        super::invalid_input(&name, format!("expected an object, got {kind}"));
-                    Box::pin(async move { out })
-                }
             },
         )
         .validated(Arc::clone(&self.validator))
@@ -182,25 +175,21 @@ impl DynamicTool {
 }
 
 /// An input checked against a tool's object schema (`null` read as `{}`), as the object it is;
-/// the error names the tool and each offending field.
+/// the refusal names the tool and each offending field.
 pub(crate) fn checked_input(
     validator: &InputValidator,
     tool: &str,
     input: Value,
-) -> Result<JsonObject, String> {
+) -> Result<JsonObject, RunToolOutput> {
     let input = match input {
         Value::Null => Value::Object(JsonObject::new()),
         other => other,
     };
-    validator.check(tool, &input)?;
-    match input {
-        Value::Object(obj) => Ok(obj),
-        // The schema is an object schema, so the validator refused anything else.
-        other => Err(format!(
-            "invalid input for tool '{tool}': expected an object, got {}",
-            ors_core::types::json_kind(&other)
-        )),
-    }
+    validator
+        .check(tool, &input)
+        .map_err(|msg| RunToolOutput::refused(ToolErrorReason::InputValidation, msg))?;
+    // The schema is an object schema, so the validator refused anything else.
+    as_object(tool, input)
 }
 
 /// A dynamic tool as a shared entry of an environment's table (`#[environment(dynamic_tools =

@@ -33,7 +33,7 @@ pub use ors_core::is_valid_tool_name as valid_tool_name;
 #[cfg(feature = "mcp")]
 pub(crate) use dynamic_tools::checked_input;
 pub(crate) use environment::ENVIRONMENT_METHODS;
-pub(crate) use table::{as_value, invalid_input};
+pub(crate) use table::{as_value, invalid_input, not_an_object};
 pub use table::{
     BlockingFn, NameHasher, Prepared, ToolEntry, ToolFn, ToolFuture, ToolRun, ToolTable,
     ToolTableError, Toolset, REASONING_FIELD,

@@ -438,12 +438,11 @@ impl<E: 'static> ToolTable<E> {
         let Some(validator) = &entry.validator else {
             return Prepared::Entry(entry, ctx, input);
         };
-        let checked = as_value(name, input).and_then(|value| match validator.check(name, &value) {
-            Ok(()) => Ok(CallInput::from(value)),
-            Err(msg) => Err(RunToolOutput::refused(
-                ToolErrorReason::InputValidation,
-                msg,
-            )),
+        let checked = as_value(name, input).and_then(|value| {
+            validator
+                .check(name, &value)
+                .map(|()| CallInput::from(value))
+                .map_err(|msg| RunToolOutput::refused(ToolErrorReason::InputValidation, msg))
         });
         match checked {
             Ok(input) => Prepared::Entry(entry, ctx, input),
@@ -510,6 +509,19 @@ pub(crate) fn as_value(tool: &str, input: CallInput) -> Result<Value, RunToolOut
 pub(crate) fn invalid_input(tool: &str, what: impl std::fmt::Display) -> RunToolOutput {
     let msg = format!("invalid input for tool '{tool}': {what}");
     RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
+}
+
+/// The input as the object a tool takes, or the `ok: false` answer saying what it is instead.
+pub(crate) fn as_object(tool: &str, input: Value) -> Result<JsonObject, RunToolOutput> {
+    match input {
+        Value::Object(obj) => Ok(obj),
+        other => Err(not_an_object(tool, ors_core::types::json_kind(&other))),
+    }
+}
+
+/// The `ok: false` answer to an input of `kind` where the tool takes an object.
+pub(crate) fn not_an_object(tool: &str, kind: &str) -> RunToolOutput {
+    invalid_input(tool, format!("expected an object, got {kind}"))
 }
 
 /// Take the `reasoning` string out of an input into the context.

@@ -311,9 +311,7 @@ impl ExternalSession {
                 let (conn, mcp_name) = (Arc::clone(&self.conns[*toolset]), t.mcp_name.clone());
                 match crate::env::checked_input(&t.validator, &t.spec.name, input) {
                     Ok(input) => Box::pin(async move { conn.call(&ctx, &mcp_name, input).await }),
-                    Err(msg) => Box::pin(async move {
-                        RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
-                    }),
+                    Err(out) => Box::pin(async move { out }),
                 }
             }
             Runs::Here(t) => t.call(ctx, input),

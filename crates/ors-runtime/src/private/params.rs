@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use ors_core::types::{JsonObject, RunToolOutput};
 
-use crate::env::{invalid_input, CallInput, ToolContext};
+use crate::env::{invalid_input, not_an_object, CallInput, ToolContext};
 use crate::schema::input_schema;
 
 /// A type a `#[tool]` method can take as its input: deserialized from the call's JSON and
@@ -175,10 +175,7 @@ impl ContextRef for ToolContext {
 pub fn no_input(tool: &str, input: Option<CallInput>) -> Result<(), RunToolOutput> {
     match input.as_ref().map(CallInput::kind) {
         None | Some("null" | "an object") => Ok(()),
-        Some(kind) => Err(invalid_input(
-            tool,
-            format!("expected an object, got {kind}"),
-        )),
+        Some(kind) => Err(not_an_object(tool, kind)),
     }
 }
 
