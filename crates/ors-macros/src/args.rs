@@ -100,12 +100,8 @@ fn unknown_key(macro_name: &str, key: &str, keys: &[Key]) -> String {
         .map(|k| (edit_distance(key, k.name), k.name))
         .filter(|(d, _)| *d <= 2)
         .min();
-    match close {
-        Some((_, name)) => {
-            format!("unknown {macro_name} argument `{key}`; did you mean `{name}`? (valid arguments: {valid})")
-        }
-        None => format!("unknown {macro_name} argument `{key}` (valid arguments: {valid})"),
-    }
+    let hint = close.map_or_else(String::new, |(_, name)| format!("; did you mean `{name}`?"));
+    format!("unknown {macro_name} argument `{key}`{hint} (valid arguments: {valid})")
 }
 
 /// Consume the value of an unknown key so parsing can go on to the next one.

@@ -2,6 +2,7 @@
 //! head when it is something else), and the code emitted beside it, spanned and `cfg`-ed as
 //! the author's own.
 
+use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
 
 use crate::args::Errors;
@@ -10,10 +11,10 @@ use crate::args::Errors;
 /// emitted unchanged beside the collected errors (plus `wrong_item` on its head), so one
 /// mistake gives one message.
 pub(crate) fn parse_impl(
-    item: proc_macro2::TokenStream,
+    item: TokenStream,
     wrong_item: &str,
     errors: &mut Errors,
-) -> Result<syn::ItemImpl, proc_macro2::TokenStream> {
+) -> Result<syn::ItemImpl, TokenStream> {
     let e = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(syn::Item::Impl(imp)) => return Ok(imp),
         Ok(other) => syn::Error::new_spanned(item_head(&other), wrong_item),
@@ -25,7 +26,7 @@ pub(crate) fn parse_impl(
 
 /// The head of an item (`struct Foo`, `fn foo`), so an error about the item as a whole
 /// underlines one line rather than the whole body.
-pub(crate) fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {
+pub(crate) fn item_head(item: &syn::Item) -> TokenStream {
     use syn::Item;
     let (keyword, name): (&dyn ToTokens, &dyn ToTokens) = match item {
         Item::Struct(s) => (&s.struct_token, &s.ident),
@@ -41,10 +42,7 @@ pub(crate) fn item_head(item: &syn::Item) -> proc_macro2::TokenStream {
 
 /// `tokens` with every span set to `span`: generated code that names the SDK carries the span
 /// of the author's token it is about, so an error in it is reported there.
-pub(crate) fn respan(
-    tokens: proc_macro2::TokenStream,
-    span: proc_macro2::Span,
-) -> proc_macro2::TokenStream {
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
     use proc_macro2::{Group, TokenTree};
     tokens
         .into_iter()
@@ -60,7 +58,7 @@ pub(crate) fn respan(
 
 /// The `cfg` attributes of the author's impl, for the items the macros add beside it: what is
 /// compiled out with the impl is compiled out with them.
-pub(crate) fn cfgs(imp: &syn::ItemImpl) -> proc_macro2::TokenStream {
+pub(crate) fn cfgs(imp: &syn::ItemImpl) -> TokenStream {
     imp.attrs
         .iter()
         .filter(|attr| attr.path().is_ident("cfg"))
@@ -73,10 +71,10 @@ pub(crate) fn cfgs(imp: &syn::ItemImpl) -> proc_macro2::TokenStream {
 /// `bounds` added to its where-clause.
 pub(crate) fn impl_beside(
     imp: &syn::ItemImpl,
-    trait_: Option<proc_macro2::TokenStream>,
-    bounds: proc_macro2::TokenStream,
-    body: proc_macro2::TokenStream,
-) -> proc_macro2::TokenStream {
+    trait_: Option<TokenStream>,
+    bounds: TokenStream,
+    body: TokenStream,
+) -> TokenStream {
     let attrs = imp.attrs.iter().filter(|attr| {
         ["cfg", "allow", "expect", "warn", "deny"]
             .iter()

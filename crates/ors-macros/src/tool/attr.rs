@@ -50,41 +50,33 @@ pub(super) struct ToolArgs {
 impl ToolArgs {
     pub(super) fn parse(attr: &Attribute, errors: &mut Errors) -> Self {
         let mut out = ToolArgs::default();
-        match &attr.meta {
-            Meta::Path(_) => {}
-            Meta::List(list) => {
-                args::parse_args(
-                    list.tokens.clone(),
-                    "#[tool]",
-                    TOOL_KEYS,
-                    errors,
-                    |key, meta| {
-                        match key {
-                            "name" => out.name = Some(args::lit_str(meta, "name")?),
-                            "description" => {
-                                out.description = Some(args::lit_str(meta, "description")?)
-                            }
-                            "shared" => out.shared = Some(args::lit_bool(meta, "shared")?.value),
-                            "blocking" => out.blocking = flag_span(meta, "blocking")?,
-                            "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
-                            "validate" => out.validate = flag_span(meta, "validate")?,
-                            "terminal" => out.terminal = flag_span(meta, "terminal")?,
-                            "concurrent" => out.concurrent = flag_span(meta, "concurrent")?,
-                            "exclusive" => out.exclusive = flag_span(meta, "exclusive")?,
-                            "runs_commands" => {
-                                out.runs_commands = args::flag(meta, "runs_commands")?
-                            }
-                            _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
-                        }
-                        Ok(())
-                    },
+        let tokens = match &attr.meta {
+            Meta::Path(_) => return out,
+            Meta::List(list) => list.tokens.clone(),
+            Meta::NameValue(nv) => {
+                errors.spanned(
+                    nv,
+                    "write `#[tool]` or `#[tool(name = \"...\", description = \"...\", shared = false)]`",
                 );
+                return out;
             }
-            Meta::NameValue(nv) => errors.spanned(
-                nv,
-                "write `#[tool]` or `#[tool(name = \"...\", description = \"...\", shared = false)]`",
-            ),
-        }
+        };
+        args::parse_args(tokens, "#[tool]", TOOL_KEYS, errors, |key, meta| {
+            match key {
+                "name" => out.name = Some(args::lit_str(meta, "name")?),
+                "description" => out.description = Some(args::lit_str(meta, "description")?),
+                "shared" => out.shared = Some(args::lit_bool(meta, "shared")?.value),
+                "blocking" => out.blocking = flag_span(meta, "blocking")?,
+                "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
+                "validate" => out.validate = flag_span(meta, "validate")?,
+                "terminal" => out.terminal = flag_span(meta, "terminal")?,
+                "concurrent" => out.concurrent = flag_span(meta, "concurrent")?,
+                "exclusive" => out.exclusive = flag_span(meta, "exclusive")?,
+                "runs_commands" => out.runs_commands = args::flag(meta, "runs_commands")?,
+                _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
+            }
+            Ok(())
+        });
         out
     }
 }
