@@ -248,13 +248,12 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         }
     }
 
-    let output_span = match &sig.output {
-        ReturnType::Type(_, ty) => ty.span(),
-        ReturnType::Default => sig.ident.span(),
-    };
-    let output_ty = match &sig.output {
-        ReturnType::Type(_, ty) if !contains_impl_trait(ty) => Some(with_lifetimes(ty, "static")),
-        _ => None,
+    let (output_span, output_ty) = match &sig.output {
+        ReturnType::Type(_, ty) => {
+            let named = !contains_impl_trait(ty);
+            (ty.span(), named.then(|| with_lifetimes(ty, "static")))
+        }
+        ReturnType::Default => (sig.ident.span(), None),
     };
 
     let description = match args.description {
