@@ -232,10 +232,9 @@ fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStr
             c.into_token_stream()
         }
         (None, given) => {
-            let name = match given {
-                Some(lit) => lit.clone(),
-                None => default_name(&self_ty, &mut errors),
-            };
+            let name = given
+                .clone()
+                .unwrap_or_else(|| default_name(&self_ty, &mut errors));
             if !args::valid_name(&name.value()) {
                 errors.spanned(
                     &name,
@@ -456,9 +455,7 @@ fn state_type(
         _ => None,
     });
     let Some((ident, ty)) = first else {
-        return quote!(
-            type State = ();
-        );
+        return quote! { type State = (); };
     };
     let name = ident.to_string();
     let name = name.strip_suffix("_with").unwrap_or(&name);
