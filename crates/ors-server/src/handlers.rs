@@ -65,9 +65,7 @@ impl App {
     }
 
     async fn ping(&self, req: Req<'_>) -> Result<Resp, ApiError> {
-        let sid = request::session_id(&req.parts.headers)?;
-        note("session", sid);
-        self.sessions.get(sid)?;
+        self.sessions.get(session_id(req.parts)?)?;
         Ok(json_bytes(Bytes::from_static(HEALTH)))
     }
 
@@ -115,8 +113,7 @@ impl App {
     }
 
     async fn task_tools(&self, req: Req<'_>) -> Result<Resp, ApiError> {
-        let session = self.ready_session(req.parts).await?;
-        let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
+        let (session, hosted) = self.ready_session(req.parts).await?;
         let slot = session.episode.lock().await;
         let episode = slot.as_ref().ok_or_else(|| session.gone())?;
         let tools = caught(async { episode.tools() })
@@ -126,7 +123,7 @@ impl App {
     }
 
     async fn prompt(&self, req: Req<'_>) -> Result<Resp, ApiError> {
-        let session = self.ready_session(req.parts).await?;
+        let (session, _) = self.ready_session(req.parts).await?;
         let slot = session.episode.lock().await;
         let episode = slot.as_ref().ok_or_else(|| session.gone())?;
         let blocks = caught(episode.prompt())
@@ -145,7 +142,7 @@ impl App {
     }
 
     async fn messages(&self, req: Req<'_>) -> Result<Resp, ApiError> {
-        let session = self.ready_session(req.parts).await?;
+        let (session, _) = self.ready_session(req.parts).await?;
         let slot = session.episode.lock().await;
         let episode = slot.as_ref().ok_or_else(|| session.gone())?;
         let messages = caught(episode.messages())
@@ -172,14 +169,22 @@ impl App {
         request_body::read_body(body, length, &self.body_limits).await
     }
 
-    /// The session of the request's `X-Session-ID`, once its setup has finished.
-    async fn ready_session(&self, parts: &Parts) -> Result<Arc<Session>, ApiError> {
-        let sid = request::session_id(&parts.headers)?;
-        note("session", sid);
-        let session = self.sessions.get(sid)?;
-        self.record_env(&session);
+    /// The session of the request's `X-Session-ID`, once its setup has finished, and its
+    /// environment.
+    async fn ready_session(&self, parts: &Parts) -> Result<(Arc<Session>, &HostedEnv), ApiError> {
+        let (session, hosted) = self.live_session(session_id(parts)?)?;
         session.ready_within(self.config.setup_wait).await?;
-        Ok(session)
+        Ok((session, hosted))
+    }
+
+    /// The live session `sid` names and its environment, which serves episode routes
+    /// whatever the path says (PROTOCOL_NOTES row `path-env-not-validated`); the span shows
+    /// that one.
+    fn live_session(&self, sid: &str) -> Result<(Arc<Session>, &HostedEnv), ApiError> {
+        let session = self.sessions.get(sid)?;
+        let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
+        note("env", hosted.name.as_str());
+        Ok((session, hosted))
     }
 
     /// A fresh session id: JSON `{"sid"}`, or SSE `task_id` + empty `end` for clients that
@@ -209,8 +214,7 @@ impl App {
         if self.is_closing() {
             return Err(ApiError::ShuttingDown);
         }
-        let sid = request::session_id(&parts.headers)?;
-        note("session", sid);
+        let sid = session_id(parts)?;
         // Before the body: an id this server did not issue costs no more than its headers.
         self.sessions.check_new_id(sid)?;
         let header_secrets = request::header_secrets(&parts.headers)?;
@@ -281,8 +285,7 @@ impl App {
     }
 
     async fn end_session(&self, parts: &Parts, lenient: bool) -> Result<Resp, ApiError> {
-        let sid = request::session_id(&parts.headers)?;
-        note("session", sid);
+        let sid = session_id(parts)?;
         match self.sessions.remove(sid) {
             Some(session) => {
                 session
@@ -301,8 +304,7 @@ impl App {
 
     /// Start a tool call (or reconnect to one by `task_id`) and stream its events.
     async fn call(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
-        let sid = request::session_id(&parts.headers)?;
-        note("session", sid);
+        let sid = session_id(parts)?;
         let body = self.body(parts, body).await?;
         let request::CallBody {
             name,
@@ -311,9 +313,7 @@ impl App {
         } = request::parse_call(&body)?;
         drop(body);
         note("tool", name.as_str());
-        let session = self.sessions.get(sid)?;
-        self.record_env(&session);
-        let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
+        let (session, hosted) = self.live_session(sid)?;
         let request = call::CallRequest {
             work: call::Work::tool(input, hosted.env.is_concurrent(&name)),
             name,
@@ -326,12 +326,9 @@ impl App {
     /// like a call (PROTOCOL_NOTES row `score-group`). An environment without `score_group`
     /// is a 404 before any stream opens, so a client tells "unsupported" from a failure.
     async fn score_group(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
-        let sid = request::session_id(&parts.headers)?;
-        note("session", sid);
+        let sid = session_id(parts)?;
         let body = self.body(parts, body).await?;
-        let session = self.sessions.get(sid)?;
-        self.record_env(&session);
-        let hosted = self.envs.get(session.env).ok_or_else(|| session.gone())?;
+        let (session, hosted) = self.live_session(sid)?;
         if !hosted.env.supports_score_group() {
             return Err(ApiError::ScoreGroupUnsupported(hosted.name.clone()));
         }
@@ -356,14 +353,13 @@ impl App {
         };
         call::serve(session, request, &self.config, &self.calls).await
     }
+}
 
-    /// Episode routes are served by the session's environment, whatever the path says
-    /// (PROTOCOL_NOTES row `path-env-not-validated`); the span shows that one.
-    fn record_env(&self, session: &Session) {
-        if let Some(env) = self.envs.get(session.env) {
-            note("env", env.name.as_str());
-        }
-    }
+/// The request's `X-Session-ID`, noted in its span.
+fn session_id(parts: &Parts) -> Result<&str, ApiError> {
+    let sid = request::session_id(&parts.headers)?;
+    note("session", sid);
+    Ok(sid)
 }
 
 /// The revision of PROTOCOL_NOTES this server follows, for `/version`: the number of its last
