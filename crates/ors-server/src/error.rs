@@ -48,7 +48,8 @@ pub(crate) enum ApiError {
     SessionNotFound(Arc<str>),
     #[error("session '{0}' was deleted")]
     SessionDeleted(Arc<str>),
-    #[error("session '{sid}' timed out after {} s of inactivity", Secs(*.after))]
+    // An `f64` is displayed as people write seconds: `900`, not `900.0`; `1.5`.
+    #[error("session '{sid}' timed out after {} s of inactivity", .after.as_secs_f64())]
     SessionTimedOut { sid: Arc<str>, after: Duration },
     #[error("session '{0}' already exists")]
     SessionExists(Arc<str>),
@@ -70,7 +71,7 @@ pub(crate) enum ApiError {
          for a request (ORS_MAX_BODY_BYTES); send fewer or larger blocks"
     )]
     GroupTooLarge { parsed: usize, limit: usize },
-    #[error("the request body did not arrive within {} s", Secs(*.after))]
+    #[error("the request body did not arrive within {} s", .after.as_secs_f64())]
     BodyTimeout { after: Duration },
     #[error("{0}")]
     Overloaded(String),
@@ -95,19 +96,6 @@ pub(crate) enum ApiError {
 
 /// The longest `detail` an error answer has.
 pub(crate) const MAX_DETAIL_CHARS: usize = 1000;
-
-/// A duration in seconds as people write it: `900`, `0.5`.
-struct Secs(Duration);
-
-impl std::fmt::Display for Secs {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.subsec_nanos() == 0 {
-            write!(f, "{}", self.0.as_secs())
-        } else {
-            write!(f, "{}", self.0.as_secs_f64())
-        }
-    }
-}
 
 impl ApiError {
     /// The status code of each error: its code's ([`ErrorCode::status`]), except a setup
