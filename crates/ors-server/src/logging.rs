@@ -50,10 +50,8 @@ fn log_filter(value: Option<&str>) -> Result<Targets, (String, String)> {
 /// appears at `debug` (`RUST_LOG=ors_server=debug`). Secrets are never logged. Calling it
 /// twice is harmless.
 pub fn init_tracing() {
-    let rust_log = std::env::var("RUST_LOG").ok();
-    let filter = log_filter(rust_log.as_deref());
-    let requested = std::env::var("ORS_LOG_FORMAT").ok();
-    let format = log_format(requested.as_deref());
+    let filter = log_filter(std::env::var("RUST_LOG").ok().as_deref());
+    let format = log_format(std::env::var("ORS_LOG_FORMAT").ok().as_deref());
     let targets = filter
         .clone()
         .unwrap_or_else(|_| log_filter(None).unwrap_or_default());

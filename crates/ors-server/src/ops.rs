@@ -4,7 +4,6 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::StatusCode;
 use serde::Serialize;
 
@@ -25,20 +24,18 @@ impl App {
     /// `GET /ready`: 200 while the server takes new sessions, 503 (same body, `"ready":
     /// false`) while it drains or is at its session limit. `/health` stays liveness.
     pub(crate) async fn ready(&self, _: Req<'_>) -> Result<Resp, ApiError> {
-        let sessions = self.sessions.len();
         let ready = !self.is_closing() && !self.is_draining() && !self.sessions.is_full();
-        let reply = Readiness {
+        let reply = to_json(&Readiness {
             ready,
-            sessions,
+            sessions: self.sessions.len(),
             max_sessions: self.config.max_sessions,
-        };
-        let bytes: Bytes = to_json(&reply)?;
+        })?;
         let status = if ready {
             StatusCode::OK
         } else {
             StatusCode::SERVICE_UNAVAILABLE
         };
-        Ok(body::json_status(status, bytes))
+        Ok(body::json_status(status, reply))
     }
 
     /// `GET /metrics`: the Prometheus text, or 404 when metrics are off.
