@@ -166,35 +166,31 @@ impl App {
                 .collect();
             Arc::new(Metrics::new(envs))
         });
-        let list_envs_json = Bytes::from(serde_json::to_vec(&names).unwrap_or_default());
-        let results = Arc::new(ResultStore::new(
-            config.linger,
-            config.max_lingering_bytes,
-            config.max_lingering_bytes_per_session,
-        ));
-        let calls = Arc::new(CallShared {
-            keepalive: config.keepalive,
-            results,
-            abort: CancellationToken::new(),
-            active: AtomicUsize::new(0),
-            metrics: metrics.clone(),
-        });
-        let body_limits = BodyLimits {
-            max: config.max_body_bytes,
-            timeout: config.body_timeout,
-            budget: Arc::new(BodyBudget::new(config.max_body_bytes_in_flight)),
-        };
         Ok(Self {
             sessions: SessionStore::new(
                 config.max_sessions,
                 config.session_timeout,
                 SessionIds::new(&config.session_key, config.replica_id)?,
             ),
-            body_limits,
+            list_envs_json: Bytes::from(serde_json::to_vec(&names).unwrap_or_default()),
+            calls: Arc::new(CallShared {
+                keepalive: config.keepalive,
+                results: Arc::new(ResultStore::new(
+                    config.linger,
+                    config.max_lingering_bytes,
+                    config.max_lingering_bytes_per_session,
+                )),
+                abort: CancellationToken::new(),
+                active: AtomicUsize::new(0),
+                metrics: metrics.clone(),
+            }),
+            body_limits: BodyLimits {
+                max: config.max_body_bytes,
+                timeout: config.body_timeout,
+                budget: Arc::new(BodyBudget::new(config.max_body_bytes_in_flight)),
+            },
             config,
             envs: hosted,
-            list_envs_json,
-            calls,
             closing: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             connections: AtomicUsize::new(0),

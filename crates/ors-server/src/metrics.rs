@@ -236,62 +236,22 @@ impl Metrics {
             .chain(std::iter::once(NO_ROUTE))
             .map(|route| request_seconds.get_or_create_owned(&RouteLabels { route }))
             .collect();
-        let route_ok = (0..=Endpoint::ALL.len()).map(|_| OnceLock::new()).collect();
-        let calls: Family<CallLabels, Counter> = Family::default();
-        let call_seconds: Histograms<ToolLabels> =
-            Family::new_with_constructor(|| Timings::new(CALL_BOUNDS));
-        let reward: Family<EnvLabels, Counter<f64, AtomicU64>> = Family::default();
-        let sessions_active: Family<EnvLabels, Gauge> = Family::default();
-        let envs = envs
-            .into_iter()
-            .map(|(name, tools)| {
-                let tools = tools
-                    .into_iter()
-                    .map(|tool| {
-                        let outcomes = CallOutcome::ALL.map(|outcome| {
-                            calls.get_or_create_owned(&CallLabels {
-                                env: Arc::clone(&name),
-                                tool: tool.clone(),
-                                outcome,
-                            })
-                        });
-                        let seconds = call_seconds.get_or_create_owned(&ToolLabels {
-                            env: Arc::clone(&name),
-                            tool: tool.clone(),
-                        });
-                        (tool.into_boxed_str(), ToolSeries { outcomes, seconds })
-                    })
-                    .collect();
-                let labels = EnvLabels {
-                    env: Arc::clone(&name),
-                };
-                // Every environment shows up from the start, at zero, so dashboards and
-                // autoscalers see a series before the first session.
-                drop(sessions_active.get_or_create(&labels));
-                let reward = reward.get_or_create_owned(&labels);
-                EnvSeries {
-                    name,
-                    tools,
-                    reward,
-                }
-            })
-            .collect();
         let mut m = Metrics {
             registry: Registry::default(),
-            envs,
+            envs: Vec::with_capacity(envs.len()),
             requests: Family::default(),
             request_seconds,
             route_seconds,
-            route_ok,
+            route_ok: (0..=Endpoint::ALL.len()).map(|_| OnceLock::new()).collect(),
             rejected: Family::default(),
             sessions_created: Counter::default(),
             sessions_deleted: Counter::default(),
             sessions_reaped: Counter::default(),
-            calls,
-            call_seconds,
-            reward,
+            calls: Family::default(),
+            call_seconds: Family::new_with_constructor(|| Timings::new(CALL_BOUNDS)),
+            reward: Family::default(),
             sse_reconnects: Counter::default(),
-            sessions_active,
+            sessions_active: Family::default(),
             sessions_max: Gauge::default(),
             calls_in_flight: Gauge::default(),
             connections: Gauge::default(),
@@ -299,6 +259,37 @@ impl Metrics {
             lingering_bytes: Gauge::default(),
             draining: Gauge::default(),
         };
+        for (name, tools) in envs {
+            let tools = tools
+                .into_iter()
+                .map(|tool| {
+                    let outcomes = CallOutcome::ALL.map(|outcome| {
+                        m.calls.get_or_create_owned(&CallLabels {
+                            env: Arc::clone(&name),
+                            tool: tool.clone(),
+                            outcome,
+                        })
+                    });
+                    let seconds = m.call_seconds.get_or_create_owned(&ToolLabels {
+                        env: Arc::clone(&name),
+                        tool: tool.clone(),
+                    });
+                    (tool.into_boxed_str(), ToolSeries { outcomes, seconds })
+                })
+                .collect();
+            let labels = EnvLabels {
+                env: Arc::clone(&name),
+            };
+            // Every environment shows up from the start, at zero, so dashboards and
+            // autoscalers see a series before the first session.
+            drop(m.sessions_active.get_or_create(&labels));
+            let reward = m.reward.get_or_create_owned(&labels);
+            m.envs.push(EnvSeries {
+                name,
+                tools,
+                reward,
+            });
+        }
         // Name and help of each metric, beside the field that holds it.
         register!(m;
             requests: "ors_requests", "HTTP requests answered, by route and status";
