@@ -284,18 +284,15 @@ fn replica_of_host(host: &str) -> Option<u32> {
 
 /// The soft limit of open files of this process, where the system says (`/proc`).
 fn open_files_limit() -> Option<u64> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    parse_open_files_limit(&limits)
+    parse_open_files_limit(&std::fs::read_to_string("/proc/self/limits").ok()?)
 }
 
 /// The soft "Max open files" of a `/proc/<pid>/limits` text; `None` when unlimited or absent.
 fn parse_open_files_limit(limits: &str) -> Option<u64> {
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    line["Max open files".len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    let line = limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))?;
+    line.split_whitespace().next()?.parse().ok()
 }
 
 /// Connections the server may hold with `fd_limit` open files: a tenth of them, and at least

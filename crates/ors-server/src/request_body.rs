@@ -40,19 +40,19 @@ impl BodyBudget {
         self.used.load(Ordering::Acquire)
     }
 
-    fn try_take(&self, n: usize) -> bool {
+    /// Hold `n` more bytes; 503 `overloaded` past the limit.
+    fn take(&self, n: usize) -> Result<(), ApiError> {
         self.used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
                 used.checked_add(n).filter(|&total| total <= self.max)
             })
-            .is_ok()
-    }
-
-    fn overloaded(&self) -> ApiError {
-        ApiError::Overloaded(format!(
-            "the server holds its limit of {} bytes of request bodies; retry shortly",
-            self.max
-        ))
+            .map(drop)
+            .map_err(|_| {
+                ApiError::Overloaded(format!(
+                    "the server holds its limit of {} bytes of request bodies; retry shortly",
+                    self.max
+                ))
+            })
     }
 }
 
@@ -64,9 +64,7 @@ struct Held {
 
 impl Held {
     fn take(budget: &Arc<BodyBudget>, bytes: usize) -> Result<Self, ApiError> {
-        if !budget.try_take(bytes) {
-            return Err(budget.overloaded());
-        }
+        budget.take(bytes)?;
         Ok(Self {
             budget: Arc::clone(budget),
             bytes,
@@ -76,9 +74,7 @@ impl Held {
     /// Hold `total` bytes from now on.
     fn grow_to(&mut self, total: usize) -> Result<(), ApiError> {
         if total > self.bytes {
-            if !self.budget.try_take(total - self.bytes) {
-                return Err(self.budget.overloaded());
-            }
+            self.budget.take(total - self.bytes)?;
             self.bytes = total;
         }
         Ok(())
