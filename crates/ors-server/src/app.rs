@@ -240,6 +240,13 @@ impl App {
         }
     }
 
+    /// Count something in the metrics, when they are on.
+    pub(crate) fn count<R>(&self, count: impl FnOnce(&Metrics) -> R) {
+        if let Some(m) = &self.metrics {
+            count(m);
+        }
+    }
+
     pub(crate) fn is_closing(&self) -> bool {
         self.closing.load(Ordering::Acquire)
     }
@@ -279,9 +286,7 @@ impl App {
                 if err.status().is_server_error() {
                     tracing::warn!(parent: &span, error = %err.detail(), "request failed");
                 }
-                if let Some(m) = &self.metrics {
-                    m.rejected(&err);
-                }
+                self.count(|m| m.rejected(&err));
                 err.to_response()
             }
         };

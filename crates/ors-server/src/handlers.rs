@@ -266,9 +266,7 @@ impl App {
                     .create(task, secrets, create.toolset_name.as_deref()),
             )
             .await;
-        if let Some(m) = &self.metrics {
-            m.sessions_created.inc();
-        }
+        self.count(|m| m.sessions_created.inc());
         tracing::debug!(session = sid, env = %env.name, "session created");
         sid_reply(sid)
     }
@@ -292,9 +290,7 @@ impl App {
                     .close(Ending::Deleted, self.config.shutdown_grace)
                     .await;
                 tracing::debug!(session = sid, "session deleted");
-                if let Some(m) = &self.metrics {
-                    m.sessions_deleted.inc();
-                }
+                self.count(|m| m.sessions_deleted.inc());
             }
             None if lenient => {}
             None => return Err(self.sessions.missing(sid)),

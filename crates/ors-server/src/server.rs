@@ -186,14 +186,13 @@ impl Server {
     pub async fn bind(self) -> Result<RunningServer, ServerError> {
         self.config.validate()?;
         let app = Arc::new(App::new(self.config, self.envs)?);
-        let host = app.config.host.clone();
-        let listener =
-            listen(&host, app.config.port)
-                .await
-                .map_err(|source| ServerError::Bind {
-                    addr: format!("{host}:{}", app.config.port),
-                    source,
-                })?;
+        let (host, port) = (&app.config.host, app.config.port);
+        let listener = listen(host, port)
+            .await
+            .map_err(|source| ServerError::Bind {
+                addr: format!("{host}:{port}"),
+                source,
+            })?;
         let local_addr = listener.local_addr()?;
         let names: Vec<&str> = app.envs.iter().map(|e| e.name.as_str()).collect();
         tracing::info!(addr = %local_addr, envs = ?names, "ors-server ready");
@@ -412,9 +411,7 @@ fn take_one(count: &AtomicUsize, max: usize) -> bool {
 /// [`REFUSING_AT_MOST`] at once, each for at most [`REFUSAL_TIMEOUT`]; past that the
 /// connection is closed unanswered, as the descriptors kept in reserve are what is at stake.
 fn refuse(app: &Arc<App>, tcp: tokio::net::TcpStream, builder: &http1::Builder) {
-    if let Some(m) = &app.metrics {
-        m.rejected_for("too_many_connections");
-    }
+    app.count(|m| m.rejected_for("too_many_connections"));
     if !take_one(&app.refusing, REFUSING_AT_MOST) {
         return;
     }
@@ -583,9 +580,7 @@ async fn reap(app: Arc<App>, stop: CancellationToken) {
         let stale = app.sessions.take_stale();
         if !stale.is_empty() {
             tracing::debug!(count = stale.len(), "reaping idle sessions");
-            if let Some(m) = &app.metrics {
-                m.sessions_reaped.inc_by(stale.len() as u64);
-            }
+            app.count(|m| m.sessions_reaped.inc_by(stale.len() as u64));
         }
         for session in stale {
             let (grace, idle) = (app.config.shutdown_grace, app.config.session_timeout);
