@@ -441,15 +441,16 @@ impl SessionStore {
     /// Remove a live session and remember its id as deleted.
     pub(crate) fn remove(&self, sid: &str) -> Option<Arc<Session>> {
         let (key, session) = self.map.remove(sid)?;
-        self.removed();
-        self.tombstones.bury(&key, Burial::Deleted);
+        self.removed(&key, Burial::Deleted);
         Some(session)
     }
 
-    /// Count a removal; after a bulk delete, give the map's tables back. They are the last
-    /// big allocations made while sessions were created, so kept at full size they would
-    /// sit on top of the freed sessions and keep the allocator from returning that memory.
-    fn removed(&self) {
+    /// Count the removal of `sid` and remember how it ended; after a bulk delete, give the
+    /// map's tables back. They are the last big allocations made while sessions were created,
+    /// so kept at full size they would sit on top of the freed sessions and keep the allocator
+    /// from returning that memory.
+    fn removed(&self, sid: &str, burial: Burial) {
+        self.tombstones.bury(sid, burial);
         let live = self.live.fetch_sub(1, Ordering::AcqRel) - 1;
         // `capacity` locks every shard: looked at once per 256 removals only.
         if live % 256 == 0 {
@@ -472,14 +473,10 @@ impl SessionStore {
         let removed = self
             .map
             .remove_if(&session.id, |_, s| Arc::ptr_eq(s, session) && keep_going(s));
-        match removed {
-            Some((key, _)) => {
-                self.removed();
-                self.tombstones.bury(&key, burial);
-                true
-            }
-            None => false,
+        if let Some((key, _)) = &removed {
+            self.removed(key, burial);
         }
+        removed.is_some()
     }
 
     /// Forget ended ids older than an hour.
