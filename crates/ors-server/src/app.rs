@@ -116,6 +116,11 @@ pub(crate) fn listing(env: &dyn DynEnvironment, tools: Vec<ToolSpec>) -> ListToo
     }
 }
 
+/// The names of the hosted environments, in order.
+pub(crate) fn names(envs: &[HostedEnv]) -> Vec<&str> {
+    envs.iter().map(|e| e.name.as_str()).collect()
+}
+
 /// Everything a request handler can reach.
 pub(crate) struct App {
     pub(crate) config: ServerConfig,
@@ -155,7 +160,6 @@ impl App {
             }
             hosted.push(HostedEnv::new(env)?);
         }
-        let names: Vec<&str> = hosted.iter().map(|h| h.name.as_str()).collect();
         let metrics = config.metrics.then(|| {
             let envs = hosted
                 .iter()
@@ -172,7 +176,7 @@ impl App {
                 config.session_timeout,
                 SessionIds::new(&config.session_key, config.replica_id)?,
             ),
-            list_envs_json: Bytes::from(serde_json::to_vec(&names).unwrap_or_default()),
+            list_envs_json: Bytes::from(serde_json::to_vec(&names(&hosted)).unwrap_or_default()),
             calls: Arc::new(CallShared {
                 keepalive: config.keepalive,
                 results: Arc::new(ResultStore::new(
@@ -210,22 +214,13 @@ impl App {
     /// An environment and its index by name, compared without case.
     pub(crate) fn env_named(&self, name: &str) -> Result<(usize, &HostedEnv), ApiError> {
         // The name as served first: comparing without case costs on every request.
-        let exact = self.envs.iter().position(|e| e.name == name);
+        let mut envs = self.envs.iter().enumerate();
+        let exact = envs.clone().find(|(_, e)| e.name == name);
         exact
-            .or_else(|| {
-                self.envs
-                    .iter()
-                    .position(|e| e.name.eq_ignore_ascii_case(name))
-            })
-            .and_then(|i| self.envs.get(i).map(|e| (i, e)))
+            .or_else(|| envs.find(|(_, e)| e.name.eq_ignore_ascii_case(name)))
             .ok_or_else(|| ApiError::UnknownEnvironment {
                 name: name.to_owned(),
-                known: self
-                    .envs
-                    .iter()
-                    .map(|e| e.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: names(&self.envs).join(", "),
             })
     }
 

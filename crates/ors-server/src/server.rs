@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpSocket};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::App;
+use crate::app::{names, App};
 use crate::config::ServerConfig;
 use crate::connection::{Activity, Connections};
 use crate::error::ApiError;
@@ -194,8 +194,8 @@ impl Server {
                 source,
             })?;
         let local_addr = listener.local_addr()?;
-        let names: Vec<&str> = app.envs.iter().map(|e| e.name.as_str()).collect();
-        tracing::info!(addr = %local_addr, envs = ?names, "ors-server ready");
+        let envs = names(&app.envs);
+        tracing::info!(addr = %local_addr, ?envs, "ors-server ready");
         let stop = CancellationToken::new();
         let task = tokio::spawn(run(Arc::clone(&app), listener, stop.clone()));
         Ok(RunningServer {
