@@ -157,11 +157,9 @@ impl ApiError {
     /// require.
     pub(crate) fn to_response(&self) -> Resp {
         let body = ErrorBody::new(self.code(), self.detail());
-        let bytes = serde_json::to_vec(&body)
-            .map(Bytes::from)
-            .unwrap_or_else(|_| {
-                Bytes::from_static(b"{\"detail\":\"error\",\"code\":\"internal\"}")
-            });
+        let bytes = to_json(&body).unwrap_or_else(|_| {
+            Bytes::from_static(b"{\"detail\":\"error\",\"code\":\"internal\"}")
+        });
         let mut resp = json_status(self.status(), bytes);
         let headers = resp.headers_mut();
         match self {
