@@ -141,8 +141,7 @@ fn random_v4() -> u128 {
         }
         let at = pool.used;
         pool.used += 16;
-        let mut bits = [0u8; 16];
-        bits.copy_from_slice(&pool.bytes[at..at + 16]);
+        let bits = std::array::from_fn(|i| pool.bytes[at + i]);
         uuid::Builder::from_random_bytes(bits).into_uuid().as_u128()
     })
 }
@@ -182,9 +181,7 @@ fn tag(mac: &Hmac<Sha256>, prefix: u32, nonce: u64) -> u64 {
     mac.update(&prefix.to_be_bytes());
     mac.update(&nonce.to_be_bytes()[1..]);
     let out = mac.finalize().into_bytes();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&out[..8]);
-    u64::from_be_bytes(first) >> (64 - TAG_BITS)
+    u64::from_be_bytes(std::array::from_fn(|i| out[i])) >> (64 - TAG_BITS)
 }
 
 /// A version-4 UUID from the first group and the 90 bits after it (nonce, then tag), which
