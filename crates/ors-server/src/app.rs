@@ -143,10 +143,12 @@ pub(crate) struct App {
 }
 
 impl App {
+    /// The state of a server with these settings (checked first) and environments.
     pub(crate) fn new(
         config: ServerConfig,
         envs: Vec<Arc<dyn DynEnvironment>>,
     ) -> Result<Self, ServerError> {
+        config.validate()?;
         if envs.is_empty() {
             return Err(ServerError::NoEnvironments);
         }

@@ -60,7 +60,6 @@ impl Harness {
         config: ServerConfig,
         envs: Vec<Arc<dyn DynEnvironment>>,
     ) -> Result<Self, ServerError> {
-        config.validate()?;
         let builder = crate::server::connection_builder(&config);
         let app = Arc::new(App::new(config, envs)?);
         Ok(Self { app, builder })

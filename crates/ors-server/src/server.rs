@@ -184,7 +184,6 @@ impl Server {
     /// Prints nothing (a library does not write to stdout): the ready line is
     /// [`Server::serve`]'s, for binaries.
     pub async fn bind(self) -> Result<RunningServer, ServerError> {
-        self.config.validate()?;
         let app = Arc::new(App::new(self.config, self.envs)?);
         let (host, port) = (&app.config.host, app.config.port);
         let listener = listen(host, port)
