@@ -73,9 +73,7 @@ impl Harness {
         let app = Arc::clone(&self.app);
         let activity = Arc::new(crate::connection::Activity::default());
         let service = service_fn(move |req| Arc::clone(&app).serve(req, activity.begin()));
-        let _ = self
-            .builder
-            .serve_connection(TokioIo::new(io), service)
-            .await;
+        let conn = self.builder.serve_connection(TokioIo::new(io), service);
+        let _ = conn.await;
     }
 }

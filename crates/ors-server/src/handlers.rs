@@ -100,12 +100,9 @@ impl App {
     }
 
     async fn task_range(&self, req: Req<'_>) -> Result<Resp, ApiError> {
-        let body: GetTaskRange = parse_body(&self.body(req.parts, req.body).await?)?;
-        let tasks = req
-            .env
-            .env
-            .task_range(&body.split, body.start, body.stop)
-            .await?;
+        let GetTaskRange { split, start, stop } =
+            parse_body(&self.body(req.parts, req.body).await?)?;
+        let tasks = req.env.env.task_range(&split, start, stop).await?;
         json(&TaskRangeResponse {
             tasks,
             env_name: Some(req.env.name.clone()),
@@ -260,12 +257,9 @@ impl App {
             }
             return Err(ApiError::ShuttingDown);
         }
-        session
-            .start_setup(
-                env.env
-                    .create(task, secrets, create.toolset_name.as_deref()),
-            )
-            .await;
+        let toolset = create.toolset_name.as_deref();
+        let setup = env.env.create(task, secrets, toolset);
+        session.start_setup(setup).await;
         self.count(|m| m.sessions_created.inc());
         tracing::debug!(session = sid, env = %env.name, "session created");
         sid_reply(sid)
@@ -286,9 +280,8 @@ impl App {
         let sid = session_id(parts)?;
         match self.sessions.remove(sid) {
             Some(session) => {
-                session
-                    .close(Ending::Deleted, self.config.shutdown_grace)
-                    .await;
+                let grace = self.config.shutdown_grace;
+                session.close(Ending::Deleted, grace).await;
                 tracing::debug!(session = sid, "session deleted");
                 self.count(|m| m.sessions_deleted.inc());
             }
