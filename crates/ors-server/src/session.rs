@@ -461,24 +461,6 @@ impl SessionStore {
         }
     }
 
-    /// Remove `session` if it is still the one stored under its id (not a newer one with the
-    /// same id) and `keep_going` still holds, checked under the shard's write lock (so a
-    /// request that touched the session after a scan saw it idle is not reaped from under it).
-    fn remove_exact_if(
-        &self,
-        session: &Arc<Session>,
-        burial: Burial,
-        keep_going: impl Fn(&Session) -> bool,
-    ) -> bool {
-        let removed = self
-            .map
-            .remove_if(&session.id, |_, s| Arc::ptr_eq(s, session) && keep_going(s));
-        if let Some((key, _)) = &removed {
-            self.removed(key, burial);
-        }
-        removed.is_some()
-    }
-
     /// Forget ended ids older than an hour.
     pub(crate) fn sweep_tombstones(&self) {
         self.tombstones.sweep();
@@ -490,27 +472,38 @@ impl SessionStore {
     pub(crate) fn take_stale(&self) -> Vec<Arc<Session>> {
         let now = clock_ms();
         let limit = self.idle_timeout.as_millis() as u64;
-        let is_stale = |s: &Session| {
+        self.take_where(Burial::TimedOut, |s| {
             now.saturating_sub(s.last_seen.load(Ordering::Relaxed)) > limit
                 && s.listeners.load(Ordering::Acquire) == 0
-        };
-        let stale: Vec<Arc<Session>> = self
-            .map
-            .iter()
-            .filter(|e| is_stale(e.value()))
-            .map(|e| Arc::clone(e.value()))
-            .collect();
-        stale
-            .into_iter()
-            .filter(|s| self.remove_exact_if(s, Burial::TimedOut, is_stale))
-            .collect()
+        })
     }
 
     /// Remove every session (shutdown).
     pub(crate) fn drain(&self) -> Vec<Arc<Session>> {
-        let all: Vec<Arc<Session>> = self.map.iter().map(|e| Arc::clone(e.value())).collect();
-        all.into_iter()
-            .filter(|s| self.remove_exact_if(s, Burial::Deleted, |_| true))
+        self.take_where(Burial::Deleted, |_| true)
+    }
+
+    /// Remove the sessions `take` holds for and remember them as ended by `burial`; returns
+    /// them. Each goes only if it is still the one stored under its id (not a newer one with
+    /// the same id) and `take` still holds, checked under its shard's write lock (so a request
+    /// that touched a session after the scan saw it idle is not reaped from under it).
+    fn take_where(&self, burial: Burial, take: impl Fn(&Session) -> bool) -> Vec<Arc<Session>> {
+        let found: Vec<Arc<Session>> = self
+            .map
+            .iter()
+            .filter(|e| take(e.value()))
+            .map(|e| Arc::clone(e.value()))
+            .collect();
+        found
+            .into_iter()
+            .filter(|session| {
+                let exact = |_: &Arc<str>, s: &Arc<Session>| Arc::ptr_eq(s, session) && take(s);
+                let removed = self.map.remove_if(&session.id, exact);
+                if let Some((key, _)) = &removed {
+                    self.removed(key, burial);
+                }
+                removed.is_some()
+            })
             .collect()
     }
 }
