@@ -9,16 +9,12 @@ use ors_core::types::RunToolOutput;
 pub(crate) fn check_result(tool: &str, out: RunToolOutput, max_bytes: usize) -> RunToolOutput {
     // Many clients read `blocks[0]`; an empty list is almost always a bug in the tool. Release
     // builds send it as it is, so a working deployment never starts failing over it.
-    if cfg!(debug_assertions) {
-        if let RunToolOutput::Success(o) = &out {
-            if o.blocks.is_empty() {
-                return RunToolOutput::error(format!(
-                    "tool '{tool}' returned an output with no blocks; give it at least one (a \
-                     text block saying what happened), as clients read blocks[0] (this check \
-                     runs in debug builds only)"
-                ));
-            }
-        }
+    if cfg!(debug_assertions) && matches!(&out, RunToolOutput::Success(o) if o.blocks.is_empty()) {
+        return RunToolOutput::error(format!(
+            "tool '{tool}' returned an output with no blocks; give it at least one (a text \
+             block saying what happened), as clients read blocks[0] (this check runs in debug \
+             builds only)"
+        ));
     }
     // Counting the JSON text is a whole serialization (as much as encoding the result); a
     // bound found by adding up lengths settles every result far below the limit for nothing.
