@@ -220,13 +220,9 @@ pub(crate) async fn serve(
             let id = CallId::new(id.into());
             let found = lock(&session.calls).find(&id);
             if !matches!(found, Found::Unknown) {
-                reconnected(shared);
+                return Ok(known(&session, found, &id, shared));
             }
-            match found {
-                Found::Call(record) => return Ok(attach(&session, &record, shared.keepalive)),
-                Found::Expired => return Ok(expired(id.text(), shared)),
-                Found::Unknown => id,
-            }
+            id
         }
     };
     let limits = Limits::of(config, &call.name);
@@ -247,23 +243,14 @@ pub(crate) async fn serve(
         } else {
             table.find(&id)
         };
-        match found {
-            Found::Unknown => {
-                let record = Arc::new(CallRecord::new(id));
-                table.insert(Arc::clone(&record));
-                record
-            }
+        if !matches!(found, Found::Unknown) {
             // The same request sent twice at once: the second one listens to the first.
-            Found::Call(record) => {
-                drop(table);
-                reconnected(shared);
-                return Ok(attach(&session, &record, shared.keepalive));
-            }
-            Found::Expired => {
-                reconnected(shared);
-                return Ok(expired(id.text(), shared));
-            }
+            drop(table);
+            return Ok(known(&session, found, &id, shared));
         }
+        let record = Arc::new(CallRecord::new(id));
+        table.insert(Arc::clone(&record));
+        record
     };
     let job = Job {
         session,
@@ -567,20 +554,22 @@ fn attach(session: &Arc<Session>, record: &CallRecord, keepalive: Duration) -> R
     }
 }
 
-/// Count a call request naming a call its session already knows.
-fn reconnected(shared: &CallShared) {
+/// The answer to a call request naming a call its session knows (`found` is not
+/// [`Found::Unknown`]), counted as a reconnect: a stream of the call or its lingering result,
+/// or, when that result has gone, an `error` event saying so, and nothing runs.
+fn known(session: &Arc<Session>, found: Found, id: &CallId, shared: &CallShared) -> Resp {
     if let Some(m) = &shared.metrics {
         m.sse_reconnects.inc();
     }
-}
-
-/// The answer to a reconnect whose result has gone: an `error` event, and nothing runs.
-fn expired(id: &str, shared: &CallShared) -> Resp {
-    sse_full(Bytes::from(sse::encode_error(&format!(
-        "the result of call '{id}' has expired (results are kept for {} s, less when the \
-         server is short of memory); the call was not run again",
-        shared.results.linger().as_secs_f64()
-    ))))
+    let Found::Call(record) = found else {
+        return sse_full(Bytes::from(sse::encode_error(&format!(
+            "the result of call '{}' has expired (results are kept for {} s, less when the \
+             server is short of memory); the call was not run again",
+            id.text(),
+            shared.results.linger().as_secs_f64()
+        ))));
+    };
+    attach(session, &record, shared.keepalive)
 }
 
 #[cfg(test)]
