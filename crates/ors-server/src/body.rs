@@ -155,13 +155,6 @@ pub(crate) fn json_status(status: StatusCode, bytes: Bytes) -> Resp {
     resp
 }
 
-/// A response with a status, a rendered body and its content type.
-pub(crate) fn typed(status: StatusCode, bytes: Bytes, content_type: HeaderValue) -> Resp {
-    let mut resp = json_status(status, bytes);
-    resp.headers_mut().insert(CONTENT_TYPE, content_type);
-    resp
-}
-
 /// An SSE response, its headers in a map sized as hyper sizes a map for six headers (as a
 /// JSON answer's first insert does): cloning a map holding exactly these left it no room for
 /// the header the request's entry point adds, nor for the connection's next request, which

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::HeaderValue;
+use http::header::{HeaderValue, CONTENT_TYPE};
 use http::StatusCode;
 use prometheus_client::encoding::{
     EncodeLabelSet, EncodeLabelValue, EncodeMetric, MetricEncoder, NoLabelSet,
@@ -416,11 +416,12 @@ impl Metrics {
         let mut text = String::with_capacity(8192);
         prometheus_client::encoding::text::encode(&mut text, &self.registry)
             .map_err(|e| ApiError::Internal(format!("could not encode the metrics: {e}")))?;
-        Ok(crate::body::typed(
-            StatusCode::OK,
-            Bytes::from(text),
-            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-        ))
+        // A 200 like any other answer, but for its content type.
+        let mut resp = crate::body::json_bytes(Bytes::from(text));
+        let openmetrics = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+        resp.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(openmetrics));
+        Ok(resp)
     }
 }
 
