@@ -72,19 +72,16 @@ impl HostedEnv {
                 problems: format!("tool specs cannot be encoded: {e}"),
             })
         };
-        let tools_json = render(serde_json::to_vec(&listing(&*env, env.tools().to_vec())))?;
-        let splits_json = render(serde_json::to_vec(env.splits()))?;
-        let tasks_json = env
-            .splits()
-            .iter()
-            .map(|s| (s.name.clone(), OnceCell::new()))
-            .collect();
         Ok(Self {
+            tools_json: render(serde_json::to_vec(&listing(&*env, env.tools().to_vec())))?,
+            splits_json: render(serde_json::to_vec(env.splits()))?,
+            tasks_json: env
+                .splits()
+                .iter()
+                .map(|s| (s.name.clone(), OnceCell::new()))
+                .collect(),
             name,
             env,
-            tools_json,
-            splits_json,
-            tasks_json,
         })
     }
 
