@@ -243,11 +243,8 @@ impl App {
         if let Some(from_header) = header_secrets {
             secrets.merge_missing(from_header);
         }
-        let session = Arc::new(Session::new(
-            sid.into(),
-            index,
-            Arc::clone(&self.calls.results),
-        ));
+        let results = Arc::clone(&self.calls.results);
+        let session = Arc::new(Session::new(sid.into(), index, results));
         self.sessions.insert(Arc::clone(&session))?;
         if self.is_closing() {
             // Shutdown drained the sessions while this request read its body: nothing would

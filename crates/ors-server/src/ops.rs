@@ -11,6 +11,7 @@ use crate::app::App;
 use crate::body::{self, Resp};
 use crate::error::{to_json, ApiError};
 use crate::handlers::Req;
+use crate::router::METRICS;
 
 /// The body of `/ready`.
 #[derive(Serialize)]
@@ -43,19 +44,12 @@ impl App {
         let Some(metrics) = &self.metrics else {
             return Err(ApiError::NoRoute {
                 method: "GET".into(),
-                path: format!(
-                    "{} (metrics are off: ORS_METRICS=off)",
-                    crate::router::METRICS
-                ),
+                path: format!("{METRICS} (metrics are off: ORS_METRICS=off)"),
             });
         };
         let per_env = self.sessions.count_by_env(self.envs.len());
-        metrics.render(
-            self.stats(),
-            &per_env,
-            self.config.max_sessions,
-            self.is_draining() || self.is_closing(),
-        )
+        let draining = self.is_draining() || self.is_closing();
+        metrics.render(self.stats(), &per_env, self.config.max_sessions, draining)
     }
 
     /// Start draining: `/create_session` is refused (503 `shutting_down` with `Retry-After`)

@@ -497,11 +497,8 @@ async fn run(app: Arc<App>, listener: TcpListener, stop: CancellationToken) {
             drop((slot, registered));
         });
         // Its own task, so the connection's task polls no timer when it wakes for a request.
-        tokio::spawn(close_when_idle(
-            connection,
-            activity,
-            app.config.head_timeout,
-        ));
+        let timeout = app.config.head_timeout;
+        tokio::spawn(close_when_idle(connection, activity, timeout));
     }
     drop(listener);
     shut_down(&app, &connections).await;
