@@ -183,6 +183,8 @@ struct EnvSeries {
     tools:
         HashMap<Box<str>, ToolSeries, std::hash::BuildHasherDefault<ors_runtime::env::NameHasher>>,
     reward: Counter<f64, AtomicU64>,
+    /// Its live sessions, set when scraped.
+    sessions: Gauge,
 }
 
 /// Every metric of one server, and the registry that writes them out.
@@ -282,12 +284,13 @@ impl Metrics {
             };
             // Every environment shows up from the start, at zero, so dashboards and
             // autoscalers see a series before the first session.
-            drop(m.sessions_active.get_or_create(&labels));
+            let sessions = m.sessions_active.get_or_create_owned(&labels);
             let reward = m.reward.get_or_create_owned(&labels);
             m.envs.push(EnvSeries {
                 name,
                 tools,
                 reward,
+                sessions,
             });
         }
         // Name and help of each metric, beside the field that holds it.
@@ -400,11 +403,7 @@ impl Metrics {
     ) -> Result<Resp, ApiError> {
         let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         for (env, n) in self.envs.iter().zip(per_env) {
-            self.sessions_active
-                .get_or_create(&EnvLabels {
-                    env: Arc::clone(&env.name),
-                })
-                .set(gauge(*n));
+            env.sessions.set(gauge(*n));
         }
         self.sessions_max.set(gauge(max_sessions));
         self.calls_in_flight.set(gauge(stats.running_calls));
