@@ -340,14 +340,10 @@ pub(crate) struct SessionStore {
 
 impl SessionStore {
     pub(crate) fn new(max: usize, idle_timeout: Duration, ids: SessionIds) -> Self {
-        Self::with_tombstone_cap(max, idle_timeout, ids, TOMBSTONE_CAP)
-    }
-
-    fn with_tombstone_cap(max: usize, idle_timeout: Duration, ids: SessionIds, cap: usize) -> Self {
         Self {
             map: DashMap::new(),
             live: AtomicUsize::new(0),
-            tombstones: Tombstones::new(cap),
+            tombstones: Tombstones::new(TOMBSTONE_CAP),
             ids,
             max,
             idle_timeout,
@@ -553,7 +549,8 @@ mod tests {
 
     #[test]
     fn tombstones_are_bounded() {
-        let store = SessionStore::with_tombstone_cap(10, IDLE, any_id(), 100);
+        let mut store = SessionStore::new(10, IDLE, any_id());
+        store.tombstones = Tombstones::new(100);
         for i in 0..1000 {
             let id = format!("s{i}");
             store.insert(session(&id)).unwrap();
