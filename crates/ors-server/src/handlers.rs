@@ -9,8 +9,8 @@ use hyper::body::Incoming;
 use ors_core::sse;
 use ors_core::types::{
     CreateSession, GetTask, GetTaskRange, GroupCandidate, ListTasks, Message, MessageBlock,
-    NumTasks, NumTasksResponse, Role, ScoreGroup, SessionId, TaskRangeResponse, TaskResponse,
-    TaskSource, VersionInfo,
+    NumTasks, NumTasksResponse, ScoreGroup, SessionId, TaskRangeResponse, TaskResponse, TaskSource,
+    VersionInfo,
 };
 
 use crate::app::{listing, note, App, HostedEnv};
@@ -426,16 +426,12 @@ fn misplaced_in_group(candidates: &[GroupCandidate]) -> Result<(), ApiError> {
     for (c, candidate) in candidates.iter().enumerate() {
         for (m, message) in candidate.messages.iter().enumerate() {
             if let Some(block) = message.misplaced_block() {
-                let role = match message.role {
-                    Role::System => "system",
-                    Role::User => "user",
-                    Role::Assistant => "assistant",
-                };
                 return Err(ApiError::BadRequest(format!(
-                    "invalid field 'candidates[{c}].messages[{m}]': a '{}' block in a '{role}' \
+                    "invalid field 'candidates[{c}].messages[{m}]': a '{}' block in a '{}' \
                      turn (reasoning and tool_call belong in assistant turns, tool_result in \
                      user turns)",
-                    block.kind()
+                    block.kind(),
+                    message.role
                 )));
             }
         }

@@ -6,16 +6,18 @@ use serde::{Deserialize, Serialize};
 
 use super::content::{Block, Blocks, ImageBlock, JsonObject, TextBlock};
 
-/// Who speaks a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Instructions for the model.
-    System,
-    /// The user (tool results ride in user turns).
-    User,
-    /// The model (reasoning and tool calls ride in assistant turns).
-    Assistant,
+wire_enum! {
+    serde
+    /// Who speaks a message.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Role {
+        /// Instructions for the model.
+        System = "system",
+        /// The user (tool results ride in user turns).
+        User = "user",
+        /// The model (reasoning and tool calls ride in assistant turns).
+        Assistant = "assistant",
+    }
 }
 
 /// A reasoning segment of an assistant turn.
