@@ -22,14 +22,10 @@ pub fn table(headers: &[impl AsRef<str>], rows: &[Vec<String>], max: usize) -> S
     let mut out = String::new();
     for row in &all {
         let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                // Padded to the column's width (in characters), then two spaces.
-                let width = widths[i];
-                let _ = write!(line, "{cell:<width$}  ");
-            }
+        for (cell, &width) in row.iter().zip(&widths) {
+            // Padded to the column's width (in characters), then two spaces; the last
+            // column's padding goes with the trimming below.
+            let _ = write!(line, "{cell:<width$}  ");
         }
         out.push_str(line.trim_end());
         out.push('\n');
