@@ -78,9 +78,5 @@ pub async fn run(args: CheckArgs, client: ClientBuilder) -> ExitCode {
             return crate::render::fail("ors", &format!("writing {}: {e}", path.display()));
         }
     }
-    if report.failed() == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    ExitCode::from(u8::from(report.failed() > 0))
 }

@@ -263,11 +263,7 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     let counts = (ran.episodes, resumed.len(), not_run);
     print_summary(&summary, &RunStats::of(scored), counts, wall, &args);
     let failed = ran.error_count() > 0 || not_run > 0 || watch.write_failed.load(Ordering::Relaxed);
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(u8::from(failed)))
 }
 
 fn missing(what: &str) -> Error {
