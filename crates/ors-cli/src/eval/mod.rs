@@ -182,11 +182,9 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
     let selected = ors_core::slice_bounds(start, stop, n).take(args.limit.unwrap_or(usize::MAX));
     let wanted = TaskSample::each(selected.map(|i| i as i64), args.samples);
 
-    let previous = match (&args.out, args.resume) {
-        (Some(path), true) => {
-            crate::trajectories::read(path, true).map_err(Error::InvalidArgument)?
-        }
-        _ => crate::trajectories::Trajectories::default(),
+    let previous = match args.out.as_deref().filter(|_| args.resume) {
+        Some(path) => crate::trajectories::read(path, true).map_err(Error::InvalidArgument)?,
+        None => crate::trajectories::Trajectories::default(),
     };
     if previous.unreadable > 0 {
         eprintln!(
@@ -238,12 +236,8 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
 
     let started = Instant::now();
     let report = match player {
-        Player::Model(agent) => {
-            evaluate_samples(&env, &split, to_run, Arc::new(agent), options).await
-        }
-        Player::Random(random) => {
-            evaluate_samples(&env, &split, to_run, Arc::new(random), options).await
-        }
+        Player::Model(p) => evaluate_samples(&env, &split, to_run, Arc::new(p), options).await,
+        Player::Random(p) => evaluate_samples(&env, &split, to_run, Arc::new(p), options).await,
     };
     let wall = started.elapsed();
     ctrl_c.abort();
@@ -286,11 +280,7 @@ fn agent(args: &EvalArgs, client: &ors_client::Client, step: Duration) -> Result
         opts.connect(client)?,
         AgentOptions {
             system: args.system.clone(),
-            on_text: if args.nudge {
-                OnText::nudge()
-            } else {
-                OnText::Stop
-            },
+            on_text: args.nudge.then(OnText::nudge).unwrap_or(OnText::Stop),
             token_budget: args.token_budget,
         },
     ))
