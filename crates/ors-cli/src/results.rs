@@ -210,9 +210,7 @@ impl RunStats {
     /// The figures of `episodes` (one entry per episode).
     pub fn of(episodes: impl IntoIterator<Item = Scored>) -> Self {
         let mut by_task: BTreeMap<TaskKey, Vec<Scored>> = BTreeMap::new();
-        let mut count = 0;
         for e in episodes {
-            count += 1;
             by_task.entry(e.task.clone()).or_default().push(e);
         }
         let tasks: Vec<TaskStats> = by_task
@@ -251,7 +249,7 @@ impl RunStats {
         }
         let stds: Vec<f64> = tasks.iter().map(|t| t.std).collect();
         Self {
-            episodes: count,
+            episodes: tasks.iter().map(|t| t.samples).sum(),
             samples,
             max_samples,
             mean_reward: Estimate {
