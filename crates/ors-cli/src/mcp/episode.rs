@@ -256,10 +256,8 @@ impl Episode {
                 )))
             }
         };
-        if let RunToolOutput::Success(o) = &out {
-            if o.finished {
-                self.finished.store(true, Ordering::SeqCst);
-            }
+        if matches!(&out, RunToolOutput::Success(o) if o.finished) {
+            self.finished.store(true, Ordering::SeqCst);
         }
         Ok((out, session.sid().to_owned()))
     }
