@@ -305,11 +305,9 @@ struct Watch {
 
 impl Watch {
     fn episode(&self, e: &Episode) {
-        if let Some(w) = &self.writer {
-            if let Err(msg) = w.write(e) {
-                if !self.write_failed.swap(true, Ordering::Relaxed) {
-                    self.progress.note(&format!("ors eval: error: {msg}"));
-                }
+        if let Some(Err(msg)) = self.writer.as_ref().map(|w| w.write(e)) {
+            if !self.write_failed.swap(true, Ordering::Relaxed) {
+                self.progress.note(&format!("ors eval: error: {msg}"));
             }
         }
         self.progress.episode(e);
