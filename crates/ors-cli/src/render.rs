@@ -51,11 +51,8 @@ pub fn params(spec: &ToolSpec) -> String {
     props
         .iter()
         .map(|(name, s)| {
-            let opt = if required.contains(&name.as_str()) {
-                ""
-            } else {
-                "?"
-            };
+            let optional = !required.contains(&name.as_str());
+            let opt = if optional { "?" } else { "" };
             let s = resolve(&root, s);
             let default = s.get("default").map(|d| format!(" = {}", compact(d)));
             let default = default.unwrap_or_default();
