@@ -260,8 +260,7 @@ async fn tasks(client: &Client, args: TasksArgs) -> Result<(), Error> {
                     let n = usize::try_from(env.num_tasks(split).await?).unwrap_or(usize::MAX);
                     ors_core::slice_bounds(start, stop, n).start
                 }
-                Some(s) => usize::try_from(s).unwrap_or(0),
-                None => 0,
+                s => usize::try_from(s.unwrap_or(0)).unwrap_or(0),
             };
             (first, tasks)
         }
