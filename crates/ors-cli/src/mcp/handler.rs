@@ -254,12 +254,10 @@ impl ServerHandler for EpisodeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let _busy = self.episode.busy();
-        if request.name != PROMPT_NAME {
+        let name = &request.name;
+        if name != PROMPT_NAME {
             return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown prompt '{}'; the prompt is '{PROMPT_NAME}'",
-                    request.name
-                ),
+                format!("unknown prompt '{name}'; the prompt is '{PROMPT_NAME}'"),
                 None,
             ));
         }
@@ -292,12 +290,10 @@ impl ServerHandler for EpisodeServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let _busy = self.episode.busy();
         let uri = self.resource_uri();
-        if request.uri != uri {
+        let asked = &request.uri;
+        if *asked != uri {
             return Err(ErrorData::resource_not_found(
-                format!(
-                    "unknown resource '{}'; the resource is '{uri}'",
-                    request.uri
-                ),
+                format!("unknown resource '{asked}'; the resource is '{uri}'"),
                 None,
             ));
         }
