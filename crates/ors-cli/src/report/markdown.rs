@@ -91,17 +91,13 @@ fn comparison(md: &mut String, base: &str, name: &str, c: &Comparison) {
         "\nPaired over the shared tasks (the same tasks resampled for both runs); \
          **bold**: the interval excludes 0."
     );
-    for (what, tasks) in [
-        (
-            format!("Fixed (failed every sample in {base}, passed every sample in {name})"),
-            &c.fixed,
-        ),
-        (
-            format!("Broken (passed every sample in {base}, failed every sample in {name})"),
-            &c.broken,
-        ),
+    for (what, from, to, tasks) in [
+        ("Fixed", "failed", "passed", &c.fixed),
+        ("Broken", "passed", "failed", &c.broken),
     ] {
         if !tasks.is_empty() {
+            let what =
+                format!("{what} ({from} every sample in {base}, {to} every sample in {name})");
             let _ = writeln!(md, "\n{}: {}", cell(&what), listed(tasks));
         }
     }
