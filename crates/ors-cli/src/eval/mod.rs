@@ -229,10 +229,8 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
         kinds_seen: Mutex::default(),
         ran: Mutex::default(),
     });
-    let options = {
-        let watch = Arc::clone(&watch);
-        options.on_progress(move |p| watch.episode(p.episode))
-    };
+    let on_end = Arc::clone(&watch);
+    let options = options.on_progress(move |p| on_end.episode(p.episode));
 
     let started = Instant::now();
     let report = match player {
