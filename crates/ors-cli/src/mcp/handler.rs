@@ -103,15 +103,9 @@ fn mcp_error(e: EpisodeError) -> ErrorData {
 /// `metadata.structured`, not the structured content sent here, so it is not declared: MCP
 /// clients validate `structuredContent` against a declared `outputSchema`.
 pub fn mcp_tool(spec: &ToolSpec) -> Tool {
-    let schema = spec
-        .input_schema
-        .clone()
-        .unwrap_or_else(ors_core::provider::empty_object_schema);
-    Tool::new(
-        spec.name.clone(),
-        spec.description.clone(),
-        Arc::new(schema),
-    )
+    let schema = spec.input_schema.clone();
+    let schema = Arc::new(schema.unwrap_or_else(ors_core::provider::empty_object_schema));
+    Tool::new(spec.name.clone(), spec.description.clone(), schema)
 }
 
 /// ORS blocks as MCP content: text as text, images as images.
@@ -228,10 +222,10 @@ impl ServerHandler for EpisodeServer {
             }
             Err(e @ (EpisodeError::Finished | EpisodeError::Full(_))) => Err(mcp_error(e)),
             // The server or the connection failed: the agent sees why, as a tool error.
-            Err(EpisodeError::Ors(e)) => Ok(CallToolResult::error(vec![ContentBlock::text(
-                format!("the ORS call failed: {e}"),
-            )])
-            .into()),
+            Err(EpisodeError::Ors(e)) => {
+                let why = ContentBlock::text(format!("the ORS call failed: {e}"));
+                Ok(CallToolResult::error(vec![why]).into())
+            }
         }
     }
 
@@ -241,11 +235,8 @@ impl ServerHandler for EpisodeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let _busy = self.episode.busy();
-        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
-            PROMPT_NAME,
-            Some(self.task_description()),
-            None,
-        )]))
+        let prompt = Prompt::new(PROMPT_NAME, Some(self.task_description()), None);
+        Ok(ListPromptsResult::with_all_items(vec![prompt]))
     }
 
     async fn get_prompt(
