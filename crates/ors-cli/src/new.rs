@@ -67,12 +67,8 @@ pub enum NewError {
 pub fn run(args: &NewArgs) -> ExitCode {
     match create(args) {
         Ok(made) => {
-            let name = &made.name;
-            let dir = args.dir.display();
-            println!(
-                "Created the environment '{name}' in {dir}/ (ors-server from {})",
-                made.source
-            );
+            let (name, source, dir) = (&made.name, &made.source, args.dir.display());
+            println!("Created the environment '{name}' in {dir}/ (ors-server from {source})");
             let steps = [
                 (
                     format!("cd {dir} && cargo run"),
@@ -130,10 +126,8 @@ fn create(args: &NewArgs) -> Result<Made, NewError> {
         .replace("{name}", &name)
         .replace("{ors_server}", &dependency)
         .replace("{workspace}\n", workspace);
-    let main_rs = MAIN_RS.replace(
-        TEMPLATE_ENV_NAME,
-        &format!("#[environment(name = \"{name}\")]"),
-    );
+    let attribute = format!("#[environment(name = \"{name}\")]");
+    let main_rs = MAIN_RS.replace(TEMPLATE_ENV_NAME, &attribute);
     let readme = README_MD.replace("{name}", &name);
     // create_dir (not _all) refuses a directory made since the check above.
     std::fs::create_dir(&args.dir).map_err(|e| match e.kind() {
