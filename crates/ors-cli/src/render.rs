@@ -166,12 +166,8 @@ pub fn blocks(blocks: &[Block]) -> String {
                 }
             }
             Block::Image(i) => {
-                let _ = writeln!(
-                    out,
-                    "[image {}, {} bytes of base64]",
-                    i.mime_type,
-                    i.data.len()
-                );
+                let (mime, len) = (&i.mime_type, i.data.len());
+                let _ = writeln!(out, "[image {mime}, {len} bytes of base64]");
             }
         }
     }
