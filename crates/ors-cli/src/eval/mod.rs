@@ -206,11 +206,9 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
 
     let progress = Arc::new(Progress::new(to_run.len()));
     if !skipped.is_empty() {
+        let (done, all, left) = (skipped.len(), wanted.len(), to_run.len());
         progress.note(&format!(
-            "ors eval: {} of {} episodes already have a trajectory; running {}",
-            skipped.len(),
-            wanted.len(),
-            to_run.len()
+            "ors eval: {done} of {all} episodes already have a trajectory; running {left}"
         ));
     }
     // Trajectories go to the file as they end; only the summary stays in memory.
@@ -324,10 +322,9 @@ impl Watch {
         if first {
             let sample = (e.sample > 0).then(|| format!(" (sample {})", e.sample));
             let sample = sample.unwrap_or_default();
+            let (index, message) = (e.index, crate::render::one_line(&error.message));
             self.progress.note(&format!(
-                "ors eval: episode {}{sample} failed: {}",
-                e.index,
-                crate::render::one_line(&error.message)
+                "ors eval: episode {index}{sample} failed: {message}"
             ));
         }
         if error.kind != "transport" {

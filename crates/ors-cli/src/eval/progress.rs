@@ -79,11 +79,8 @@ impl Progress {
 
     fn line(&self, t: &Tally) -> String {
         let n = t.done.max(1) as f64;
-        let mut line = format!(
-            "mean reward {:.3}, success {:.1}%",
-            t.reward / n,
-            100.0 * t.successes as f64 / n
-        );
+        let (mean, percent) = (t.reward / n, 100.0 * t.successes as f64 / n);
+        let mut line = format!("mean reward {mean:.3}, success {percent:.1}%");
         if t.errors > 0 {
             line.push_str(&format!(", {} errors", t.errors));
         }
