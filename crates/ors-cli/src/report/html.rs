@@ -117,15 +117,13 @@ fn run_data(run: &Run) -> Result<(Value, Vec<String>), String> {
         let (tin, tout) = e.tokens();
         let line = serde_json::to_string(e).map_err(|err| err.to_string())?;
         let (c, pos) = chunk.add(&line, chunks.len());
+        let error = e.error.as_ref().map(|x| errors.code(&x.kind));
         let row = [
             ("sample", json!(e.sample)),
             ("reward", json!(e.total_reward)),
             ("success", json!(u8::from(e.success()))),
             ("stop", json!(stops.code(e.stop_reason.as_str()))),
-            (
-                "error",
-                json!(e.error.as_ref().map(|x| errors.code(&x.kind))),
-            ),
+            ("error", json!(error)),
             ("steps", json!(e.steps)),
             ("calls", json!(e.tool_calls.len())),
             ("tokens_in", json!(tin)),

@@ -56,17 +56,15 @@ pub fn read_runs(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
     let mut runs = Vec::with_capacity(paths.len());
     for path in paths {
         let read = crate::trajectories::read(path, false)?;
+        let (shown, unreadable) = (path.display(), read.unreadable);
         if read.episodes.is_empty() {
             return Err(format!(
-                "{} holds no trajectories (write them with `ors eval --out FILE`)",
-                path.display()
+                "{shown} holds no trajectories (write them with `ors eval --out FILE`)"
             ));
         }
-        if read.unreadable > 0 {
+        if unreadable > 0 {
             eprintln!(
-                "ors report: {}: {} line(s) are not trajectories and were skipped",
-                path.display(),
-                read.unreadable
+                "ors report: {shown}: {unreadable} line(s) are not trajectories and were skipped"
             );
         }
         let stats = RunStats::of(read.episodes.iter().map(Scored::of));
