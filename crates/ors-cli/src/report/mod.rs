@@ -59,15 +59,11 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, String> {
     };
     match &args.out {
         Some(path) => {
+            let (shown, n, bytes) = (path.display(), runs.len(), text.len());
             std::fs::write(path, text.as_bytes())
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                .map_err(|e| format!("cannot write {shown}: {e}"))?;
             let episodes: usize = runs.iter().map(|r| r.episodes.len()).sum();
-            eprintln!(
-                "ors report: {} ({} run(s), {episodes} episodes, {} bytes)",
-                path.display(),
-                runs.len(),
-                text.len()
-            );
+            eprintln!("ors report: {shown} ({n} run(s), {episodes} episodes, {bytes} bytes)");
         }
         None => {
             use std::io::Write;
