@@ -68,10 +68,8 @@ impl Progress {
             None if last.elapsed() >= EVERY || tally.done == self.total => {
                 *last = Instant::now();
                 let rate = tally.done as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-                eprintln!(
-                    "ors eval: {}/{} done, {line}, {rate:.1} episodes/s",
-                    tally.done, self.total
-                );
+                let (done, total) = (tally.done, self.total);
+                eprintln!("ors eval: {done}/{total} done, {line}, {rate:.1} episodes/s");
             }
             None => {}
         }
