@@ -16,38 +16,29 @@ pub fn report(title: &str, runs: &[Run]) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "## {}\n", cell(title));
     let k = runs.iter().map(|r| r.stats.samples).max().unwrap_or(1);
-    let mut header = vec![
-        "run",
-        "env",
-        "model",
-        "episodes",
-        "tasks × samples",
-        "mean reward (95% CI)",
-        "success (95% CI)",
-        "pass@1",
-    ];
     let pass_k = format!("pass@{k}");
-    if k > 1 {
-        header.push(&pass_k);
-    }
-    header.push("errors");
-    table_head(&mut md, &header);
-    for r in runs {
+    for (i, r) in runs.iter().enumerate() {
         let s = &r.stats;
-        let mut row = vec![
-            cell(&r.name),
-            cell(&join(r.envs())),
-            cell(&join(r.models())),
-            s.episodes.to_string(),
-            format!("{} × {}", s.tasks.len(), s.samples_shown()),
-            s.mean_reward.show(false, ""),
-            s.success_rate.show(true, ""),
-            pass(s, 1),
+        let shape = format!("{} × {}", s.tasks.len(), s.samples_shown());
+        let mut columns = vec![
+            ("run", cell(&r.name)),
+            ("env", cell(&join(r.envs()))),
+            ("model", cell(&join(r.models()))),
+            ("episodes", s.episodes.to_string()),
+            ("tasks × samples", shape),
+            ("mean reward (95% CI)", s.mean_reward.show(false, "")),
+            ("success (95% CI)", s.success_rate.show(true, "")),
+            ("pass@1", pass(s, 1)),
         ];
         if k > 1 {
-            row.push(pass(s, k as u64));
+            columns.push((&pass_k, pass(s, k as u64)));
         }
-        row.push(r.errors().to_string());
+        columns.push(("errors", r.errors().to_string()));
+        // Every run has the same columns: the first one's names head the table.
+        let (header, row): (Vec<&str>, Vec<String>) = columns.into_iter().unzip();
+        if i == 0 {
+            table_head(&mut md, &header);
+        }
         table_row(&mut md, &row);
     }
     for (i, c) in comparisons(runs) {
@@ -62,30 +53,19 @@ fn comparison(md: &mut String, base: &str, name: &str, c: &Comparison) {
         let _ = writeln!(md, "No tasks in common.");
         return;
     }
-    table_head(
-        md,
-        &[
-            "shared tasks",
-            "Δ mean reward (95% CI)",
-            "Δ success (95% CI)",
-            "better",
-            "worse",
-            "fixed",
-            "broken",
-        ],
-    );
-    table_row(
-        md,
-        &[
-            c.shared.to_string(),
-            difference(&c.reward, false),
-            difference(&c.success, true),
-            c.better.to_string(),
-            c.worse.to_string(),
-            c.fixed.len().to_string(),
-            c.broken.len().to_string(),
-        ],
-    );
+    let (header, row): (Vec<&str>, Vec<String>) = [
+        ("shared tasks", c.shared.to_string()),
+        ("Δ mean reward (95% CI)", difference(&c.reward, false)),
+        ("Δ success (95% CI)", difference(&c.success, true)),
+        ("better", c.better.to_string()),
+        ("worse", c.worse.to_string()),
+        ("fixed", c.fixed.len().to_string()),
+        ("broken", c.broken.len().to_string()),
+    ]
+    .into_iter()
+    .unzip();
+    table_head(md, &header);
+    table_row(md, &row);
     let _ = writeln!(
         md,
         "\nPaired over the shared tasks (the same tasks resampled for both runs); \
