@@ -226,8 +226,7 @@ fn in_workspace(dir: &Path) -> bool {
 
 /// A TOML basic string.
 fn toml_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
+    let mut out = String::from('"');
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
@@ -236,8 +235,7 @@ fn toml_string(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out.push('"');
-    out
+    out + "\""
 }
 
 #[cfg(test)]
