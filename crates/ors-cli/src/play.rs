@@ -57,8 +57,7 @@ fn placeholder(prop: &Value) -> Value {
             .iter()
             .filter_map(Value::as_str)
             .find(|t| *t != "null"),
-        Some(t) => t.as_str(),
-        None => None,
+        t => t.and_then(Value::as_str),
     };
     match ty {
         Some("integer") | Some("number") => json!(0),
