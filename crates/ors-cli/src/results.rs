@@ -233,10 +233,9 @@ impl RunStats {
         let rates: Vec<f64> = tasks.iter().map(TaskStats::rate).collect();
         let rate = stats::mean(&rates);
         let mut pass_at = Vec::new();
-        for k in [1, samples as u64] {
-            if k == 0 || pass_at.iter().any(|p: &PassAt| p.k == k) {
-                continue;
-            }
+        // pass@1, and pass@K when tasks have K > 1 samples.
+        let ks = [Some(1), (samples > 1).then_some(samples as u64)];
+        for k in ks.into_iter().flatten() {
             let per_task: Vec<f64> = tasks
                 .iter()
                 .filter_map(|t| stats::pass_at_k(t.samples as u64, t.successes as u64, k))
