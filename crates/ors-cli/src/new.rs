@@ -69,16 +69,12 @@ pub fn run(args: &NewArgs) -> ExitCode {
         Ok(made) => {
             let (name, source, dir) = (&made.name, &made.source, args.dir.display());
             println!("Created the environment '{name}' in {dir}/ (ors-server from {source})");
-            let steps = [
-                (
-                    format!("cd {dir} && cargo run"),
-                    "serve it on http://127.0.0.1:8080",
-                ),
-                (
-                    format!("ors check {name}"),
-                    "in a second terminal: is it ready for training?",
-                ),
-                ("cargo test".to_owned(), "play episodes in-process"),
+            let serve = format!("cd {dir} && cargo run");
+            let check = format!("ors check {name}");
+            let steps: [(&str, &str); 3] = [
+                (&serve, "serve it on http://127.0.0.1:8080"),
+                (&check, "in a second terminal: is it ready for training?"),
+                ("cargo test", "play episodes in-process"),
             ];
             let width = steps.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
             for (command, what) in steps {
