@@ -20,59 +20,38 @@ pub const HUGE_STRING_LEN: usize = 1 << 20;
 /// How deep nested objects and arrays are generated.
 const MAX_DEPTH: usize = 4;
 
-/// How one input was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
-    /// Every field, with ordinary values.
-    Typical,
-    /// Only the required fields.
-    Minimal,
-    /// Every top-level string field empty.
-    EmptyStrings,
-    /// One string field of [`HUGE_STRING_LEN`] characters.
-    HugeString,
-    /// One number at a boundary (the type's extremes, zero, negatives, just outside the
-    /// schema's minimum or maximum).
-    Boundary,
-    /// One field of the wrong JSON type.
-    WrongType,
-    /// One required field left out.
-    MissingRequired,
-    /// A field the schema does not name.
-    ExtraField,
-    /// One field set to `null`.
-    NullField,
+ors_core::wire_enum! {
+    /// How one input was made (`as_str` is its short description for reports).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Strategy {
+        /// Every field, with ordinary values.
+        Typical = "typical values",
+        /// Only the required fields.
+        Minimal = "required fields only",
+        /// Every top-level string field empty.
+        EmptyStrings = "empty strings",
+        /// One string field of [`HUGE_STRING_LEN`] characters.
+        HugeString = "a huge string",
+        /// One number at a boundary (the type's extremes, zero, negatives, just outside the
+        /// schema's minimum or maximum).
+        Boundary = "a boundary number",
+        /// One field of the wrong JSON type.
+        WrongType = "a value of the wrong type",
+        /// One required field left out.
+        MissingRequired = "a required field missing",
+        /// A field the schema does not name.
+        ExtraField = "an extra field",
+        /// One field set to `null`.
+        NullField = "a null field",
+    }
 }
 
 impl Strategy {
     /// A short description for reports.
     pub fn describe(self) -> &'static str {
-        match self {
-            Strategy::Typical => "typical values",
-            Strategy::Minimal => "required fields only",
-            Strategy::EmptyStrings => "empty strings",
-            Strategy::HugeString => "a huge string",
-            Strategy::Boundary => "a boundary number",
-            Strategy::WrongType => "a value of the wrong type",
-            Strategy::MissingRequired => "a required field missing",
-            Strategy::ExtraField => "an extra field",
-            Strategy::NullField => "a null field",
-        }
+        self.as_str()
     }
 }
-
-/// The first pass: every strategy once.
-const FIRST_PASS: [Strategy; 9] = [
-    Strategy::Typical,
-    Strategy::Minimal,
-    Strategy::EmptyStrings,
-    Strategy::HugeString,
-    Strategy::Boundary,
-    Strategy::WrongType,
-    Strategy::MissingRequired,
-    Strategy::ExtraField,
-    Strategy::NullField,
-];
 
 /// After the first pass, this cycle, weighted toward what finds bugs most often.
 const CYCLE: [Strategy; 8] = [
@@ -102,8 +81,9 @@ pub fn inputs(schema: Option<&Map<String, Value>>, n: usize, rng: &mut Rng) -> V
     let mut g = Gen::new(&root, rng);
     let mut out: Vec<Generated> = Vec::with_capacity(n);
     let mut seen = std::collections::HashSet::new();
-    let schedule = FIRST_PASS.iter().chain(CYCLE.iter().cycle());
-    for strategy in schedule.take(n.saturating_mul(4) + FIRST_PASS.len()) {
+    // The first pass is every strategy once, in declaration order.
+    let schedule = Strategy::ALL.iter().chain(CYCLE.iter().cycle());
+    for strategy in schedule.take(n.saturating_mul(4) + Strategy::ALL.len()) {
         if out.len() >= n {
             break;
         }
@@ -635,7 +615,7 @@ mod tests {
         }));
         let got = inputs(Some(&s), 20, &mut Rng::new(3));
         assert_eq!(got.len(), 20);
-        for strategy in FIRST_PASS {
+        for strategy in Strategy::ALL {
             assert!(got.iter().any(|g| g.strategy == strategy), "{strategy:?}");
         }
         let texts: std::collections::HashSet<String> =
