@@ -104,13 +104,13 @@ pub struct ConformanceArgs {
 impl ConformanceArgs {
     /// The [`RunOptions`] these arguments ask for (reads the expected-failures file).
     pub fn options(&self, api_key: Option<String>) -> Result<RunOptions, String> {
-        let expected = match &self.expected_failures {
-            Some(path) => ExpectedFailures::load(path)?,
-            None => ExpectedFailures::default(),
-        };
+        let expected = self
+            .expected_failures
+            .as_deref()
+            .map(ExpectedFailures::load);
         Ok(RunOptions {
             env: self.env.clone(),
-            expected,
+            expected: expected.transpose()?.unwrap_or_default(),
             slow: self.slow,
             keepalive_secs: self.keepalive_secs,
             only: self.only.clone(),
@@ -194,10 +194,7 @@ pub fn run_against(url: &str, opts: &RunOptions) -> Result<Report, String> {
             let result =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (clause.check)(&ctx)));
             match result {
-                Ok(Ok(())) => match ctx.take_skip() {
-                    Some(why) => Status::Skip(why),
-                    None => Status::Pass,
-                },
+                Ok(Ok(())) => ctx.take_skip().map_or(Status::Pass, Status::Skip),
                 Ok(Err(reason)) => Status::Fail(reason),
                 Err(_) => Status::Fail("the check itself panicked (a runner bug)".to_owned()),
             }
