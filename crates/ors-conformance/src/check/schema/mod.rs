@@ -94,19 +94,16 @@ impl Schema {
                     Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
                     _ => return Verdict::Unknown,
                 };
-                if names.iter().any(|t| has_type(v, t)) {
-                    Verdict::Valid
-                } else {
-                    invalid(at, format!("{} is not of type {}", short(v), arg))
-                }
+                valid_if(names.iter().any(|t| has_type(v, t)), at, || {
+                    format!("{} is not of type {}", short(v), arg)
+                })
             }
             "enum" => match arg.as_array() {
                 Some(values) if values.iter().any(|e| same(e, v)) => Verdict::Valid,
                 Some(_) => invalid(at, format!("{} is not one of {arg}", short(v))),
                 None => Verdict::Unknown,
             },
-            "const" if same(arg, v) => Verdict::Valid,
-            "const" => invalid(at, format!("{} is not {arg}", short(v))),
+            "const" => valid_if(same(arg, v), at, || format!("{} is not {arg}", short(v))),
             "$ref" => match arg.as_str().and_then(|r| self.target(r)) {
                 Some(target) => self.eval(target, v, at, depth + 1),
                 None => Verdict::Unknown,
@@ -188,10 +185,9 @@ impl Schema {
         depth: usize,
     ) -> Verdict {
         match key {
-            "required" => match first_missing(arg, o) {
-                Some(missing) => invalid(at, format!("'{missing}' is a required property")),
-                None => Verdict::Valid,
-            },
+            "required" => first_missing(arg, o).map_or(Verdict::Valid, |missing| {
+                invalid(at, format!("'{missing}' is a required property"))
+            }),
             "properties" => {
                 let Some(props) = arg.as_object() else {
                     return Verdict::Unknown;
@@ -211,16 +207,11 @@ impl Schema {
                     .iter()
                     .filter(|(k, _)| !known.is_some_and(|p| p.contains_key(*k)));
                 if *arg == Value::Bool(false) {
-                    return match extra.map(|(k, _)| format!("'{k}'")).collect::<Vec<_>>() {
-                        names if names.is_empty() => Verdict::Valid,
-                        names => invalid(
-                            at,
-                            format!(
-                                "additional properties are not allowed ({} unexpected)",
-                                names.join(", ")
-                            ),
-                        ),
-                    };
+                    let names: Vec<String> = extra.map(|(k, _)| format!("'{k}'")).collect();
+                    return valid_if(names.is_empty(), at, || {
+                        let names = names.join(", ");
+                        format!("additional properties are not allowed ({names} unexpected)")
+                    });
                 }
                 all(extra.map(|(k, value)| self.sub(arg, value, at, k, depth)))
             }
@@ -299,11 +290,7 @@ impl Schema {
                     .iter()
                     .enumerate()
                     .any(|(i, x)| a[..i].iter().any(|y| same(x, y)));
-                if repeated {
-                    invalid(at, "the items are not unique")
-                } else {
-                    Verdict::Valid
-                }
+                valid_if(!repeated, at, || "the items are not unique".to_owned())
             }
             "contains" => {
                 let verdicts: Vec<Verdict> = a
@@ -374,25 +361,22 @@ fn number_keyword(key: &str, arg: &Value, n: &Number, at: &str) -> Verdict {
         "multipleOf" => return multiple_of(n, bound, at),
         _ => false,
     };
-    if fails {
+    valid_if(!fails, at, || {
         let what = match key {
             "minimum" => "less than the minimum of",
             "maximum" => "greater than the maximum of",
             "exclusiveMinimum" => "not greater than the exclusive minimum of",
             _ => "not less than the exclusive maximum of",
         };
-        invalid(at, format!("{n} is {what} {bound}"))
-    } else {
-        Verdict::Valid
-    }
+        format!("{n} is {what} {bound}")
+    })
 }
 
 fn multiple_of(n: &Number, m: &Number, at: &str) -> Verdict {
     if let (Some(a), Some(b)) = (int(n), int(m)) {
-        return match b != 0 && a % b == 0 {
-            true => Verdict::Valid,
-            false => invalid(at, format!("{n} is not a multiple of {m}")),
-        };
+        return valid_if(b != 0 && a % b == 0, at, || {
+            format!("{n} is not a multiple of {m}")
+        });
     }
     let (Some(a), Some(b)) = (n.as_f64(), m.as_f64()) else {
         return Verdict::Unknown;
@@ -440,6 +424,15 @@ fn all(verdicts: impl Iterator<Item = Verdict>) -> Verdict {
         Verdict::Unknown
     } else {
         Verdict::Valid
+    }
+}
+
+/// Valid when `ok`, else invalid for the reason `why` gives.
+fn valid_if(ok: bool, at: &str, why: impl FnOnce() -> String) -> Verdict {
+    if ok {
+        Verdict::Valid
+    } else {
+        invalid(at, why())
     }
 }
 
