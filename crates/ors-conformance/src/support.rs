@@ -364,10 +364,9 @@ impl Call {
     /// Fails unless the call was answered 200 with an event stream that has no `error` event.
     pub fn expect_no_error(&self) -> Check {
         self.expect_stream()?;
-        match self.error_event() {
-            Some(e) => Err(format!("the stream has an error event: {e:?}")),
-            None => Ok(()),
-        }
+        self.error_event().map_or(Ok(()), |e| {
+            Err(format!("the stream has an error event: {e:?}"))
+        })
     }
 
     /// The data of the `chunk` events and the `end` event, joined.

@@ -4,7 +4,6 @@
 
 use std::collections::HashSet;
 
-use ors_core::sse::SseDecoder;
 use ors_core::ErrorCode;
 use serde_json::{json, Value};
 
@@ -134,7 +133,7 @@ fn create_session_sse(ctx: &Ctx) -> Check {
     expect_status(&r, 200)?;
     let ct = r.header("content-type").unwrap_or_default();
     ensure!(ct.starts_with("text/event-stream"), "content-type {ct:?}");
-    let events = SseDecoder::new().push(&r.body);
+    let events = r.events();
     let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
     ensure!(names == ["task_id", "end"], "events are {names:?}");
     ensure!(!events[0].data.trim().is_empty(), "empty sid");
