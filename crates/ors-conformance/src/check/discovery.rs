@@ -261,8 +261,7 @@ async fn one_split(
     split: &str,
     sample: Option<usize>,
 ) -> SplitInfo {
-    let base = format!("split.{}", id_part(split));
-    let id = |check: &str| format!("{base}.{check}");
+    let id = |check: &str| format!("split.{}.{check}", id_part(split));
     let failed = |route: &str, e: Error| {
         let env = env.name();
         CheckItem::problem(
@@ -325,9 +324,11 @@ async fn one_split(
     };
     let count = listed.as_ref().map(|t| t.len() as u64).or(counted);
     if let Some(n) = count.filter(|c| *c > 0) {
-        rec.push(task_agrees(env, split, &base, listed.as_deref(), n, sample).await);
+        let agrees = task_agrees(env, split, listed.as_deref(), n, sample).await;
+        rec.push(CheckItem::of(id("task"), agrees));
         if let Some(tasks) = &listed {
-            rec.push(range_agrees(env, split, &base, tasks).await);
+            let agrees = range_agrees(env, split, tasks).await;
+            rec.push(CheckItem::of(id("task-range"), agrees));
         }
     }
     SplitInfo {
@@ -340,73 +341,51 @@ async fn one_split(
 async fn task_agrees(
     env: &Environment,
     split: &str,
-    base: &str,
     listed: Option<&[Value]>,
     count: u64,
     sample: Option<usize>,
-) -> CheckItem {
-    let id = format!("{base}.task");
+) -> Result<(), String> {
     for i in sample_indices(count, sample) {
-        let got = match env.task(split, i as i64).await {
-            Ok(t) => t,
-            Err(e) => {
-                return CheckItem::problem(
-                    id,
-                    format!(
-                        "POST /{}/task for task {i} of split '{split}' failed: {e}",
-                        env.name()
-                    ),
-                )
-            }
-        };
+        let got = env.task(split, i as i64).await.map_err(|e| {
+            let env = env.name();
+            format!("POST /{env}/task for task {i} of split '{split}' failed: {e}")
+        })?;
         if let Some(want) = listed.and_then(|t| t.get(i as usize)) {
             if got != *want {
-                return CheckItem::problem(
-                    id,
-                    format!(
-                        "task {i} of split '{split}' differs between task ({}) and tasks ({}); \
-                         an episode created by index would not run the task listed; serve one \
-                         list from both",
-                        show(&got),
-                        show(want)
-                    ),
-                );
+                return Err(format!(
+                    "task {i} of split '{split}' differs between task ({}) and tasks ({}); an \
+                     episode created by index would not run the task listed; serve one list \
+                     from both",
+                    show(&got),
+                    show(want)
+                ));
             }
         }
     }
-    CheckItem::ok(id)
+    Ok(())
 }
 
 /// `split.<name>.task-range`: the first and last few tasks by `task_range` equal `tasks`.
-async fn range_agrees(env: &Environment, split: &str, base: &str, tasks: &[Value]) -> CheckItem {
-    let id = format!("{base}.task-range");
+async fn range_agrees(env: &Environment, split: &str, tasks: &[Value]) -> Result<(), String> {
     let n = tasks.len() as i64;
     for (start, stop) in [(0, n.min(3)), ((n - 2).max(0), n)] {
-        match env.task_range(split, Some(start), Some(stop)).await {
-            Ok(got) if got == tasks[start as usize..stop as usize] => {}
-            Ok(got) => {
-                return CheckItem::problem(
-                    id,
-                    format!(
-                        "task_range {start}..{stop} of split '{split}' gives {} tasks that differ \
-                         from tasks[{start}..{stop}] (first: {}); serve one list from both",
-                        got.len(),
-                        got.first().map_or_else(|| "none".to_owned(), show)
-                    ),
-                )
-            }
-            Err(e) => {
-                return CheckItem::problem(
-                    id,
-                    format!(
-                        "POST /{}/task_range {start}..{stop} of split '{split}' failed: {e}",
-                        env.name()
-                    ),
-                )
-            }
+        let got = env
+            .task_range(split, Some(start), Some(stop))
+            .await
+            .map_err(|e| {
+                let env = env.name();
+                format!("POST /{env}/task_range {start}..{stop} of split '{split}' failed: {e}")
+            })?;
+        if got != tasks[start as usize..stop as usize] {
+            return Err(format!(
+                "task_range {start}..{stop} of split '{split}' gives {} tasks that differ from \
+                 tasks[{start}..{stop}] (first: {}); serve one list from both",
+                got.len(),
+                got.first().map_or_else(|| "none".to_owned(), show)
+            ));
         }
     }
-    CheckItem::ok(id)
+    Ok(())
 }
 
 /// A task, short enough for a problem line.

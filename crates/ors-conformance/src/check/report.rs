@@ -52,6 +52,14 @@ impl CheckItem {
         }
     }
 
+    /// Passed, or the problem `result` holds.
+    pub(super) fn of(id: impl Into<String>, result: Result<(), String>) -> Self {
+        Self {
+            problem: result.err(),
+            ..Self::ok(id)
+        }
+    }
+
     /// Whether the check passed.
     pub fn passed(&self) -> bool {
         self.problem.is_none()
