@@ -9,9 +9,6 @@ pub(super) fn short(v: &Value) -> String {
 
 /// A `$ref`'s fragment with its `%XX` escapes decoded (`#/$defs/a%20b`).
 pub(super) fn percent_decoded(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_owned());
-    }
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
