@@ -98,14 +98,10 @@ pub async fn run(
         }
     }
     if opts.fuzz > 0 {
-        let mut tools: Vec<_> = specs
-            .iter()
-            .cloned()
-            .map(calls::ToolUnderTest::new)
-            .collect();
         // The terminal tool is called as a harness calls it, with answers in prose (and broken
         // ones): a crash there ends every episode a model answers in words.
-        tools.extend(terminal.map(calls::ToolUnderTest::new));
+        let tools = specs.iter().cloned().chain(terminal);
+        let tools: Vec<_> = tools.map(calls::ToolUnderTest::new).collect();
         calls::fuzz(&mut rec, &env, fuzz_task.as_ref(), &tools, opts).await;
     }
     escapes::run(
