@@ -254,16 +254,11 @@ impl<'a> Gen<'a> {
     fn resolve(&self, mut s: &'a Value) -> &'a Value {
         for _ in 0..16 {
             if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-                let target = r
-                    .strip_prefix('#')
-                    .and_then(|pointer| self.root.pointer(pointer));
-                match target {
-                    Some(t) => {
-                        s = t;
-                        continue;
-                    }
-                    None => return s,
-                }
+                let Some(t) = r.strip_prefix('#').and_then(|p| self.root.pointer(p)) else {
+                    return s;
+                };
+                s = t;
+                continue;
             }
             match s.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
                 Some([only]) => s = only,
@@ -338,10 +333,8 @@ impl<'a> Gen<'a> {
             Kind::Object if depth < MAX_DEPTH => self.object(s, depth + 1, true),
             Kind::Object => json!({}),
             Kind::Array => {
-                let (lo, hi) = (
-                    uint(s, "minItems").unwrap_or(0),
-                    uint(s, "maxItems").unwrap_or(u64::MAX),
-                );
+                let lo = uint(s, "minItems").unwrap_or(0);
+                let hi = uint(s, "maxItems").unwrap_or(u64::MAX);
                 let len = self.rng.between(i128::from(lo), i128::from(hi.min(lo + 3)));
                 let items = s.get("items").map(|i| self.resolve(i));
                 let unique = s.get("uniqueItems") == Some(&Value::Bool(true));
@@ -396,10 +389,9 @@ impl<'a> Gen<'a> {
             Kind::Number => {
                 let lo = num(s, "minimum").or_else(|| num(s, "exclusiveMinimum"));
                 let hi = num(s, "maximum").or_else(|| num(s, "exclusiveMaximum"));
-                let start = lo.unwrap_or(if hi.is_some_and(|h| h <= 0.0) {
-                    hi.unwrap_or(0.0) - 100.0
-                } else {
-                    0.0
+                let start = lo.unwrap_or(match hi {
+                    Some(h) if h <= 0.0 => h - 100.0,
+                    _ => 0.0,
                 });
                 let end = hi.unwrap_or(start + 100.0).min(start + 100.0);
                 let t = self.rng.below(10_001) as f64 / 10_000.0;
