@@ -217,24 +217,22 @@ impl Lane {
         let mut session: Option<Session> = None;
         for (p, input) in self.inputs {
             let open = match session.take() {
-                Some(s) => s,
-                None => {
-                    match within(self.limit, self.env.session(self.task.clone()).open()).await {
-                        Ok(s) => s,
-                        Err(e) => {
-                            out.push((p, Answer::NoEpisode(e)));
-                            continue;
-                        }
-                    }
-                }
+                Some(s) => Ok(s),
+                None => within(self.limit, self.env.session(self.task.clone()).open()).await,
             };
-            let answer = call(&open, &self.tool, input, self.limit).await;
-            if matches!(answer, Answer::Refused(_)) {
-                session = Some(open);
-            } else {
-                // Best effort: a hung call is cancelled by the delete on servers that can.
-                let _ = within(self.limit, open.close()).await;
-            }
+            let answer = match open {
+                Ok(open) => {
+                    let answer = call(&open, &self.tool, input, self.limit).await;
+                    if matches!(answer, Answer::Refused(_)) {
+                        session = Some(open);
+                    } else {
+                        // Best effort: a hung call is cancelled by the delete on servers that can.
+                        let _ = within(self.limit, open.close()).await;
+                    }
+                    answer
+                }
+                Err(e) => Answer::NoEpisode(e),
+            };
             out.push((p, answer));
         }
         if let Some(s) = session {
