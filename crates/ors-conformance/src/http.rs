@@ -169,8 +169,7 @@ impl Response {
     }
 
     fn error_field(&self, name: &str) -> Option<String> {
-        let v: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
-        v.get(name)?.as_str().map(str::to_owned)
+        self.json().ok()?.get(name)?.as_str().map(str::to_owned)
     }
 
     /// The SSE events of the body, decoded by the core codec (comments dropped).
