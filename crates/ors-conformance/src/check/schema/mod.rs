@@ -121,10 +121,8 @@ impl Schema {
                     Verdict::Invalid(_) => "else",
                     Verdict::Unknown => return Verdict::Unknown,
                 };
-                match s.get(branch) {
-                    Some(then) => self.eval(then, v, at, depth + 1),
-                    None => Verdict::Valid,
-                }
+                s.get(branch)
+                    .map_or(Verdict::Valid, |then| self.eval(then, v, at, depth + 1))
             }
             _ => match v {
                 Value::Object(o) => self.object_keyword(s, key, arg, o, at, depth),
@@ -265,10 +263,7 @@ impl Schema {
                 .map(|(i, (schema, item))| self.sub(schema, item, at, &i.to_string(), depth)))
         };
         match key {
-            "prefixItems" => match arg.as_array() {
-                Some(schemas) => tuple(schemas, at),
-                None => Verdict::Unknown,
-            },
+            "prefixItems" => arg.as_array().map_or(Verdict::Unknown, |ts| tuple(ts, at)),
             // Draft-07's tuples: `items` as an array, the rest under `additionalItems`.
             "items" => match arg.as_array() {
                 Some(schemas) => tuple(schemas, at),
