@@ -444,12 +444,11 @@ impl<'a> Gen<'a> {
         };
         if self.kind(s) == Kind::Integer {
             let (lo, hi) = int_bounds(s);
-            let unsigned = lo.is_some_and(|l| l >= 0);
-            let top = hi.unwrap_or(if unsigned {
-                i128::from(u64::MAX)
-            } else {
-                i128::from(i64::MAX)
-            });
+            let top = match (hi, lo) {
+                (Some(h), _) => h,
+                (None, Some(l)) if l >= 0 => i128::from(u64::MAX),
+                _ => i128::from(i64::MAX),
+            };
             push(int_value(top));
             if let Some(h) = hi {
                 push(int_value(h + 1));
