@@ -191,9 +191,7 @@ pub fn run_against(url: &str, opts: &RunOptions) -> Result<Report, String> {
         let status = if clause.slow && !opts.slow {
             Status::Skip("slow; run with --slow".to_owned())
         } else {
-            let result =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (clause.check)(&ctx)));
-            match result {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (clause.check)(&ctx))) {
                 Ok(Ok(())) => ctx.take_skip().map_or(Status::Pass, Status::Skip),
                 Ok(Err(reason)) => Status::Fail(reason),
                 Err(_) => Status::Fail("the check itself panicked (a runner bug)".to_owned()),
