@@ -101,8 +101,7 @@ impl<E: 'static> TableBuilder<E> {
 
     /// Add the tools of a toolset field.
     pub fn toolset<T: 'static>(mut self, field: ToolsetField<E, T>) -> Self {
-        let entries = field.entries(&mut self.errors);
-        self.entries.extend(entries);
+        self.entries.extend(field.entries(&mut self.errors));
         self
     }
 
