@@ -221,9 +221,8 @@ impl Program {
     }
 
     /// Add an argument.
-    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
-        self.args.push(arg.as_ref().to_owned());
-        self
+    pub fn arg(self, arg: impl AsRef<OsStr>) -> Self {
+        self.args([arg])
     }
 
     /// Add arguments.
