@@ -18,7 +18,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
 
@@ -181,10 +181,7 @@ pub(crate) fn checked_input(
     tool: &str,
     input: Value,
 ) -> Result<JsonObject, RunToolOutput> {
-    let input = match input {
-        Value::Null => Value::Object(JsonObject::new()),
-        other => other,
-    };
+    let input = if input.is_null() { json!({}) } else { input };
     validator
         .check(tool, &input)
         .map_err(|msg| RunToolOutput::refused(ToolErrorReason::InputValidation, msg))?;
