@@ -99,8 +99,7 @@ pub trait DynEnvironment: Send + Sync {
     /// (`#[tool(concurrent)]`; PROTOCOL_NOTES row `tool-concurrency`): for those a server calls
     /// [`DynSession::call_concurrent`] with the episode shared. Asked before the episode is
     /// locked. By default none.
-    fn is_concurrent(&self, tool: &str) -> bool {
-        let _ = tool;
+    fn is_concurrent(&self, _tool: &str) -> bool {
         false
     }
     /// Problems in the tool table; a server refuses to host an environment with any.
@@ -144,9 +143,8 @@ pub trait DynSession: Send + Sync {
     /// blocking tool still holds.
     fn score_group(
         &mut self,
-        candidates: Vec<GroupCandidate>,
+        _candidates: Vec<GroupCandidate>,
     ) -> BoxFuture<'_, Result<Vec<GroupScore>, EnvError>> {
-        let _ = candidates;
         Box::pin(async {
             Err(EnvError::Unsupported(
                 "this episode does not score groups".into(),
