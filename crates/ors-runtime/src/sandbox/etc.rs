@@ -79,7 +79,6 @@ pub(crate) fn prepared() -> Result<&'static Path, SandboxError> {
 
 /// The entries of `etc` to copy: [`ETC`] and the interpreters' own (`python3`, `python3.11`).
 fn entries(etc: &Path) -> Vec<String> {
-    let mut names: Vec<String> = ETC.iter().map(|s| (*s).to_owned()).collect();
     // An unreadable directory, or entry, adds nothing.
     let dir = std::fs::read_dir(etc).into_iter().flatten().flatten();
     let mut extra: Vec<String> = dir
@@ -87,8 +86,7 @@ fn entries(etc: &Path) -> Vec<String> {
         .filter(|n| n.starts_with("python"))
         .collect();
     extra.sort();
-    names.extend(extra);
-    names
+    ETC.iter().map(|s| (*s).to_owned()).chain(extra).collect()
 }
 
 /// Whether others (the sandbox's host user) may read it: only that is copied.
