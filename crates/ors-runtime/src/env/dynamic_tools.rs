@@ -255,7 +255,6 @@ impl DynamicTools {
         name: &str,
         input: Value,
     ) -> Option<BoxFuture<'static, RunToolOutput>> {
-        let i = *self.by_name.get(name)?;
-        Some(self.tools[i].call(ctx, input))
+        Some(self.tools[*self.by_name.get(name)?].call(ctx, input))
     }
 }
