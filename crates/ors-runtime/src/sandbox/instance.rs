@@ -196,8 +196,7 @@ impl Live {
         if stopped.is_some() {
             self.signalled = true;
         }
-        let text = String::from_utf8_lossy(&tail);
-        let status: i32 = text
+        let status: i32 = String::from_utf8_lossy(&tail)
             .split_whitespace()
             .next()
             .and_then(|s| s.parse().ok())
