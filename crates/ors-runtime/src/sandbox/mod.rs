@@ -306,8 +306,7 @@ impl Sandbox {
         };
         let ran = self.exec(&exec, &ToolContext::detached()).await?;
         if ran.exit != Exit::Code(0) {
-            let err = String::from_utf8_lossy(&ran.stderr);
-            let mut reason = err.trim().to_owned();
+            let mut reason = String::from_utf8_lossy(&ran.stderr).trim().to_owned();
             if reason.contains("No space left on device") {
                 reason = format!(
                     "the workspace is full (the disk limit is {}): {reason}",
