@@ -127,8 +127,7 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for JsonlTasks<T> {
             return Ok(Vec::new());
         }
         let from = self.index.get(start);
-        let to = self.end_of(stop - 1);
-        let mut bytes = vec![0u8; (to - from) as usize];
+        let mut bytes = vec![0u8; (self.end_of(stop - 1) - from) as usize];
         read_at(&self.file, &mut bytes, from).map_err(DataError::io(&self.path))?;
         let mut rows = Vec::with_capacity(stop - start);
         for row in start..stop {
