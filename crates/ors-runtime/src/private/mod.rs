@@ -164,11 +164,8 @@ pub fn doc_description(lines: &[&str]) -> String {
         .map(|l| l.len() - l.trim_start().len())
         .min()
         .unwrap_or(0);
-    let dedented: Vec<&str> = lines
-        .iter()
-        .map(|l| l.get(indent..).unwrap_or(""))
-        .collect();
-    dedented.join("\n").trim().to_owned()
+    let dedented = lines.iter().map(|l| l.get(indent..).unwrap_or(""));
+    dedented.collect::<Vec<_>>().join("\n").trim().to_owned()
 }
 
 /// A toolset stored in a field of `E`: its names (for the compile-time collision check), its
