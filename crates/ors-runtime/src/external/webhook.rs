@@ -148,9 +148,7 @@ impl WebhookTool {
         };
         let value: Value = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         let list = match value {
-            Value::Object(mut obj) if obj.contains_key("tools") => {
-                obj.remove("tools").unwrap_or(Value::Null)
-            }
+            Value::Object(mut obj) if obj.contains_key("tools") => obj["tools"].take(),
             other => other,
         };
         serde_path_to_error::deserialize::<_, Vec<Self>>(list).map_err(|e| {
