@@ -277,15 +277,14 @@ impl Program {
     }
 
     fn command(&self) -> tokio::process::Command {
-        let limited = !self.limits.is_empty();
-        let mut cmd = tokio::process::Command::new(match limited {
-            false => self.program.as_os_str(),
-            true => OsStr::new("/bin/sh"),
-        });
-        if limited {
+        let mut cmd = if self.limits.is_empty() {
+            tokio::process::Command::new(&self.program)
+        } else {
             let prelude = format!("{}exec \"$@\"", self.limits.prelude(0));
-            cmd.arg("-c").arg(prelude).arg("sh").arg(&self.program);
-        }
+            let mut sh = tokio::process::Command::new("/bin/sh");
+            sh.arg("-c").arg(prelude).arg("sh").arg(&self.program);
+            sh
+        };
         cmd.args(&self.args);
         if !self.inherit_env {
             cmd.env_clear();
