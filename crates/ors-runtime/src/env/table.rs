@@ -267,9 +267,7 @@ impl<E: 'static> ToolTable<E> {
         };
         for mut e in entries {
             if reasoning {
-                if let Err(err) = add_reasoning(&mut e.spec) {
-                    table.errors.push(err);
-                }
+                table.errors.extend(add_reasoning(&mut e.spec).err());
             }
             table.push(e);
         }
