@@ -140,8 +140,7 @@ async fn start(settings: &SandboxSettings) -> Result<Live, SandboxError> {
     else {
         return Err(SandboxError::Start("bwrap's pipes are missing".to_owned()));
     };
-    let mut stdout = BufReader::new(stdout);
-    let mut stderr = BufReader::new(stderr);
+    let (mut stdout, mut stderr) = (BufReader::new(stdout), BufReader::new(stderr));
     let handshake = async {
         let mut info = String::new();
         // The info object, ending with a line `}`; bwrap's error instead when it failed.
