@@ -45,7 +45,6 @@ pub fn input_schema<T: JsonSchema>() -> Result<JsonObject, SchemaError> {
     let Value::Object(mut obj) = root_schema::<T>() else {
         return Err(not_object("not an object schema"));
     };
-    obj.remove("$schema");
     match obj.get("type") {
         Some(Value::String(t)) if t == "object" => {}
         Some(t) => return Err(not_object(&format!("of type {t}"))),
@@ -60,25 +59,18 @@ pub fn input_schema<T: JsonSchema>() -> Result<JsonObject, SchemaError> {
 /// input schemas, but of any type: a list or a number is a fine result.
 pub fn output_schema<T: JsonSchema>() -> JsonObject {
     match root_schema::<T>() {
-        Value::Object(mut obj) => {
-            obj.remove("$schema");
-            obj
-        }
+        Value::Object(obj) => obj,
         // `true`: any value.
         _ => JsonObject::new(),
     }
 }
 
-/// `T`'s root schema in the dialect above, nested types inlined.
+/// `T`'s root schema in the dialect above, nested types inlined, without `$schema`.
 fn root_schema<T: JsonSchema>() -> Value {
-    let settings = SchemaSettings::draft2020_12().with(|s| {
-        s.inline_subschemas = true;
-        s.meta_schema = None;
-    });
-    settings
-        .into_generator()
-        .into_root_schema_for::<T>()
-        .to_value()
+    let settings = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true);
+    let mut schema = settings.into_generator().into_root_schema_for::<T>();
+    schema.remove("$schema");
+    schema.to_value()
 }
 
 /// Why a hand-written schema cannot describe a tool's input.
