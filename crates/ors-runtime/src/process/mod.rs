@@ -313,13 +313,11 @@ impl Program {
     pub async fn run(&self, ctx: &ToolContext) -> Result<Finished, ProcessError> {
         let name = self.program.to_string_lossy().into_owned();
         let started = Instant::now();
-        let mut child = self
-            .command()
-            .spawn()
-            .map_err(|source| ProcessError::Spawn {
-                program: name.clone(),
-                source,
-            })?;
+        let spawned = self.command().spawn();
+        let mut child = spawned.map_err(|source| ProcessError::Spawn {
+            program: name.clone(),
+            source,
+        })?;
         // From here on the group is killed whatever happens, also if this future is dropped.
         let mut group = GroupGuard(child.id());
         if let (Some(bytes), Some(mut stdin)) = (self.stdin.clone(), child.stdin.take()) {
