@@ -70,17 +70,15 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
         check_range(&self.path, start, stop, self.len())?;
         let mut rows = Vec::with_capacity(stop - start);
         let mut row = start;
+        let fail = |e: parquet::errors::ParquetError| self.format_err(e);
         while row < stop {
             let group = self.group_of(row);
             let (group_start, group_end) = (self.starts[group], self.starts[group + 1]);
             let take = stop.min(group_end) - row;
-            let reader = self
-                .reader
-                .get_row_group(group)
-                .map_err(|e| self.format_err(e))?;
-            let iter = reader.get_row_iter(None).map_err(|e| self.format_err(e))?;
+            let reader = self.reader.get_row_group(group).map_err(fail)?;
+            let iter = reader.get_row_iter(None).map_err(fail)?;
             for (i, r) in iter.skip(row - group_start).take(take).enumerate() {
-                let r = r.map_err(|e| self.format_err(e))?;
+                let r = r.map_err(fail)?;
                 let task = serde_json::from_value(r.to_json_value());
                 rows.push(task.map_err(|e| DataError::row(&self.path, row + i, e))?);
             }
