@@ -156,10 +156,7 @@ impl<E: Environment> EnvHandle<E> {
                 &read[..]
             }
         };
-        tasks
-            .iter()
-            .map(|t| t.to_wire().map_err(TaskError::from))
-            .collect()
+        tasks.iter().map(|t| Ok(t.to_wire()?)).collect()
     }
 }
 
