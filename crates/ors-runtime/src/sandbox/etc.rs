@@ -161,9 +161,7 @@ fn ready(dir: &Path) -> bool {
 /// Make (or find) the copy of `etc` under `parent`.
 fn prepare(etc: &Path, parent: &Path) -> Result<PathBuf, String> {
     let names = entries(etc);
-    let uid = std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(0);
+    let uid = std::fs::metadata("/proc/self").map_or(0, |m| m.uid());
     let name = format!("ors-sandbox-etc-{uid}-{:016x}", fingerprint(etc, &names));
     let done = parent.join(&name);
     if ready(&done) {
