@@ -103,10 +103,8 @@ fn take_input<T: ToolInput>(
     // Taken, so the input (and the request body it is a slice of) is released once read. An
     // input that does not fit is an `ok: false` result naming the tool and the field (what the
     // model needs to fix its call).
-    let input = input.take().unwrap_or_default();
-    input
-        .deserialize()
-        .map_err(|e| invalid_input(tool, e.to_string().replace('`', "'")))
+    let read = input.take().unwrap_or_default().deserialize();
+    read.map_err(|e| invalid_input(tool, e.to_string().replace('`', "'")))
 }
 
 /// A type a `#[tool(schema = "...")]` method can take by value after `self`: the
