@@ -46,9 +46,8 @@ impl Limits {
     pub(crate) fn prelude(&self, extra_processes: u64) -> String {
         let cpu = self.cpu_secs.map(|t| t.max(1));
         let cpu = cpu.map(|t| format!("ulimit -S -t {t} && ulimit -H -t {}", t + 1));
-        let memory = self
-            .memory_bytes
-            .map(|m| format!("ulimit -v {}", (m / 1024).max(1)));
+        let memory = self.memory_bytes.map(|m| (m / 1024).max(1));
+        let memory = memory.map(|kib| format!("ulimit -v {kib}"));
         let processes = self.processes.map(|p| p.max(1) + extra_processes);
         let processes =
             processes.map(|p| format!("{{ ulimit -u {p} 2>/dev/null || ulimit -p {p}; }}"));
