@@ -153,11 +153,8 @@ impl<E: 'static> TableBuilder<E> {
 /// A tool description from the lines of its doc comment: common indentation removed,
 /// lines joined with newlines, surrounding blank lines trimmed.
 pub fn doc_description(lines: &[&str]) -> String {
-    let lines: Vec<&str> = lines
-        .iter()
-        .flat_map(|l| l.split('\n'))
-        .map(str::trim_end)
-        .collect();
+    let split = lines.iter().flat_map(|l| l.split('\n')).map(str::trim_end);
+    let lines: Vec<&str> = split.collect();
     let indent = lines
         .iter()
         .filter(|l| !l.is_empty())
@@ -182,13 +179,9 @@ pub struct ToolsetField<E, T: 'static> {
 impl<E: 'static, T: 'static> ToolsetField<E, T> {
     /// The toolset's tools as tools of `E`; the toolset's own problems go to `errors`.
     fn entries(&self, errors: &mut Vec<ToolTableError>) -> Vec<ToolEntry<E>> {
-        let table = (self.table)();
+        let (table, project) = ((self.table)(), self.project);
         errors.extend(table.errors().iter().cloned());
-        table
-            .entries()
-            .iter()
-            .map(|e| e.project(self.project))
-            .collect()
+        table.entries().iter().map(|e| e.project(project)).collect()
     }
 }
 
