@@ -355,10 +355,8 @@ impl Sandbox {
         let Some(nl) = out.iter().position(|&b| b == b'\n') else {
             return Err(SandboxError::file(path, "its size could not be read"));
         };
-        let size = String::from_utf8_lossy(&out[..nl])
-            .trim()
-            .parse()
-            .unwrap_or(0);
+        let line = String::from_utf8_lossy(&out[..nl]);
+        let size = line.trim().parse().unwrap_or(0);
         out.drain(..=nl);
         Ok(FileContents { bytes: out, size })
     }
