@@ -94,11 +94,8 @@ impl<T: DeserializeOwned + Send + 'static> TaskFile<T> {
     /// cargo feature `parquet`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, DataError> {
         let path = path.as_ref();
-        let ext = path
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase);
-        match ext.as_deref() {
+        let ext = path.extension().and_then(|e| e.to_str());
+        match ext.map(str::to_ascii_lowercase).as_deref() {
             Some("jsonl" | "ndjson") => Self::jsonl(path),
             #[cfg(feature = "parquet")]
             Some("parquet") => Self::parquet(path),
