@@ -77,10 +77,8 @@ fn source_chain(e: &dyn std::error::Error) -> String {
 /// Read a whole body of at most `max` bytes.
 pub async fn read_body(resp: Response<Incoming>, max: usize) -> Result<Vec<u8>, ReadError> {
     let (parts, mut body) = resp.into_parts();
-    let announced = parts
-        .headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| content_length(v.as_bytes()));
+    let header = parts.headers.get(CONTENT_LENGTH);
+    let announced = header.and_then(|v| content_length(v.as_bytes()));
     let mut bounded = BoundedBody::new(announced, max)?;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| match truncated(bounded.received(), announced) {
