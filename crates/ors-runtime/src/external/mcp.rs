@@ -633,12 +633,10 @@ fn ors_tool(prefix: &str, tool: Tool) -> Result<McpTool, String> {
     let schema = Value::Object(Arc::unwrap_or_clone(tool.input_schema));
     let (validator, schema) = InputValidator::from_value(schema)
         .map_err(|e| format!("the input schema of its tool '{}': {e}", tool.name))?;
-    let description = tool
-        .description
-        .as_deref()
-        .filter(|d| !d.trim().is_empty())
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("The MCP tool '{}'", tool.name));
+    let description = match tool.description.as_deref().filter(|d| !d.trim().is_empty()) {
+        Some(d) => d.to_owned(),
+        None => format!("The MCP tool '{}'", tool.name),
+    };
     Ok(McpTool {
         mcp_name: tool.name.to_string(),
         spec: ToolSpec::new(name, description, Some(schema)),
