@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::CONTENT_LENGTH;
+use http::header::{AsHeaderName, CONTENT_LENGTH};
 use http::{Request, Response};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -90,6 +90,11 @@ pub async fn read_body(resp: Response<Incoming>, max: usize) -> Result<Vec<u8>, 
         }
     }
     Ok(bounded.finish())
+}
+
+/// A header of `resp` as text, when it is there and visible ASCII.
+pub fn header_text(resp: &Response<Incoming>, name: impl AsHeaderName) -> Option<&str> {
+    resp.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
 /// Whether a URL can be reached by this client (plain `http://`), else why not.

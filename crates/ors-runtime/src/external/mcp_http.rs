@@ -27,7 +27,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::{Error as SseStreamError, Sse};
 
-use super::http::{read_body, HttpClient, ReadError, SendError};
+use super::http::{header_text, read_body, HttpClient, ReadError, SendError};
 use super::mcp_stdio::Broken;
 
 /// The runtime's HTTP client as rmcp's, remembering why its connection broke.
@@ -99,18 +99,13 @@ impl From<McpHttpError> for StreamableHttpError<McpHttpError> {
 type Result<T> = std::result::Result<T, StreamableHttpError<McpHttpError>>;
 
 fn content_type_is(resp: &http::Response<Incoming>, mime: &str) -> bool {
-    resp.headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
+    header_text(resp, CONTENT_TYPE)
         .and_then(|v| v.split(';').next())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case(mime))
 }
 
 fn session_header(resp: &http::Response<Incoming>) -> Option<String> {
-    resp.headers()
-        .get(HEADER_SESSION_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
+    header_text(resp, HEADER_SESSION_ID).map(str::to_owned)
 }
 
 /// A request of the MCP session: its id, the bearer token and rmcp's own headers.

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use ors_core::types::{JsonObject, RunToolOutput, ToolOutput, STRUCTURED_KEY};
 
 use super::error::ExternalError;
-use super::http::{check_url, read_body, HttpClient, SendError};
+use super::http::{check_url, header_text, read_body, HttpClient, SendError};
 use crate::env::{DynamicTool, ToolContext};
 
 /// The header carrying a webhook's secret.
@@ -282,10 +282,7 @@ impl Hook {
             }
         };
         let status = resp.status();
-        let is_json = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
+        let is_json = header_text(&resp, CONTENT_TYPE)
             .is_some_and(|ct| ct.to_ascii_lowercase().contains("json"));
         let bytes = match read_body(resp, MAX_RESPONSE_BYTES).await {
             Ok(b) => b,
