@@ -292,10 +292,8 @@ async fn signal(pid: u32, signal: &str, exited: &watch::Receiver<bool>) {
     if *exited.borrow() {
         return;
     }
-    let status = tokio::process::Command::from(kill(signal, &pid.to_string()))
-        .status()
-        .await;
-    if let Err(e) = status {
+    let mut cmd = tokio::process::Command::from(kill(signal, &pid.to_string()));
+    if let Err(e) = cmd.status().await {
         tracing::warn!(pid, error = %e, "could not run kill(1) on a sandbox's init");
     }
 }
