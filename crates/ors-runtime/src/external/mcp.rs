@@ -498,10 +498,9 @@ async fn list_tools(client: &Client, limits: McpLimits) -> Result<Vec<Tool>, Str
     let mut bytes = 0usize;
     let mut cursor = None;
     loop {
-        let page = client
-            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-            .await
-            .map_err(|e| format!("listing its tools: {e}"))?;
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        let page = client.list_tools(Some(params)).await;
+        let page = page.map_err(|e| format!("listing its tools: {e}"))?;
         if tools.len().saturating_add(page.tools.len()) > limits.max_tools {
             return Err(format!(
                 "it lists more than {} tools, the limit (McpServer::max_tools); serve fewer, \
