@@ -193,9 +193,7 @@ impl Live {
         let tail = tail.map_err(SandboxError::Broken)?;
         guard.disarm();
         self.pending = None;
-        if stopped.is_some() {
-            self.signalled = true;
-        }
+        self.signalled |= stopped.is_some();
         let status: i32 = String::from_utf8_lossy(&tail)
             .split_whitespace()
             .next()
