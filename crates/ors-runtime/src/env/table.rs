@@ -307,18 +307,13 @@ impl<E: 'static> ToolTable<E> {
     /// How the listing names a terminal tool: its one input field (besides the added
     /// `reasoning`) receives the answer; a tool without input fields grades from state.
     fn terminal_spec(&self, spec: &ToolSpec) -> Result<TerminalToolSpec, ToolTableError> {
-        let fields: Vec<&str> = spec
-            .input_schema
-            .as_ref()
-            .and_then(|s| s.get("properties"))
-            .and_then(Value::as_object)
-            .map(|p| {
-                p.keys()
-                    .map(String::as_str)
-                    .filter(|k| !(self.reasoning && *k == REASONING_FIELD))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let schema = spec.input_schema.as_ref();
+        let props = schema.and_then(|s| s.get("properties")?.as_object());
+        let fields: Vec<&str> = props
+            .into_iter()
+            .flat_map(|p| p.keys().map(String::as_str))
+            .filter(|k| !(self.reasoning && *k == REASONING_FIELD))
+            .collect();
         if fields.len() > 1 {
             return Err(ToolTableError::Schema {
                 tool: spec.name.clone(),
