@@ -488,14 +488,12 @@ impl<E: Environment> DynEnvironment for EnvHandle<E> {
         Box::pin(async move {
             let tasks = self.split(&split).await?;
             let len = tasks.len();
-            let i = usize::try_from(index)
-                .ok()
-                .filter(|&i| i < len)
-                .ok_or_else(|| TaskError::InvalidIndex {
-                    split: split.clone(),
-                    index,
-                    len,
-                })?;
+            let valid = usize::try_from(index).ok().filter(|&i| i < len);
+            let i = valid.ok_or_else(|| TaskError::InvalidIndex {
+                split: split.clone(),
+                index,
+                len,
+            })?;
             match tasks {
                 SplitTasks::Loaded(all) => Ok(all[i].to_wire()?),
                 SplitTasks::Indexed(_) => {
