@@ -147,16 +147,13 @@ pub(super) async fn delete(shared: &Shared) -> Result<()> {
     }
     // Deleting twice is harmless (the second answers 410), so every failure may be retried.
     match shared.post(routes::DELETE).await {
-        Ok(_) => {
-            tracing::debug!(sid = %shared.sid, "session deleted");
-            Ok(())
-        }
+        Ok(()) => tracing::debug!(sid = %shared.sid, "session deleted"),
         Err(e) if session_gone(&e) => {
             tracing::debug!(sid = %shared.sid, error = %e, "session already gone");
-            Ok(())
         }
-        Err(e) => Err(e),
+        Err(e) => return Err(e),
     }
+    Ok(())
 }
 
 #[cfg(test)]
