@@ -540,10 +540,8 @@ impl Run {
                 Some(Ok(Action::Calls(calls))) => (calls, false),
                 Some(Ok(Action::Final(call))) => (vec![call], true),
                 Some(Err(e)) => {
-                    return Err(match e.downcast::<Error>() {
-                        Ok(e) => *e,
-                        Err(other) => Error::Policy(other.to_string()),
-                    })
+                    let policy = |other: PolicyError| Error::Policy(other.to_string());
+                    return Err(e.downcast::<Error>().map_or_else(policy, |e| *e));
                 }
             };
             ep.steps += 1;
