@@ -37,6 +37,16 @@ pub struct Progress<'a> {
 /// A callback receiving the progress reports of tool calls.
 pub type ProgressFn = Arc<dyn Fn(&Progress<'_>) + Send + Sync>;
 
+/// `input` as a call's input: a JSON object (`null` means no input), else the kind of JSON
+/// it is.
+pub(crate) fn object_input(input: Value) -> std::result::Result<Value, &'static str> {
+    match input {
+        Value::Null => Ok(Value::Object(Default::default())),
+        Value::Object(_) => Ok(input),
+        other => Err(ors_core::types::json_kind(&other)),
+    }
+}
+
 /// What one tool call needs.
 pub(crate) struct CallSpec<'a> {
     pub path: String,

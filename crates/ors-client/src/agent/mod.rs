@@ -48,6 +48,7 @@ use ors_core::provider::Provider;
 use ors_core::{Block, ToolSpec};
 use serde_json::Value;
 
+use crate::call::object_input;
 use crate::client::Client;
 use crate::error::Result;
 use crate::http::secret_header;
@@ -269,12 +270,8 @@ impl AgentState {
 /// mean no input).
 fn parse_arguments(text: &str) -> Result<Value, String> {
     let text = if text.trim().is_empty() { "null" } else { text };
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Null) => Ok(Value::Object(Default::default())),
-        Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(other) => Err(format!("got {}", ors_core::types::json_kind(&other))),
-        Err(e) => Err(format!("invalid JSON: {e}")),
-    }
+    let value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    object_input(value).map_err(|kind| format!("got {kind}"))
 }
 
 impl Policy for Agent {

@@ -12,11 +12,11 @@ use ors_core::{
     RunToolOutput, ScoreGroupOutput, Secrets, TerminalToolSpec, ToolOutput, ToolSpec,
 };
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::call::{run_call, CallSpec, Payload, Progress, ProgressFn};
+use crate::call::{object_input, run_call, CallSpec, Payload, Progress, ProgressFn};
 use crate::client::Environment;
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
@@ -360,16 +360,9 @@ impl Session {
         input: Value,
         progress: Option<&ProgressFn>,
     ) -> Result<RunToolOutput> {
-        let input = match input {
-            Value::Null => Value::Object(Map::new()),
-            Value::Object(_) => input,
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "tool input must be a JSON object, got {}",
-                    ors_core::types::json_kind(&other)
-                )))
-            }
-        };
+        let input = object_input(input).map_err(|kind| {
+            Error::InvalidArgument(format!("tool input must be a JSON object, got {kind}"))
+        })?;
         let spec = CallSpec {
             path: self.shared.env.path(routes::CALL),
             sid: &self.shared.sid,
