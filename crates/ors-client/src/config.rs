@@ -199,12 +199,6 @@ impl ClientBuilder {
         self.env_errors.retain(|e| e.name != var);
     }
 
-    /// Send this API key in `X-API-Key` (overrides `ORS_API_KEY`).
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.cfg.api_key = Some(key.into());
-        self
-    }
-
     /// Send no API key, even if `ORS_API_KEY` is set.
     pub fn no_api_key(mut self) -> Self {
         self.cfg.api_key = None;
@@ -212,6 +206,8 @@ impl ClientBuilder {
     }
 
     setters! { [cfg]
+        /// Send this API key in `X-API-Key` (overrides `ORS_API_KEY`).
+        api_key: Some(impl Into<String>);
         /// Limit on one ordinary request ([`Config::request_timeout`]).
         request_timeout: Duration;
         /// Limit on opening a connection ([`Config::connect_timeout`]).
@@ -241,6 +237,10 @@ impl ClientBuilder {
         secrets_mode: SecretsMode;
         /// The root certificates to trust for `https://` ([`Config::tls_roots`]).
         tls_roots: TlsRoots, TLS_ROOTS_ENV;
+        /// Trust the CA certificates of this PEM file for `https://`, on top of the roots
+        /// ([`Config::ca_cert`]): how a client reaches a deployment with a self-signed
+        /// certificate.
+        ca_cert: Some(impl Into<PathBuf>);
     }
 
     /// Backoff between attempts: first delay and cap ([`Config::backoff_base`],
@@ -248,13 +248,6 @@ impl ClientBuilder {
     pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
         self.cfg.backoff_base = base;
         self.cfg.backoff_max = max.max(base);
-        self
-    }
-
-    /// Trust the CA certificates of this PEM file for `https://`, on top of the roots
-    /// ([`Config::ca_cert`]): how a client reaches a deployment with a self-signed certificate.
-    pub fn ca_cert(mut self, path: impl Into<PathBuf>) -> Self {
-        self.cfg.ca_cert = Some(path.into());
         self
     }
 

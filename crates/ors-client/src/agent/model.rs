@@ -137,24 +137,6 @@ impl ModelOptions {
         }
     }
 
-    /// Use this API key.
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
-    /// Sample at this temperature.
-    pub fn temperature(mut self, t: f64) -> Self {
-        self.temperature = Some(t);
-        self
-    }
-
-    /// Write at most `n` tokens per completion.
-    pub fn max_tokens(mut self, n: u32) -> Self {
-        self.max_tokens = Some(n);
-        self
-    }
-
     /// Send these body fields too.
     pub fn extra(mut self, fields: JsonObject) -> Self {
         self.extra.extend(fields);
@@ -162,6 +144,12 @@ impl ModelOptions {
     }
 
     setters! { []
+        /// Use this API key.
+        api_key: Some(impl Into<String>);
+        /// Sample at this temperature.
+        temperature: Some(f64);
+        /// Write at most this many tokens per completion.
+        max_tokens: Some(u32);
         /// Limit one step's request, retries included, to this.
         timeout: Duration;
         /// Read at most this many bytes of one answer (default [`DEFAULT_MAX_RESPONSE_BYTES`]).

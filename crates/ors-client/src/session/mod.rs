@@ -66,11 +66,11 @@ pub struct SessionBuilder {
 }
 
 impl SessionBuilder {
-    /// One of the environment's named toolsets for this session (`toolset_name`, PROTOCOL_NOTES
-    /// row `toolset-name`); a server answers 400 for a name the environment does not define.
-    pub fn toolset(mut self, name: impl Into<String>) -> Self {
-        self.toolset = Some(name.into());
-        self
+    setters! { []
+        /// One of the environment's named toolsets for this session (`toolset_name`,
+        /// PROTOCOL_NOTES row `toolset-name`); a server answers 400 for a name the environment
+        /// does not define.
+        toolset: Some(impl Into<String>);
     }
 
     /// Secrets for the environment (API keys it needs); never logged.
