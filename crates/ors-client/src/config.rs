@@ -241,6 +241,8 @@ impl ClientBuilder {
         /// ([`Config::ca_cert`]): how a client reaches a deployment with a self-signed
         /// certificate.
         ca_cert: Some(impl Into<PathBuf>);
+        /// The `User-Agent` header.
+        user_agent: impl Into<String>;
     }
 
     /// Backoff between attempts: first delay and cap ([`Config::backoff_base`],
@@ -248,12 +250,6 @@ impl ClientBuilder {
     pub fn backoff(mut self, base: Duration, max: Duration) -> Self {
         self.cfg.backoff_base = base;
         self.cfg.backoff_max = max.max(base);
-        self
-    }
-
-    /// The `User-Agent` header.
-    pub fn user_agent(mut self, ua: impl Into<String>) -> Self {
-        self.cfg.user_agent = ua.into();
         self
     }
 
