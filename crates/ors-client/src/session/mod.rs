@@ -71,12 +71,8 @@ impl SessionBuilder {
         /// PROTOCOL_NOTES row `toolset-name`); a server answers 400 for a name the environment
         /// does not define.
         toolset: Some(impl Into<String>);
-    }
-
-    /// Secrets for the environment (API keys it needs); never logged.
-    pub fn secrets(mut self, secrets: Secrets) -> Self {
-        self.secrets = secrets;
-        self
+        /// Secrets for the environment (API keys it needs); never logged.
+        secrets: Secrets;
     }
 
     /// Add one secret.
