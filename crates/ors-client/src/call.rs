@@ -290,10 +290,8 @@ async fn one_stream<T: DeserializeOwned>(
             }
             (Ok(Err(e)), None) => {
                 let what = format!("the stream of tool '{}'", spec.name);
-                return Err(dropped(
-                    task_id,
-                    e.into_error(&what, max, SizeLimit::Result),
-                ));
+                let e = e.into_error(&what, max, SizeLimit::Result);
+                return Err(dropped(task_id, e));
             }
         };
         for event in decoder.push(&data) {
