@@ -39,7 +39,7 @@ mod model;
 mod openai;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use futures_util::future::BoxFuture;
@@ -189,9 +189,8 @@ impl Agent {
 
     /// `specs` in the model's tool format (from the cache when they are the last ones seen).
     fn tools_for(&self, specs: &[ToolSpec]) -> Arc<[Value]> {
-        let Ok(mut cache) = self.tools.lock() else {
-            return self.model.provider().tools(specs).into();
-        };
+        // The cache is only ever replaced whole, so a poisoned one is still sound.
+        let mut cache = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, converted)) = cache.as_ref().filter(|(seen, _)| seen == specs) {
             return Arc::clone(converted);
         }
