@@ -199,14 +199,12 @@ fn code_note(code: Option<&str>) -> String {
 /// `err` and its sources joined with `: `, without repeating a message already included.
 pub(crate) fn chain(err: &(dyn StdError + 'static)) -> String {
     let mut out = err.to_string();
-    let mut cur = err.source();
-    while let Some(e) = cur {
+    for e in std::iter::successors(err.source(), |&e| e.source()) {
         let msg = e.to_string();
         if !msg.is_empty() && !out.contains(&msg) {
             out.push_str(": ");
             out.push_str(&msg);
         }
-        cur = e.source();
     }
     out
 }

@@ -107,18 +107,11 @@ pub(crate) fn trust_note(roots: TlsRoots, ca_file: Option<&PathBuf>) -> String {
 /// wraps it in `io::Error`s, whose `source()` skips the wrapped error itself, so those are
 /// opened with `get_ref`.
 pub(crate) fn tls_cause<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
-    let mut cur = Some(err);
-    while let Some(e) = cur {
-        if let Some(t) = e.downcast_ref::<rustls::Error>() {
-            return Some(t);
-        }
+    std::iter::successors(Some(err), |&e| e.source()).find_map(|e| {
         let wrapped = e.downcast_ref::<io::Error>().and_then(io::Error::get_ref);
-        if let Some(t) = wrapped.and_then(|inner| tls_cause(inner)) {
-            return Some(t);
-        }
-        cur = e.source();
-    }
-    None
+        e.downcast_ref::<rustls::Error>()
+            .or_else(|| wrapped.and_then(|inner| tls_cause(inner)))
+    })
 }
 
 #[cfg(test)]

@@ -359,27 +359,22 @@ fn request_failure(
             crate::error::chain(e)
         )));
     }
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        if let Some(h) = cause
-            .downcast_ref::<hyper::Error>()
-            .filter(|h| h.is_parse())
-        {
-            let what = if h.is_parse_too_large() {
-                "has a response head that is too large (a header that never ends?)"
-            } else {
-                "got a response that is not HTTP/1.1"
-            };
-            return Failure::Fatal(Error::Protocol(format!(
-                "{} {} {what}: {}",
-                req.method,
-                req.path,
-                crate::error::chain(e)
-            )));
-        }
-        source = cause.source();
-    }
-    Failure::Broken(Error::transport(e))
+    let parse = std::iter::successors(std::error::Error::source(e), |c| c.source())
+        .find_map(|c| c.downcast_ref::<hyper::Error>().filter(|h| h.is_parse()));
+    let Some(h) = parse else {
+        return Failure::Broken(Error::transport(e));
+    };
+    let what = if h.is_parse_too_large() {
+        "has a response head that is too large (a header that never ends?)"
+    } else {
+        "got a response that is not HTTP/1.1"
+    };
+    Failure::Fatal(Error::Protocol(format!(
+        "{} {} {what}: {}",
+        req.method,
+        req.path,
+        crate::error::chain(e)
+    )))
 }
 
 /// `value` as a header value that is never logged; `what` names it when it cannot be one.
