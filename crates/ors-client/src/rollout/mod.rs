@@ -454,8 +454,7 @@ impl Run {
         ep.timings.started_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
-        let result = self.open_and_play(policy, secrets, &mut ep).await;
-        if let Err(e) = result {
+        if let Err(e) = self.open_and_play(policy, secrets, &mut ep).await {
             ep.error = Some(EpisodeError::from(&e));
             ep.stop_reason = StopReason::Error;
         }
