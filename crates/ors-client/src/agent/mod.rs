@@ -232,15 +232,13 @@ impl AgentState {
     /// Calls never made (the episode ended first) get none.
     fn answer_pending(&mut self, history: &[Turn]) {
         let mut made = history.iter().filter(|t| t.step == self.pending_step);
+        let error = |text: String| (vec![Block::text(text)], true);
         for Pending { id, name, refused } in std::mem::take(&mut self.pending) {
             let (content, is_error) = match refused {
-                Some(why) => (
-                    vec![Block::text(format!(
-                        "Error: the arguments of {name} are not a JSON object ({why}). Call \
-                         {name} again with valid JSON arguments."
-                    ))],
-                    true,
-                ),
+                Some(why) => error(format!(
+                    "Error: the arguments of {name} are not a JSON object ({why}). Call {name} \
+                     again with valid JSON arguments."
+                )),
                 None => {
                     let Some(turn) = made.next() else { break };
                     match &turn.outcome {
@@ -248,10 +246,8 @@ impl AgentState {
                             (vec![Block::text("(no output)")], false)
                         }
                         Outcome::Output(o) => (o.blocks.clone(), false),
-                        Outcome::ToolError(m) => (vec![Block::text(format!("Error: {m}"))], true),
-                        Outcome::Crashed(m) => {
-                            (vec![Block::text(format!("The tool crashed: {m}"))], true)
-                        }
+                        Outcome::ToolError(m) => error(format!("Error: {m}")),
+                        Outcome::Crashed(m) => error(format!("The tool crashed: {m}")),
                     }
                 }
             };
