@@ -183,8 +183,7 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> Result<ModelReply, String>
             parts
                 .iter()
                 .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(""),
+                .collect(),
         ),
         Some(other) => Some(other.to_string()),
     };
