@@ -68,15 +68,13 @@ impl Client {
 
     /// `GET /health`: succeeds when the server answers `{"status": "ok"}`.
     pub async fn health(&self) -> Result<()> {
-        let status: ors_core::Status = self.http.get(routes::HEALTH).await?;
-        if status.status == "ok" {
-            Ok(())
-        } else {
-            Err(Error::Protocol(format!(
-                "/health answered status {:?}",
-                status.status
-            )))
+        let ors_core::Status { status } = self.http.get(routes::HEALTH).await?;
+        if status != "ok" {
+            return Err(Error::Protocol(format!(
+                "/health answered status {status:?}"
+            )));
         }
+        Ok(())
     }
 
     /// `GET /version`: the server's version (PROTOCOL_NOTES row `version-route`; servers
