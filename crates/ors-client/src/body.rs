@@ -99,22 +99,18 @@ impl BodyReader {
 
     /// The next piece of data, or `None` at the end of the body.
     pub async fn next(&mut self) -> Result<Option<Bytes>, ReadError> {
-        loop {
-            match self.body.frame().await {
-                None => return Ok(None),
-                Some(Err(e)) => {
-                    let cut = truncated(self.received, self.announced);
-                    return Err(cut.map_or(ReadError::Transport(e), ReadError::Body));
-                }
-                Some(Ok(frame)) => {
-                    // Trailers carry nothing ORS uses.
-                    if let Ok(data) = frame.into_data() {
-                        self.received += data.len() as u64;
-                        return Ok(Some(data));
-                    }
-                }
+        while let Some(frame) = self.body.frame().await {
+            let frame = frame.map_err(|e| {
+                let cut = truncated(self.received, self.announced);
+                cut.map_or(ReadError::Transport(e), ReadError::Body)
+            })?;
+            // Trailers carry nothing ORS uses.
+            if let Ok(data) = frame.into_data() {
+                self.received += data.len() as u64;
+                return Ok(Some(data));
             }
         }
+        Ok(None)
     }
 
     /// The whole body, failing as soon as it would exceed `max` bytes: before reading when
