@@ -65,11 +65,10 @@ fn push_user(out: &mut Vec<Value>, content: Vec<Value>) {
     if content.is_empty() {
         return;
     }
-    if let Some(last) = out.last_mut().filter(|m| m["role"] == "user") {
-        if let Some(parts) = last["content"].as_array_mut() {
-            parts.extend(content);
-            return;
-        }
+    let last = out.last_mut().filter(|m| m["role"] == "user");
+    if let Some(parts) = last.and_then(|m| m["content"].as_array_mut()) {
+        parts.extend(content);
+        return;
     }
     out.push(json!({"role": "user", "content": content}));
 }
