@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::decode::{preview, DecodeLimits, SseDecoder, SseError, SseEvent, FIELD_ROOM};
+use super::decode::{DecodeLimits, SseDecoder, SseError, SseEvent, FIELD_ROOM};
 use super::{EVENT_CHUNK, EVENT_END, EVENT_ERROR, EVENT_PROGRESS, EVENT_TASK_ID};
 use crate::types::RunToolOutput;
 
@@ -320,7 +320,9 @@ fn parse_result<R: DeserializeOwned>(
                 format!("the end data is not JSON ({err})")
             };
             let start = if head.is_empty() { tail } else { head };
-            CallStreamError::BadResult(format!("{why}; data: {}", preview(start)))
+            // At most 200 characters of the data, on one line.
+            let data = crate::text::preview(start, 200);
+            CallStreamError::BadResult(format!("{why}; data: {data}"))
         })
 }
 

@@ -242,11 +242,9 @@ impl SseDecoder {
     /// Fail unless `more` bytes fit beside what is held: at most one event and the line
     /// carrying it.
     fn check_room(&self, more: usize) -> Result<(), SseError> {
-        let cap = self.limits.max_event_bytes.saturating_add(FIELD_ROOM);
-        if self.buffered().saturating_add(more) > cap {
-            return Err(SseError::EventTooLarge {
-                limit: self.limits.max_event_bytes,
-            });
+        let limit = self.limits.max_event_bytes;
+        if self.buffered().saturating_add(more) > limit.saturating_add(FIELD_ROOM) {
+            return Err(SseError::EventTooLarge { limit });
         }
         Ok(())
     }
@@ -360,12 +358,10 @@ impl SseDecoder {
             return Ok(()); // comment / keep-alive
         }
         let (field, value) = match memchr::memchr(b':', line) {
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-            }
+            Some(i) => (&line[..i], &line[i + 1..]),
             None => (line, &[][..]),
         };
+        let value = value.strip_prefix(b" ").unwrap_or(value);
         match field {
             // The bytes are checked against the bounds before their UTF-8 (replaced, text
             // is never shorter), as they are when the line arrives in pieces.
@@ -401,10 +397,9 @@ impl SseDecoder {
 
     /// Fail unless `len` more bytes of data (after `sep` for a line break) fit the event.
     fn check_data(&self, sep: usize, len: usize) -> Result<(), SseError> {
-        if self.data.len() + sep + len > self.limits.max_event_bytes {
-            return Err(SseError::EventTooLarge {
-                limit: self.limits.max_event_bytes,
-            });
+        let limit = self.limits.max_event_bytes;
+        if self.data.len() + sep + len > limit {
+            return Err(SseError::EventTooLarge { limit });
         }
         Ok(())
     }
@@ -413,17 +408,16 @@ impl SseDecoder {
     fn dispatch(&mut self, strict: bool, sink: &mut impl FnMut(SseEvent)) -> Result<(), SseError> {
         let event = self.event.take();
         let bad = std::mem::take(&mut self.bad_utf8);
-        let has_data = std::mem::take(&mut self.has_data);
-        let data = std::mem::take(&mut self.data);
-        if !has_data {
+        // Without data there is no event, and no data is held.
+        if !std::mem::take(&mut self.has_data) {
             return Ok(());
         }
+        let data = std::mem::take(&mut self.data);
         if bad && strict {
             return Err(SseError::InvalidUtf8);
         }
-        let event = event
-            .filter(|e| !e.is_empty())
-            .unwrap_or_else(|| "message".to_owned());
+        let event = event.filter(|e| !e.is_empty());
+        let event = event.unwrap_or_else(|| "message".to_owned());
         sink(SseEvent { event, data });
         Ok(())
     }
@@ -468,11 +462,6 @@ fn data_prefix(line: &[u8]) -> Option<usize> {
         Some([b':', ..]) => Some(5),
         _ => None,
     }
-}
-
-/// At most 200 characters of `text` on one line, for error messages.
-pub(super) fn preview(text: &str) -> String {
-    crate::text::preview(text, 200)
 }
 
 /// One decoded event: its name (`message` when the stream gave none) and its data.
