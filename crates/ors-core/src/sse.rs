@@ -43,22 +43,16 @@ pub fn encode_event_into(out: &mut Vec<u8>, event: &str, data: &str) {
     out.push(b'\n');
     // Line breaks are found with memchr (vectorised): results are megabytes of JSON.
     let mut rest = data.as_bytes();
-    loop {
+    while let Some(i) = memchr2(b'\n', b'\r', rest) {
         out.extend_from_slice(b"data: ");
-        match memchr2(b'\n', b'\r', rest) {
-            Some(i) => {
-                out.extend_from_slice(&rest[..i]);
-                out.push(b'\n');
-                let crlf = rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n');
-                rest = &rest[i + 1 + usize::from(crlf)..];
-            }
-            None => {
-                out.extend_from_slice(rest);
-                out.extend_from_slice(b"\n\n");
-                break;
-            }
-        }
+        out.extend_from_slice(&rest[..i]);
+        out.push(b'\n');
+        let crlf = rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n');
+        rest = &rest[i + 1 + usize::from(crlf)..];
     }
+    out.extend_from_slice(b"data: ");
+    out.extend_from_slice(rest);
+    out.extend_from_slice(b"\n\n");
 }
 
 /// One event as bytes.
