@@ -423,7 +423,7 @@ impl Serialize for RunToolOutput {
                 st.end()
             }
             RunToolOutput::Error(e) => {
-                let fields = if e.reason.is_some() { 3 } else { 2 };
+                let fields = 2 + usize::from(e.reason.is_some());
                 let mut st = s.serialize_struct("RunToolError", fields)?;
                 st.serialize_field("ok", &false)?;
                 st.serialize_field("error", &e.error)?;
@@ -500,17 +500,12 @@ impl RunToolOutput {
 impl<'de> Deserialize<'de> for RunToolOutput {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
-        let RunToolWire {
-            ok,
-            output,
-            error,
-            reason,
-        } = RunToolWire::deserialize(d)?;
-        match (ok, output, error) {
+        let wire = RunToolWire::deserialize(d)?;
+        match (wire.ok, wire.output, wire.error) {
             (true, Some(o), _) => Ok(RunToolOutput::Success(o)),
             (true, None, _) => Err(D::Error::missing_field("output")),
             (false, _, Some(error)) => {
-                let reason = reason.and_then(|r| serde_json::from_value::<ToolErrorReason>(r).ok());
+                let reason = wire.reason.and_then(|r| serde_json::from_value(r).ok());
                 Ok(RunToolOutput::Error(ToolError { error, reason }))
             }
             (false, _, None) => Err(D::Error::missing_field("error")),
