@@ -55,12 +55,8 @@ impl Split {
     /// other name is a validation split (PROTOCOL_NOTES row `bare-split-names`).
     pub fn named(name: impl Into<String>) -> Self {
         let name = name.into();
-        let split_type = match name.as_str() {
-            "train" => SplitType::Train,
-            "test" => SplitType::Test,
-            _ => SplitType::Validation,
-        };
-        Self { name, split_type }
+        let split_type = SplitType::ALL.into_iter().find(|t| t.as_str() == name);
+        Self::new(name, split_type.unwrap_or(SplitType::Validation))
     }
 }
 
@@ -160,18 +156,10 @@ impl GetTaskRange {
 /// Resolve optional Python-style slice bounds against a length; `start > stop` is empty.
 pub fn slice_bounds(start: Option<i64>, stop: Option<i64>, len: usize) -> std::ops::Range<usize> {
     let n = i64::try_from(len).unwrap_or(i64::MAX);
-    let fix = |v: i64| -> i64 {
-        if v < 0 {
-            (n + v).max(0)
-        } else {
-            v.min(n)
-        }
-    };
+    // Into 0..=n, so the cast cannot truncate.
+    let fix = |v: i64| (if v < 0 { (n + v).max(0) } else { v.min(n) }) as usize;
     let s = fix(start.unwrap_or(0));
-    let e = fix(stop.unwrap_or(n));
-    // Both are in 0..=n, so the casts cannot truncate.
-    let (s, e) = (s as usize, e as usize);
-    s..e.max(s)
+    s..fix(stop.unwrap_or(n)).max(s)
 }
 
 /// Secrets passed to an environment (API keys, credentials), each with the domains it may be
@@ -239,14 +227,10 @@ impl Secrets {
         self.domains.insert(key, domains);
     }
     /// Merge another set in; keys already present are kept.
-    pub fn merge_missing(&mut self, other: Secrets) {
-        let Secrets {
-            values,
-            mut domains,
-        } = other;
-        for (k, v) in values {
+    pub fn merge_missing(&mut self, mut other: Secrets) {
+        for (k, v) in other.values {
             if let std::collections::btree_map::Entry::Vacant(slot) = self.values.entry(k) {
-                if let Some(d) = domains.remove(slot.key()) {
+                if let Some(d) = other.domains.remove(slot.key()) {
                     self.domains.insert(slot.key().clone(), d);
                 }
                 slot.insert(v);
