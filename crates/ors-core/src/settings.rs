@@ -54,6 +54,21 @@ pub struct Kind<T> {
 }
 
 impl<T> Kind<T> {
+    /// A kind whose every value read is valid and shown as it is, not a secret.
+    pub const fn new(
+        expected: &'static str,
+        read: fn(&str) -> Option<T>,
+        show: fn(&T) -> String,
+    ) -> Self {
+        Self {
+            expected,
+            read,
+            valid: |_| true,
+            show,
+            secret: false,
+        }
+    }
+
     /// The value of variable `name` whose text is `text`.
     pub fn parse(&self, name: &'static str, text: &str) -> Result<T, Invalid> {
         (self.read)(text.trim())
@@ -63,11 +78,9 @@ impl<T> Kind<T> {
 
     /// Check a value set in code; `name` names its field (and variable).
     pub fn check(&self, name: &'static str, value: &T) -> Result<(), Invalid> {
-        if (self.valid)(value) {
-            Ok(())
-        } else {
-            Err(self.invalid(name, (self.show)(value)))
-        }
+        (self.valid)(value)
+            .then_some(())
+            .ok_or_else(|| self.invalid(name, (self.show)(value)))
     }
 
     fn invalid(&self, name: &'static str, value: String) -> Invalid {
@@ -216,23 +229,6 @@ macro_rules! settings {
     };
 }
 
-impl<T> Kind<T> {
-    /// A kind whose every value read is valid and shown as it is, not a secret.
-    pub const fn new(
-        expected: &'static str,
-        read: fn(&str) -> Option<T>,
-        show: fn(&T) -> String,
-    ) -> Self {
-        Self {
-            expected,
-            read,
-            valid: |_| true,
-            show,
-            secret: false,
-        }
-    }
-}
-
 impl<T: FromStr + ToString> Kind<T> {
     /// A kind read with [`FromStr`] and shown with [`ToString`].
     pub const fn parsed(expected: &'static str) -> Self {
@@ -253,6 +249,9 @@ fn none_or<T>(value: &Option<T>, show: impl Fn(&T) -> String) -> String {
     value.as_ref().map_or_else(|| "none".to_owned(), show)
 }
 
+/// The binary units of byte counts, largest first.
+const UNITS: [(usize, &str); 3] = [(GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
+
 /// A byte count: digits, optionally followed by `KiB`, `MiB` or `GiB` (any case, spaces
 /// allowed).
 fn bytes_of(text: &str) -> Option<usize> {
@@ -260,22 +259,18 @@ fn bytes_of(text: &str) -> Option<usize> {
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let scale = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kib" => KIB,
-        "mib" => MIB,
-        "gib" => GIB,
-        _ => return None,
+    let scale = match unit.trim() {
+        "" | "b" | "B" => 1,
+        unit => UNITS.iter().find(|u| u.1.eq_ignore_ascii_case(unit))?.0,
     };
     digits.parse::<usize>().ok()?.checked_mul(scale)
 }
 
+/// A byte count in the largest unit that divides it.
 fn show_bytes(n: &usize) -> String {
-    match *n {
-        n if n >= GIB && n % GIB == 0 => format!("{} GiB", n / GIB),
-        n if n >= MIB && n % MIB == 0 => format!("{} MiB", n / MIB),
-        n if n >= KIB && n % KIB == 0 => format!("{} KiB", n / KIB),
-        n => format!("{n} bytes"),
+    match UNITS.iter().find(|&&(u, _)| *n >= u && n % u == 0) {
+        Some((u, name)) => format!("{} {name}", n / u),
+        None => format!("{n} bytes"),
     }
 }
 
