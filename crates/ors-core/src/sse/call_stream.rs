@@ -145,18 +145,12 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
         }
         // The SSE layer may hold only what the result leaves of its budget, so the unfinished
         // line, event and result together stay within it.
-        let room = self
-            .limits
-            .max_result_bytes
-            .saturating_sub(self.pending.len());
-        let event_room = room.min(self.limits.max_event_bytes);
-        self.sse.limits = DecodeLimits {
-            max_line_bytes: event_room
-                .saturating_add(FIELD_ROOM)
-                .min(self.limits.max_line_bytes),
-            max_event_bytes: event_room,
-            max_result_bytes: self.limits.max_result_bytes,
-        };
+        // (The SSE layer never reads its result bound.)
+        let limits = self.limits;
+        let room = limits.max_result_bytes.saturating_sub(self.pending.len());
+        let event_room = room.min(limits.max_event_bytes);
+        self.sse.limits = DecodeLimits::bounded(event_room);
+        self.sse.limits.max_line_bytes = self.sse.limits.max_line_bytes.min(limits.max_line_bytes);
         let mut events = Vec::new();
         let decoded = self.sse.try_push_with(bytes, |e| events.push(e));
         let peak = self.pending.len() + self.sse.take_push_peak();
@@ -175,10 +169,10 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
             }
         }
         if let Err(e) = decoded {
-            let by_result = event_room < self.limits.max_event_bytes;
+            let by_result = event_room < limits.max_event_bytes;
             let e = if e.is_limit() && by_result {
                 CallStreamError::ResultTooLarge {
-                    limit: self.limits.max_result_bytes,
+                    limit: limits.max_result_bytes,
                 }
             } else {
                 CallStreamError::Sse(e)
@@ -228,6 +222,7 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
         if self.finished {
             return Some(Err(CallStreamError::AfterEnd { event: e.event }));
         }
+        let max = self.limits.max_result_bytes;
         match e.event.as_str() {
             EVENT_TASK_ID => {
                 if e.data.trim().is_empty() {
@@ -239,12 +234,11 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
             EVENT_CHUNK | EVENT_END if !self.saw_task_id => {
                 Some(Err(CallStreamError::NoTaskId { event: e.event }))
             }
+            EVENT_CHUNK | EVENT_END if self.pending.len().saturating_add(e.data.len()) > max => {
+                self.finished = e.event == EVENT_END;
+                Some(Err(CallStreamError::ResultTooLarge { limit: max }))
+            }
             EVENT_CHUNK => {
-                if self.pending.len() + e.data.len() > self.limits.max_result_bytes {
-                    return Some(Err(CallStreamError::ResultTooLarge {
-                        limit: self.limits.max_result_bytes,
-                    }));
-                }
                 self.pending.push_str(&e.data);
                 self.note(self.pending.len());
                 None
@@ -252,10 +246,6 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
             EVENT_END => {
                 self.finished = true;
                 let (held, more) = (self.pending.len(), e.data.len());
-                let max = self.limits.max_result_bytes;
-                if held.saturating_add(more) > max {
-                    return Some(Err(CallStreamError::ResultTooLarge { limit: max }));
-                }
                 let pending = std::mem::take(&mut self.pending);
                 if pending.is_empty() {
                     self.note(more);
