@@ -339,10 +339,8 @@ fn pick_union_option(obj: &JsonObject) -> Option<JsonObject> {
     } else {
         options("allOf").and_then(|all| all.first())
     };
-    match chosen? {
-        Value::Object(o) => Some(o.clone()),
-        _ => Some(Map::new()), // a `true` schema: anything
-    }
+    // A `true` schema (anything) is the empty object schema.
+    Some(chosen?.as_object().cloned().unwrap_or_default())
 }
 
 /// For a union of exactly one option and `null`, that option.
@@ -351,12 +349,9 @@ fn nullable_union_option(obj: &JsonObject) -> Option<JsonObject> {
         .get("anyOf")
         .or_else(|| obj.get("oneOf"))
         .and_then(Value::as_array)?;
-    if options.len() != 2 {
-        return None;
-    }
     let mut non_null = options.iter().filter(|o| !is_null_schema(o));
     match (non_null.next(), non_null.next()) {
-        (Some(Value::Object(o)), None) => Some(o.clone()),
+        (Some(Value::Object(o)), None) if options.len() == 2 => Some(o.clone()),
         _ => None,
     }
 }
@@ -380,35 +375,27 @@ fn collapse_const_union(mut obj: JsonObject) -> JsonObject {
         let mut values = Vec::new();
         let mut nullable = false;
         let all_consts = options.iter().all(|o| {
-            if is_null_schema(o) {
-                nullable = true;
-                return true;
-            }
             match (o.get("const"), o.get("enum")) {
-                (Some(c @ Value::String(_)), None) => {
-                    values.push(c.clone());
-                    true
-                }
+                _ if is_null_schema(o) => nullable = true,
+                (Some(c @ Value::String(_)), None) => values.push(c.clone()),
                 (None, Some(Value::Array(e))) if e.iter().all(Value::is_string) => {
                     values.extend(e.iter().cloned());
-                    true
                 }
-                _ => false,
+                _ => return false,
             }
+            true
         });
         if !all_consts || values.is_empty() {
             continue;
         }
         obj.remove(key);
         let ty = if nullable {
+            values.push(Value::Null);
             json!(["string", "null"])
         } else {
             json!("string")
         };
         obj.insert("type".to_owned(), ty);
-        if nullable {
-            values.push(Value::Null);
-        }
         obj.insert("enum".to_owned(), Value::Array(values));
         break;
     }
