@@ -221,9 +221,7 @@ impl SseDecoder {
         strict: bool,
         sink: &mut impl FnMut(SseEvent),
     ) -> Result<(), SseError> {
-        if !bytes.is_empty() {
-            self.saw_bytes = true;
-        }
+        self.saw_bytes |= !bytes.is_empty();
         // A UTF-8 byte order mark may open the stream (WHATWG) and is skipped; it may arrive
         // split across pushes, so the matched prefix is remembered and replayed on a mismatch.
         while self.bom_matched < BOM.len() && !bytes.is_empty() {
@@ -257,12 +255,9 @@ impl SseDecoder {
     ) -> Result<(), SseError> {
         let max_line = self.limits.max_line_bytes;
         while !bytes.is_empty() {
-            if self.pending_cr {
-                self.pending_cr = false;
-                if bytes[0] == b'\n' {
-                    bytes = &bytes[1..]; // the LF of a CRLF
-                    continue;
-                }
+            if std::mem::take(&mut self.pending_cr) && bytes[0] == b'\n' {
+                bytes = &bytes[1..]; // the LF of a CRLF
+                continue;
             }
             // Whole lines at a time (memchr is vectorised): a 4 KiB `chunk` line is one copy,
             // not 4096 pushes.
@@ -276,23 +271,19 @@ impl SseDecoder {
             // Every line must fit beside what is held, whatever its field, as it must when it
             // arrives in pieces and is buffered.
             self.check_room(taken)?;
-            match end {
-                Some(i) => {
-                    if self.line.is_empty() {
-                        self.process_line(&bytes[..i], false, strict, sink)?;
-                    } else {
-                        self.line.extend_from_slice(&bytes[..i]);
-                        self.end_line(strict, sink)?;
-                    }
-                    self.pending_cr = bytes[i] == b'\r';
-                    bytes = &bytes[i + 1..];
-                }
-                None => {
-                    self.line.extend_from_slice(bytes);
-                    self.note_held(0);
-                    break;
-                }
+            let Some(i) = end else {
+                self.line.extend_from_slice(bytes);
+                self.note_held(0);
+                break;
+            };
+            if self.line.is_empty() {
+                self.process_line(&bytes[..i], false, strict, sink)?;
+            } else {
+                self.line.extend_from_slice(&bytes[..i]);
+                self.end_line(strict, sink)?;
             }
+            self.pending_cr = bytes[i] == b'\r';
+            bytes = &bytes[i + 1..];
         }
         Ok(())
     }
