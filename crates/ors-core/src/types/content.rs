@@ -63,15 +63,12 @@ impl<'de> Deserialize<'de> for Block {
             }
         };
         let body = Value::Object(map);
-        match kind.as_str() {
-            "text" => TextBlock::deserialize(body)
-                .map(Block::Text)
-                .map_err(D::Error::custom),
-            "image" => ImageBlock::deserialize(body)
-                .map(Block::Image)
-                .map_err(D::Error::custom),
-            _ => Err(D::Error::unknown_variant(&kind, &["text", "image"])),
-        }
+        let block = match kind.as_str() {
+            "text" => TextBlock::deserialize(body).map(Block::Text),
+            "image" => ImageBlock::deserialize(body).map(Block::Image),
+            _ => return Err(D::Error::unknown_variant(&kind, &["text", "image"])),
+        };
+        block.map_err(D::Error::custom)
     }
 }
 
