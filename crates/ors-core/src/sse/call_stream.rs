@@ -347,8 +347,7 @@ fn non_finite(head: &str, tail: &str, err: &serde_json::Error) -> Option<&'stati
         }
     }
     let window = String::from_utf8_lossy(&window);
-    ["NaN", "Infinity"]
+    ["`NaN`", "`Infinity`"]
         .into_iter()
-        .find(|lit| window.contains(lit))
-        .map(|lit| if lit == "NaN" { "`NaN`" } else { "`Infinity`" })
+        .find(|lit| window.contains(lit.trim_matches('`')))
 }
