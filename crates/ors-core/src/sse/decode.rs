@@ -290,32 +290,30 @@ impl SseDecoder {
 
     fn end_line(&mut self, strict: bool, sink: &mut impl FnMut(SseEvent)) -> Result<(), SseError> {
         let mut line = std::mem::take(&mut self.line);
-        if !self.has_data {
-            if let Some(prefix) = data_prefix(&line) {
-                // The first data line of an event becomes its data in place: no second copy
-                // of what may be megabytes.
-                self.lines += 1;
-                self.check_data(0, line.len() - prefix)?;
-                line.drain(..prefix);
-                self.data = match String::from_utf8(line) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        // Replaced, the text can be up to three times the bytes; it is made
-                        // beside them, so both count.
-                        let raw = e.into_bytes();
-                        let len = text_len(&raw, strict)?;
-                        self.check_data(0, len)?;
-                        self.check_room(raw.len() + len)?;
-                        let mut text = String::with_capacity(len);
-                        self.bad_utf8 |= push_lossy(&mut text, &raw);
-                        self.note_held(raw.len() + text.len());
-                        text
-                    }
-                };
-                self.has_data = true;
-                self.note_held(0);
-                return Ok(());
-            }
+        if let Some(prefix) = data_prefix(&line).filter(|_| !self.has_data) {
+            // The first data line of an event becomes its data in place: no second copy
+            // of what may be megabytes.
+            self.lines += 1;
+            self.check_data(0, line.len() - prefix)?;
+            line.drain(..prefix);
+            self.data = match String::from_utf8(line) {
+                Ok(s) => s,
+                Err(e) => {
+                    // Replaced, the text can be up to three times the bytes; it is made
+                    // beside them, so both count.
+                    let raw = e.into_bytes();
+                    let len = text_len(&raw, strict)?;
+                    self.check_data(0, len)?;
+                    self.check_room(raw.len() + len)?;
+                    let mut text = String::with_capacity(len);
+                    self.bad_utf8 |= push_lossy(&mut text, &raw);
+                    self.note_held(raw.len() + text.len());
+                    text
+                }
+            };
+            self.has_data = true;
+            self.note_held(0);
+            return Ok(());
         }
         // Other lines leave the buffer to be reused, so a long stream does not allocate once
         // per line.
