@@ -146,11 +146,8 @@ pub fn gemini_function_declaration(spec: &ToolSpec) -> Value {
     if let Some(schema) = schema_of(spec) {
         let parameters = sanitize_gemini_schema(&strip_titles(&schema));
         // Gemini rejects an object schema with no properties; such a tool takes no input.
-        let has_properties = parameters
-            .get("properties")
-            .and_then(Value::as_object)
-            .is_some_and(|p| !p.is_empty());
-        if has_properties {
+        let properties = parameters["properties"].as_object();
+        if properties.is_some_and(|p| !p.is_empty()) {
             decl["parameters"] = parameters;
         }
     }
