@@ -224,10 +224,8 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
         }
         let max = self.limits.max_result_bytes;
         match e.event.as_str() {
+            EVENT_TASK_ID if e.data.trim().is_empty() => Some(Err(CallStreamError::EmptyTaskId)),
             EVENT_TASK_ID => {
-                if e.data.trim().is_empty() {
-                    return Some(Err(CallStreamError::EmptyTaskId));
-                }
                 self.saw_task_id = true;
                 Some(Ok(CallEvent::TaskId(e.data)))
             }
