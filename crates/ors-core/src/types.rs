@@ -561,14 +561,8 @@ fn single_quoted_names(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let (mut in_value, mut escaped) = (false, false);
     for c in text.chars() {
-        match c {
-            '`' if !in_value => out.push('\''),
-            '"' if !escaped => {
-                in_value = !in_value;
-                out.push(c);
-            }
-            _ => out.push(c),
-        }
+        in_value ^= c == '"' && !escaped;
+        out.push(if c == '`' && !in_value { '\'' } else { c });
         escaped = in_value && c == '\\' && !escaped;
     }
     out
