@@ -255,10 +255,8 @@ const UNITS: [(usize, &str); 3] = [(GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")];
 /// A byte count: digits, optionally followed by `KiB`, `MiB` or `GiB` (any case, spaces
 /// allowed).
 fn bytes_of(text: &str) -> Option<usize> {
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
+    let unit = text.trim_start_matches(|c: char| c.is_ascii_digit());
+    let digits = &text[..text.len() - unit.len()];
     let scale = match unit.trim() {
         "" | "b" | "B" => 1,
         unit => UNITS.iter().find(|u| u.1.eq_ignore_ascii_case(unit))?.0,
