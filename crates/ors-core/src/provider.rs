@@ -208,13 +208,12 @@ fn map_schema(schema: &Value, f: &impl Fn(JsonObject) -> JsonObject) -> Value {
     };
     let mut out = Map::new();
     for (k, v) in obj {
-        let key = k.as_str();
         let v = match v {
-            Value::Array(items) if SCHEMA_ARRAY_KEYS.contains(&key) => {
+            Value::Array(items) if SCHEMA_ARRAY_KEYS.contains(&k.as_str()) => {
                 Value::Array(items.iter().map(|s| map_schema(s, f)).collect())
             }
-            Value::Object(_) if SCHEMA_KEYS.contains(&key) => map_schema(v, f),
-            Value::Object(m) if SCHEMA_MAP_KEYS.contains(&key) => Value::Object(
+            Value::Object(_) if SCHEMA_KEYS.contains(&k.as_str()) => map_schema(v, f),
+            Value::Object(m) if SCHEMA_MAP_KEYS.contains(&k.as_str()) => Value::Object(
                 m.iter()
                     .map(|(name, s)| (name.clone(), map_schema(s, f)))
                     .collect(),
