@@ -110,9 +110,7 @@ pub fn split_utf8(text: &str, max: usize) -> Vec<&str> {
                 cut -= 1;
             }
         }
-        if cut == 0 {
-            cut = hard_cut;
-        }
+        let cut = if cut == 0 { hard_cut } else { cut };
         pieces.push(&rest[..cut]);
         rest = &rest[cut..];
     }
