@@ -244,20 +244,16 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
             EVENT_END => {
                 self.finished = true;
                 let (held, more) = (self.pending.len(), e.data.len());
-                let pending = std::mem::take(&mut self.pending);
-                if pending.is_empty() {
-                    self.note(more);
-                    return Some(parse_result("", &e.data));
-                }
+                let mut pending = std::mem::take(&mut self.pending);
                 // Joining copies the end data once more; when that copy would not fit beside
                 // the rest, the two pieces are parsed where they are (slower, but rare: a
-                // compliant `end` is at most one 4 KiB chunk).
+                // compliant `end` is at most one 4 KiB chunk). An `end` without `chunk`s is
+                // parsed where it is (no head), never copied.
                 let joined = held.saturating_add(more.saturating_mul(2));
-                if joined <= max.saturating_add(FIELD_ROOM) {
-                    let mut json = pending;
-                    json.push_str(&e.data);
+                if held > 0 && joined <= max.saturating_add(FIELD_ROOM) {
+                    pending.push_str(&e.data);
                     self.note(joined);
-                    Some(parse_result("", &json))
+                    Some(parse_result("", &pending))
                 } else {
                     self.note(held + more);
                     Some(parse_result(&pending, &e.data))
