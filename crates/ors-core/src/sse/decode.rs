@@ -229,8 +229,7 @@ impl SseDecoder {
                 self.bom_matched += 1;
                 bytes = &bytes[1..];
             } else {
-                let matched = self.bom_matched;
-                self.bom_matched = BOM.len();
+                let matched = std::mem::replace(&mut self.bom_matched, BOM.len());
                 self.feed(&BOM[..matched], strict, sink)?;
             }
         }
