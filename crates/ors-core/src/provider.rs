@@ -328,12 +328,9 @@ fn pick_union_option(obj: &JsonObject) -> Option<JsonObject> {
             .and_then(Value::as_array)
             .filter(|a| !a.is_empty())
     };
-    let chosen = if let Some(any) = options("anyOf") {
-        any.iter().find(|o| !is_null_schema(o)).or(any.first())
-    } else if let Some(one) = options("oneOf") {
-        one.first()
-    } else {
-        options("allOf").and_then(|all| all.first())
+    let chosen = match options("anyOf") {
+        Some(any) => any.iter().find(|o| !is_null_schema(o)).or(any.first()),
+        None => options("oneOf").or_else(|| options("allOf"))?.first(),
     };
     // A `true` schema (anything) is the empty object schema.
     Some(chosen?.as_object().cloned().unwrap_or_default())
