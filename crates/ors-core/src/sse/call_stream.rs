@@ -144,8 +144,7 @@ impl<T: DeserializeOwned> CallStreamDecoder<T> {
             return vec![Err(e.clone())];
         }
         // The SSE layer may hold only what the result leaves of its budget, so the unfinished
-        // line, event and result together stay within it.
-        // (The SSE layer never reads its result bound.)
+        // line, event and result together stay within it (it never reads its own result bound).
         let limits = self.limits;
         let room = limits.max_result_bytes.saturating_sub(self.pending.len());
         let event_room = room.min(limits.max_event_bytes);
