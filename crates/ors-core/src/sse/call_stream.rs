@@ -66,11 +66,8 @@ pub enum CallStreamError {
 impl CallStreamError {
     /// Whether this is a size bound being hit (the stream is too large, not malformed).
     pub fn is_limit(&self) -> bool {
-        match self {
-            CallStreamError::ResultTooLarge { .. } => true,
-            CallStreamError::Sse(e) => e.is_limit(),
-            _ => false,
-        }
+        matches!(self, CallStreamError::ResultTooLarge { .. })
+            || matches!(self, CallStreamError::Sse(e) if e.is_limit())
     }
 
     /// Whether decoding can go on after this error (a malformed progress report costs the
