@@ -135,7 +135,7 @@ fn check_selectable(args: &EnvArgs, errors: &mut Errors) {
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let args = parse_args(attr, &mut errors);
-    let item = match crate::parse_impl(
+    let mut imp = match crate::parse_impl(
         item,
         "#[environment] goes on `impl Environment for YourType { ... }`",
         &mut errors,
@@ -143,10 +143,6 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(imp) => imp,
         Err(emitted) => return emitted,
     };
-    expand_impl(args, item, errors)
-}
-
-fn expand_impl(args: EnvArgs, mut imp: ItemImpl, mut errors: Errors) -> TokenStream {
     // Split the items: tools go to an inherent impl, `const NAME` and `type State` to the
     // `EnvironmentMeta` impl, the rest stays in the trait impl.
     let found = tool::ToolMethods::take(&mut imp.items, &mut errors);

@@ -3,7 +3,6 @@
 
 use proc_macro2::TokenStream;
 use quote::quote;
-use syn::{ItemImpl, Path};
 
 use crate::args::{self, Errors};
 use crate::table;
@@ -11,8 +10,8 @@ use crate::tool;
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    let krate = args::crate_only(attr, "#[toolset]", &mut errors);
-    let imp = match crate::parse_impl(
+    let krate = &args::crate_only(attr, "#[toolset]", &mut errors);
+    let mut imp = match crate::parse_impl(
         item,
         "#[toolset] goes on an inherent impl: `impl YourToolset { ... }`",
         &mut errors,
@@ -20,25 +19,19 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         Ok(imp) => imp,
         Err(emitted) => return emitted,
     };
-    expand_impl(&krate, imp, errors)
-}
-
-fn expand_impl(krate: &Path, mut imp: ItemImpl, mut errors: Errors) -> TokenStream {
-    let mut fatal = false;
+    let fatal = imp.trait_.is_some() || !imp.generics.params.is_empty();
     if let Some((_, path, _)) = &imp.trait_ {
         errors.spanned(
             path,
             "#[toolset] goes on an inherent impl `impl YourToolset { ... }`, not on a trait impl \
              (for an environment use #[environment])",
         );
-        fatal = true;
     }
     if !imp.generics.params.is_empty() {
         errors.spanned(
             &imp.generics,
             "#[toolset] does not support generic impls: the tool table is built for one type",
         );
-        fatal = true;
     }
     let found = tool::ToolMethods::take(&mut imp.items, &mut errors);
     let self_ty = &*imp.self_ty;
