@@ -131,8 +131,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// `key = value`; a value that is not a `T` is the error `expected`, on the value.
 fn value_of<T: syn::parse::Parse>(meta: &ParseNestedMeta, expected: String) -> syn::Result<T> {
-    let value = meta.value()?;
-    value
+    meta.value()?
         .parse()
         .map_err(|e| syn::Error::new(e.span(), expected))
 }
@@ -149,11 +148,7 @@ pub(crate) fn lit_bool(meta: &ParseNestedMeta, key: &str) -> syn::Result<LitBool
 
 /// A flag: `key` alone, or `key = true` / `key = false`.
 pub(crate) fn flag(meta: &ParseNestedMeta, key: &str) -> syn::Result<bool> {
-    if meta.input.peek(Token![=]) {
-        Ok(lit_bool(meta, key)?.value)
-    } else {
-        Ok(true)
-    }
+    Ok(!meta.input.peek(Token![=]) || lit_bool(meta, key)?.value)
 }
 
 /// `key = path::to::item`.
@@ -175,11 +170,10 @@ pub(crate) fn crate_path(meta: &ParseNestedMeta) -> syn::Result<Path> {
 }
 
 /// `toolsets(field, other_field, 0)`.
-pub(crate) fn members(meta: &ParseNestedMeta) -> syn::Result<Vec<Member>> {
+pub(crate) fn members(meta: &ParseNestedMeta) -> syn::Result<Punctuated<Member, Token![,]>> {
     let content;
     syn::parenthesized!(content in meta.input);
-    let list = Punctuated::<Member, Token![,]>::parse_terminated(&content)?;
-    Ok(list.into_iter().collect())
+    Punctuated::parse_terminated(&content)
 }
 
 pub(crate) const CRATE_KEY: Key = Key::new("crate", "crate = ::path::to::ors_server");
