@@ -141,10 +141,10 @@ pub(crate) fn use_attr_paths(attrs: &[Attribute], cfgs: &TokenStream) -> TokenSt
 /// the method cannot be called as a tool; every problem is recorded in `errors`.
 fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<Tool> {
     let args = ToolArgs::parse(attr, errors);
-    let receiver = match method.sig.inputs.first() {
-        Some(FnArg::Receiver(r)) => receiver_mutability(r).map(|m| (m, r)),
-        _ => None,
-    };
+    let receiver = method
+        .sig
+        .receiver()
+        .and_then(|r| Some((receiver_mutability(r)?, r)));
     let concurrency = Concurrency::check(&args, receiver, errors);
     let schema = args.schema.map(|lit| SchemaSource::parse(lit, errors));
     if let Some(url) = &args.detail_url {
@@ -175,11 +175,9 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
             format!(
                 "invalid tool name `{name}`: a tool name is 1 to 64 characters from \
                  `A-Z a-z 0-9 _ -`{}",
-                if args.name.is_none() {
-                    "; name the tool with #[tool(name = \"...\")]"
-                } else {
-                    ""
-                }
+                args.name
+                    .as_ref()
+                    .map_or("; name the tool with #[tool(name = \"...\")]", |_| ""),
             ),
         );
     }
@@ -201,9 +199,9 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         callable = false;
     }
 
-    let mutable = match (receiver, sig.inputs.first()) {
+    let mutable = match (receiver, sig.receiver()) {
         (Some((mutable, _)), _) => mutable,
-        (None, Some(FnArg::Receiver(r))) => {
+        (None, Some(r)) => {
             errors.spanned(
                 r,
                 "a #[tool] method borrows the environment: take `&self` or `&mut self`",
@@ -371,11 +369,9 @@ fn unraw(ident: &Ident) -> String {
     syn::ext::IdentExt::unraw(ident).to_string()
 }
 
-/// `Some(true)` for `&mut self`, `Some(false)` for `&self`, `None` for `self` by value.
+/// `Some(true)` for `&mut self`, `Some(false)` for `&self`, `None` for `self` by value. (syn
+/// gives `&self` the type `&Self`, so the written and the shorthand forms are one case.)
 fn receiver_mutability(r: &syn::Receiver) -> Option<bool> {
-    if r.reference.is_some() {
-        return Some(r.mutability.is_some());
-    }
     match &*r.ty {
         Type::Reference(t) if is_self(&t.elem) => Some(t.mutability.is_some()),
         _ => None,
