@@ -269,13 +269,12 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let after_finished = args
         .calls_after_finished
         .then(|| quote!(.calls_after_finished()));
-    let body = table::table_body(
-        &self_ty,
+    let (body, tool_items) = table::table(
+        &imp,
         krate,
         &tools,
         quote!(#(#includes)* #dynamic #(#selects)* #reasoning #after_finished),
     );
-    let tool_items = table::tool_items(&imp, krate, &tools);
     let cfgs = crate::cfgs(&imp);
     let chosen: Vec<&Member> = selectable.iter().map(|s| &s.field).collect();
     let collisions =

@@ -32,38 +32,30 @@ pub(crate) fn dedup(tools: Vec<Tool>, errors: &mut Errors) -> Vec<Tool> {
 }
 
 /// The body of the table function: adapters, then the builder chain, with `more` builder calls
-/// before `.build()` (what an environment's table has beyond its methods).
-pub(crate) fn table_body(
-    self_ty: &Type,
+/// before `.build()` (what an environment's table has beyond its methods); and the items beside
+/// it: the tools' parameter `const`s (in an inherent impl of the type) and their compile-time
+/// checks.
+pub(crate) fn table(
+    imp: &ItemImpl,
     krate: &Path,
     tools: &[Tool],
     more: TokenStream,
-) -> TokenStream {
-    let p = quote!(#krate::__private);
+) -> (TokenStream, TokenStream) {
+    let (self_ty, p) = (&imp.self_ty, quote!(#krate::__private));
     let adapters = tools.iter().map(|t| t.adapter(self_ty, krate));
     let calls = tools.iter().map(|t| t.builder_call(self_ty, krate));
-    quote! {
+    let consts: TokenStream = tools.iter().map(|t| t.arg_consts(krate)).collect();
+    let cfgs = crate::cfgs(imp);
+    let checks = tools.iter().map(|t| t.input_checks(self_ty, krate, &cfgs));
+    let consts = (!consts.is_empty()).then(|| crate::impl_beside(imp, None, quote!(), consts));
+    let body = quote! {
         #(#adapters)*
         #p::TableBuilder::<#self_ty>::new()
             #(#calls)*
             #more
             .build()
-    }
-}
-
-/// The items beside the table: the tools' parameter `const`s (in an inherent impl of the type)
-/// and their compile-time checks.
-pub(crate) fn tool_items(imp: &ItemImpl, krate: &Path, tools: &[Tool]) -> TokenStream {
-    let consts: TokenStream = tools.iter().map(|t| t.arg_consts(krate)).collect();
-    let cfgs = crate::cfgs(imp);
-    let checks = tools
-        .iter()
-        .map(|t| t.input_checks(&imp.self_ty, krate, &cfgs));
-    let consts = (!consts.is_empty()).then(|| crate::impl_beside(imp, None, quote!(), consts));
-    quote! {
-        #consts
-        #(#checks)*
-    }
+    };
+    (body, quote!(#consts #(#checks)*))
 }
 
 /// `toolset_field(|env| &mut env.field)`, spanned on the field in `toolsets(...)`. The check

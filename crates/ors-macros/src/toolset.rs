@@ -70,8 +70,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
 
     let tools = table::dedup(found.tools, &mut errors);
     let names = tools.iter().map(|t| &t.name);
-    let body = table::table_body(self_ty, krate, &tools, quote!());
-    let tool_items = table::tool_items(&imp, krate, &tools);
+    let (body, tool_items) = table::table(&imp, krate, &tools, quote!());
     let toolset = crate::impl_beside(
         &imp,
         Some(quote!(#p::Toolset)),
