@@ -14,7 +14,7 @@ use crate::args::{self, Errors};
 
 mod attr;
 
-use attr::{Concurrency, SchemaSource, ToolArgs};
+use attr::{SchemaSource, ToolArgs};
 
 /// A parameter after `self`. Its role is decided by its type, through traits, in the
 /// generated code: the macro knows only whether it is taken by value or by reference.
@@ -52,8 +52,8 @@ pub(crate) struct Tool {
     /// for `impl Trait`, which cannot be named outside the method).
     output_ty: Option<Type>,
     blocking: bool,
-    /// Whether calls may run beside other calls of the session (checked: a `&self` async tool).
-    concurrency: Concurrency,
+    /// Whether calls may run beside other calls of the session (checked: a `&self` tool).
+    concurrent: bool,
     schema: Option<SchemaSource>,
     /// `validate`: where it was written.
     validate: Option<Span>,
@@ -145,7 +145,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         .sig
         .receiver()
         .and_then(|r| Some((receiver_mutability(r)?, r)));
-    let concurrency = Concurrency::check(&args, receiver, errors);
+    let concurrent = attr::concurrent(&args, receiver, errors);
     let schema = args.schema.map(|lit| SchemaSource::parse(lit, errors));
     if let Some(url) = &args.detail_url {
         let v = url.value();
@@ -303,7 +303,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
         output_ty,
         // An `async` blocking tool is reported above; generated as async, it adds no second error.
         blocking: args.blocking.is_some() && sig.asyncness.is_none(),
-        concurrency,
+        concurrent,
         schema,
         validate: args.validate,
         detail_url: args.detail_url,
@@ -547,10 +547,8 @@ impl Tool {
         };
         // A concurrent tool's adapter borrows the environment shared, so it can run beside
         // other calls; everything else gets it `&mut`.
-        let env_ref = match self.concurrency {
-            Concurrency::Concurrent => quote!(&'a #self_ty),
-            Concurrency::Exclusive => quote!(&'a mut #self_ty),
-        };
+        let mutability = (!self.concurrent).then(|| quote!(mut));
+        let env_ref = quote!(&'a #mutability #self_ty);
         quote_spanned! {method.span()=>
             #[allow(clippy::needless_lifetimes)]
             fn #adapter<'a>(
@@ -615,7 +613,7 @@ impl Tool {
         let adapter = self.adapter_ident();
         if self.blocking {
             quote!(.blocking_tool(#decl, #adapter))
-        } else if self.concurrency == Concurrency::Concurrent {
+        } else if self.concurrent {
             quote!(.concurrent_tool(#decl, #adapter))
         } else {
             quote!(.tool(#decl, #adapter))

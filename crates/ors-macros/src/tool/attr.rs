@@ -121,57 +121,48 @@ fn flag_span(meta: &ParseNestedMeta, key: &str) -> syn::Result<Option<Span>> {
     Ok(args::flag(meta, key)?.then(|| meta.path.span()))
 }
 
-/// How a tool's calls share their session (PROTOCOL_NOTES row `tool-concurrency`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Concurrency {
-    /// The default, and what `exclusive` says explicitly: the call has the episode to itself.
-    Exclusive,
-    /// `concurrent` on a `&self` tool: the call may run beside other concurrent calls.
-    Concurrent,
-}
-
-impl Concurrency {
-    /// Check `concurrent` against the other arguments and the receiver; a misuse is one error
-    /// where it was written, and the tool is then generated as an exclusive one (so no second
-    /// error follows from the generated code).
-    pub(super) fn check(
-        args: &ToolArgs,
-        receiver: Option<(bool, &syn::Receiver)>,
-        errors: &mut Errors,
-    ) -> Self {
-        let Some(at) = args.concurrent else {
-            return Concurrency::Exclusive;
-        };
-        if args.exclusive.is_some() {
-            errors.at(
-                at,
-                "a tool is `concurrent` or `exclusive`, not both: `concurrent` runs beside other \
-                 calls of the session, `exclusive` waits for all of them; keep one",
-            );
-        } else if args.terminal.is_some() {
-            errors.at(
-                at,
-                "a terminal tool is always exclusive (it grades the episode, so nothing may \
-                 change the state it reads while it runs): drop `concurrent`",
-            );
-        } else if args.blocking.is_some() {
-            errors.at(
-                at,
-                "a `blocking` tool cannot be `concurrent`: it takes the episode to a thread of \
-                 its own; make it an `async fn` (hand blocking work to \
-                 `tokio::task::spawn_blocking` with owned data) or drop `concurrent`",
-            );
-        } else if let Some((true, receiver)) = receiver {
-            errors.spanned(
-                receiver,
-                "a #[tool(concurrent)] method runs beside other calls of the same session, so it \
-                 borrows the environment shared: take `&self` (keep what it changes behind a \
-                 Mutex or an atomic), or drop `concurrent` to have the episode to itself with \
-                 `&mut self`",
-            );
-        } else {
-            return Concurrency::Concurrent;
-        }
-        Concurrency::Exclusive
+/// Whether a tool's calls may run beside the session's other concurrent calls (PROTOCOL_NOTES
+/// row `tool-concurrency`): `concurrent` on a `&self` tool. Otherwise, by default and with
+/// `exclusive`, a call has the episode to itself. `concurrent` is checked against the other
+/// arguments and the receiver; a misuse is one error where it was written, and the tool is then
+/// generated as an exclusive one (so no second error follows from the generated code).
+pub(super) fn concurrent(
+    args: &ToolArgs,
+    receiver: Option<(bool, &syn::Receiver)>,
+    errors: &mut Errors,
+) -> bool {
+    let Some(at) = args.concurrent else {
+        return false;
+    };
+    if args.exclusive.is_some() {
+        errors.at(
+            at,
+            "a tool is `concurrent` or `exclusive`, not both: `concurrent` runs beside other \
+             calls of the session, `exclusive` waits for all of them; keep one",
+        );
+    } else if args.terminal.is_some() {
+        errors.at(
+            at,
+            "a terminal tool is always exclusive (it grades the episode, so nothing may \
+             change the state it reads while it runs): drop `concurrent`",
+        );
+    } else if args.blocking.is_some() {
+        errors.at(
+            at,
+            "a `blocking` tool cannot be `concurrent`: it takes the episode to a thread of \
+             its own; make it an `async fn` (hand blocking work to \
+             `tokio::task::spawn_blocking` with owned data) or drop `concurrent`",
+        );
+    } else if let Some((true, receiver)) = receiver {
+        errors.spanned(
+            receiver,
+            "a #[tool(concurrent)] method runs beside other calls of the same session, so it \
+             borrows the environment shared: take `&self` (keep what it changes behind a \
+             Mutex or an atomic), or drop `concurrent` to have the episode to itself with \
+             `&mut self`",
+        );
+    } else {
+        return true;
     }
+    false
 }
