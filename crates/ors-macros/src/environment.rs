@@ -134,7 +134,7 @@ fn check_selectable(args: &EnvArgs, errors: &mut Errors) {
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
-    let args = parse_args(attr, &mut errors);
+    let mut args = parse_args(attr, &mut errors);
     let mut imp = match crate::parse_impl(
         item,
         "#[environment] goes on `impl Environment for YourType { ... }`",
@@ -246,11 +246,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     };
 
     // A field also in `toolsets(...)` is reported above; checking it again would only repeat.
-    let selectable: Vec<&Selectable> = args
-        .selectable
-        .iter()
-        .filter(|s| !args.toolsets.contains(&s.field))
-        .collect();
+    args.selectable
+        .retain(|s| !args.toolsets.contains(&s.field));
     let includes = args.toolsets.iter().map(|m| {
         let field = table::toolset_field(&self_ty, krate, m);
         quote!(.toolset(#field))
@@ -260,7 +257,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         .dynamic_tools
         .as_ref()
         .map(|f| quote_spanned!(f.span()=> .dynamic_tools(#f(__ors_state))));
-    let selects = selectable.iter().map(|s| {
+    let selects = args.selectable.iter().map(|s| {
         let field = table::toolset_field(&self_ty, krate, &s.field);
         let name = &s.name;
         quote!(.select_toolset(#name, #field))
@@ -276,15 +273,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         quote!(#(#includes)* #dynamic #(#selects)* #reasoning #after_finished),
     );
     let cfgs = crate::cfgs(&imp);
-    let chosen: Vec<&Member> = selectable.iter().map(|s| &s.field).collect();
+    let chosen: Vec<&Member> = args.selectable.iter().map(|s| &s.field).collect();
     let collisions =
         table::collision_checks(&cfgs, &self_ty, krate, &tools, &args.toolsets, &chosen);
     let trait_methods = tools.iter().map(|t| t.not_a_trait_method(krate, &cfgs));
     let attr_uses = tool::use_attr_paths(&found.attrs, &cfgs);
     // The trait is recognised by type, not by name (so `use ors_server::Environment as Env`
     // works): an impl of another trait fails this bound, on the trait's name.
-    let trait_path = imp.trait_.as_ref().map(|(_, path, _)| path);
-    let is_environment = trait_path.map(|path| {
+    let is_environment = imp.trait_.as_ref().map(|(_, path, _)| {
         let p = crate::respan(p.clone(), path.span());
         let ty = crate::respan(self_ty.to_token_stream(), path.span());
         quote_spanned! {path.span()=>
@@ -406,8 +402,7 @@ fn take_stateful(imp: &mut ItemImpl, p: &TokenStream) -> (Vec<ImplItemFn>, Token
         };
         let arity = STARTUP
             .iter()
-            .find(|(name, _)| f.sig.ident == name)
-            .map(|(_, n)| *n)
+            .find_map(|&(name, n)| (f.sig.ident == name).then_some(n))
             .filter(|_| f.sig.receiver().is_none());
         if arity == Some(f.sig.inputs.len()) && f.sig.ident == "task_range" {
             let span = f.sig.ident.span();
