@@ -141,10 +141,7 @@ pub(crate) fn use_attr_paths(attrs: &[Attribute], cfgs: &TokenStream) -> TokenSt
 /// the method cannot be called as a tool; every problem is recorded in `errors`.
 fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<Tool> {
     let args = ToolArgs::parse(attr, errors);
-    let receiver = method
-        .sig
-        .receiver()
-        .and_then(|r| Some((receiver_mutability(r)?, r)));
+    let receiver = borrowed_receiver(&method.sig);
     let concurrent = attr::concurrent(&args, receiver, errors);
     let schema = args.schema.map(|lit| SchemaSource::parse(lit, errors));
     if let Some(url) = &args.detail_url {
@@ -369,11 +366,13 @@ fn unraw(ident: &Ident) -> String {
     syn::ext::IdentExt::unraw(ident).to_string()
 }
 
-/// `Some(true)` for `&mut self`, `Some(false)` for `&self`, `None` for `self` by value. (syn
-/// gives `&self` the type `&Self`, so the written and the shorthand forms are one case.)
-fn receiver_mutability(r: &syn::Receiver) -> Option<bool> {
+/// The receiver when it borrows `Self`, with `true` for `&mut self` and `false` for `&self`;
+/// `None` for `self` by value or no receiver. (syn gives `&self` the type `&Self`, so the
+/// written and the shorthand forms are one case.)
+fn borrowed_receiver(sig: &syn::Signature) -> Option<(bool, &syn::Receiver)> {
+    let r = sig.receiver()?;
     match &*r.ty {
-        Type::Reference(t) if is_self(&t.elem) => Some(t.mutability.is_some()),
+        Type::Reference(t) if is_self(&t.elem) => Some((t.mutability.is_some(), r)),
         _ => None,
     }
 }
