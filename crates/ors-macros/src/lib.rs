@@ -183,9 +183,7 @@ pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
     )
     .to_compile_error();
     let item: proc_macro2::TokenStream = item.into();
-    let is_method =
-        syn::parse2::<syn::ImplItemFn>(item.clone()).is_ok_and(|f| f.sig.receiver().is_some());
-    if !is_method {
+    if !syn::parse2::<syn::ImplItemFn>(item.clone()).is_ok_and(|f| f.sig.receiver().is_some()) {
         out.extend(item);
     }
     out.into()
