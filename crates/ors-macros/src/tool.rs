@@ -408,11 +408,8 @@ impl Tool {
                 let p = crate::respan(quote!(#krate::__private), ty.span());
                 // With a hand-written schema the input is raw JSON, so a typed input is an
                 // error there, on its type.
-                let get_ops = if self.schema.is_some() {
-                    quote_spanned!(ty.span()=> raw_arg_ops)
-                } else {
-                    quote_spanned!(ty.span()=> arg_ops)
-                };
+                let raw = if self.schema.is_some() { "raw_" } else { "" };
+                let get_ops = format_ident!("{raw}arg_ops", span = ty.span());
                 quote_spanned! {ty.span()=>
                     #[doc(hidden)]
                     #[allow(non_upper_case_globals)]
