@@ -106,13 +106,12 @@ fn check_selectable(args: &EnvArgs, errors: &mut Errors) {
         }
         let earlier = &args.selectable[..i];
         if let Some(first) = earlier.iter().find(|e| e.name.value() == name) {
-            let field = &first.field;
             errors.spanned(
                 &s.name,
                 format!(
                     "toolset name `{name}` is given twice (also to field `{}`): a session selects \
                      a toolset by its name, so each name must be unique",
-                    quote!(#field)
+                    first.field.to_token_stream()
                 ),
             );
         }
@@ -334,12 +333,11 @@ fn check_task_methods(imp: &ItemImpl, moved: &[ImplItemFn], errors: &mut Errors)
         .as_ref()
         .and_then(|(_, path, _)| path.segments.last())
         .is_some_and(|s| s.ident == "Environment");
-    if !names_environment
-        || imp
-            .items
-            .iter()
-            .any(|item| matches!(item, ImplItem::Macro(_)))
-    {
+    let has_macro = imp
+        .items
+        .iter()
+        .any(|item| matches!(item, ImplItem::Macro(_)));
+    if !names_environment || has_macro {
         return;
     }
     let has = |name: &str| {
