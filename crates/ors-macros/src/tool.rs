@@ -325,10 +325,7 @@ fn contains_impl_trait(ty: &Type) -> bool {
 /// A doc line that is a string literal with nothing but whitespace (`///` alone).
 fn is_blank_literal(doc: &Expr) -> bool {
     match doc {
-        Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Str(s),
-            ..
-        }) => s.value().trim().is_empty(),
+        Expr::Lit(e) => matches!(&e.lit, syn::Lit::Str(s) if s.value().trim().is_empty()),
         _ => false,
     }
 }
