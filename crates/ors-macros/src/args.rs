@@ -66,11 +66,7 @@ pub(crate) fn parse_args(
 ) {
     let mut seen: Vec<&'static str> = Vec::new();
     let parser = syn::meta::parser(|meta| {
-        let key_name = meta
-            .path
-            .get_ident()
-            .map(|i| i.to_string())
-            .unwrap_or_else(|| meta.path.to_token_stream().to_string().replace(' ', ""));
+        let key_name = meta.path.to_token_stream().to_string().replace(' ', "");
         let Some(key) = keys.iter().find(|k| k.name == key_name) else {
             errors.spanned(&meta.path, unknown_key(macro_name, &key_name, keys));
             return skip_value(&meta);
