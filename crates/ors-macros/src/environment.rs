@@ -46,14 +46,12 @@ fn parse_args(attr: TokenStream, errors: &mut Errors) -> EnvArgs {
     let mut out = EnvArgs::default();
     args::parse_args(attr, "#[environment]", ENV_KEYS, errors, |key, meta| {
         match key {
-            "name" => out.name = Some(args::lit_str(meta, "name")?),
+            "name" => out.name = Some(args::lit_str(meta, key)?),
             "toolsets" => out.toolsets.extend(args::members(meta)?),
             "select_toolsets" => out.selectable.extend(selectables(meta)?),
-            "reasoning" => out.reasoning = args::flag(meta, "reasoning")?,
-            "dynamic_tools" => out.dynamic_tools = Some(args::path_value(meta, "dynamic_tools")?),
-            "calls_after_finished" => {
-                out.calls_after_finished = args::flag(meta, "calls_after_finished")?
-            }
+            "reasoning" => out.reasoning = args::flag(meta, key)?,
+            "dynamic_tools" => out.dynamic_tools = Some(args::path_value(meta, key)?),
+            "calls_after_finished" => out.calls_after_finished = args::flag(meta, key)?,
             _ => out.krate = Some(args::crate_path(meta)?),
         }
         Ok(())

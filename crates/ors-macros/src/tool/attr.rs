@@ -63,17 +63,17 @@ impl ToolArgs {
         };
         args::parse_args(tokens, "#[tool]", TOOL_KEYS, errors, |key, meta| {
             match key {
-                "name" => out.name = Some(args::lit_str(meta, "name")?),
-                "description" => out.description = Some(args::lit_str(meta, "description")?),
-                "shared" => out.shared = Some(args::lit_bool(meta, "shared")?.value),
-                "blocking" => out.blocking = flag_span(meta, "blocking")?,
-                "schema" => out.schema = Some(args::lit_str(meta, "schema")?),
-                "validate" => out.validate = flag_span(meta, "validate")?,
-                "terminal" => out.terminal = flag_span(meta, "terminal")?,
-                "concurrent" => out.concurrent = flag_span(meta, "concurrent")?,
-                "exclusive" => out.exclusive = flag_span(meta, "exclusive")?,
-                "runs_commands" => out.runs_commands = args::flag(meta, "runs_commands")?,
-                _ => out.detail_url = Some(args::lit_str(meta, "detail_url")?),
+                "name" => out.name = Some(args::lit_str(meta, key)?),
+                "description" => out.description = Some(args::lit_str(meta, key)?),
+                "shared" => out.shared = Some(args::lit_bool(meta, key)?.value),
+                "blocking" => out.blocking = flag_span(meta, key)?,
+                "schema" => out.schema = Some(args::lit_str(meta, key)?),
+                "validate" => out.validate = flag_span(meta, key)?,
+                "terminal" => out.terminal = flag_span(meta, key)?,
+                "concurrent" => out.concurrent = flag_span(meta, key)?,
+                "exclusive" => out.exclusive = flag_span(meta, key)?,
+                "runs_commands" => out.runs_commands = args::flag(meta, key)?,
+                _ => out.detail_url = Some(args::lit_str(meta, key)?),
             }
             Ok(())
         });
