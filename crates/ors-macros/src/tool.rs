@@ -424,27 +424,24 @@ impl Tool {
         krate: &Path,
         cfgs: &TokenStream,
     ) -> TokenStream {
-        let mut out = TokenStream::new();
-        let mut earlier: Vec<Ident> = Vec::new();
-        for (ops, ty) in self.value_params() {
-            if !earlier.is_empty() {
-                let p = crate::respan(quote!(#krate::__private), ty.span());
-                out.extend(quote_spanned! {ty.span()=>
-                    #cfgs
-                    const _: () = if #p::second_input(
-                        &[#(<#self_ty>::#earlier.kind),*],
-                        <#self_ty>::#ops.kind,
-                    ) {
-                        ::core::panic!(
-                            "a #[tool] method takes at most one input, and this is a second \
-                             one: make the values fields of one #[wire] struct and take that"
-                        )
-                    };
-                });
+        let params: Vec<_> = self.value_params().collect();
+        let checks = params.iter().enumerate().skip(1).map(|(i, (ops, ty))| {
+            let earlier = params[..i].iter().map(|(earlier, _)| earlier);
+            let p = crate::respan(quote!(#krate::__private), ty.span());
+            quote_spanned! {ty.span()=>
+                #cfgs
+                const _: () = if #p::second_input(
+                    &[#(<#self_ty>::#earlier.kind),*],
+                    <#self_ty>::#ops.kind,
+                ) {
+                    ::core::panic!(
+                        "a #[tool] method takes at most one input, and this is a second \
+                         one: make the values fields of one #[wire] struct and take that"
+                    )
+                };
             }
-            earlier.push(ops);
-        }
-        out
+        });
+        quote!(#(#checks)*)
     }
 
     /// For a tool of an `impl Environment`: a check that the method is not one of the trait's,
