@@ -565,11 +565,9 @@ impl Tool {
             .map(|(ops, _)| quote!(<#self_ty>::#ops.schema));
         let mut decl = quote!(#p::ToolDecl::new(#name, #description, &[#(#schemas),*]));
         decl.extend((!self.shared).then(|| quote!(.shared(false))));
-        decl.extend(
-            self.detail_url
-                .as_ref()
-                .map(|url| quote!(.detail_url(#url))),
-        );
+        if let Some(url) = &self.detail_url {
+            decl.extend(quote!(.detail_url(#url)));
+        }
         match &self.schema {
             Some(SchemaSource::Inline(lit)) => decl.extend(quote!(.raw_schema(#lit))),
             Some(SchemaSource::File(lit)) => {
