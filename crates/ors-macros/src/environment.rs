@@ -132,11 +132,8 @@ fn check_selectable(args: &EnvArgs, errors: &mut Errors) {
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let mut args = parse_args(attr, &mut errors);
-    let mut imp = match crate::parse_impl(
-        item,
-        "#[environment] goes on `impl Environment for YourType { ... }`",
-        &mut errors,
-    ) {
+    let wrong_item = "#[environment] goes on `impl Environment for YourType { ... }`";
+    let mut imp = match crate::parse_impl(item, wrong_item, &mut errors) {
         Ok(imp) => imp,
         Err(emitted) => return emitted,
     };

@@ -11,11 +11,8 @@ use crate::tool;
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = Errors::default();
     let krate = &args::crate_only(attr, "#[toolset]", &mut errors);
-    let mut imp = match crate::parse_impl(
-        item,
-        "#[toolset] goes on an inherent impl: `impl YourToolset { ... }`",
-        &mut errors,
-    ) {
+    let wrong_item = "#[toolset] goes on an inherent impl: `impl YourToolset { ... }`";
+    let mut imp = match crate::parse_impl(item, wrong_item, &mut errors) {
         Ok(imp) => imp,
         Err(emitted) => return emitted,
     };
