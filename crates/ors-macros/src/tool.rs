@@ -284,10 +284,7 @@ fn parse(attr: &Attribute, method: &ImplItemFn, errors: &mut Errors) -> Option<T
             Description::Doc(doc)
         }
     };
-    if !callable {
-        return None;
-    }
-    Some(Tool {
+    callable.then(|| Tool {
         method: sig.ident.clone(),
         name,
         name_span,
