@@ -502,7 +502,6 @@ impl Tool {
             args.push(arg);
         }
         let await_ = self.asyncness.then(|| quote!(.await));
-        let call = quote!(<#self_ty>::#method(#reborrow __ors_env, #(#args),*) #await_);
         let wrap = quote_spanned! {self.output_span=>
             #p::IntoToolResult::into_tool_result(__ors_out)
         };
@@ -513,7 +512,7 @@ impl Tool {
             if let #p::Result::Err(e) = #p::no_input(#name, __ors_input) {
                 return e;
             }
-            let __ors_out = #call;
+            let __ors_out = <#self_ty>::#method(#reborrow __ors_env, #(#args),*) #await_;
             #wrap
         };
         if self.blocking {
