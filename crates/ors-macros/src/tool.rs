@@ -477,30 +477,27 @@ impl Tool {
         // `mut` only when a by-value parameter may take the input, or it is an unused `mut`
         // reported in the author's code.
         let input_mut = self.value_params().next().map(|_| quote!(mut));
-        let mut gets = Vec::new();
-        let mut args = Vec::new();
-        for (i, param) in self.params.iter().enumerate() {
-            let arg = format_ident!("__ors_a{}", i);
-            gets.push(match param {
-                Param::Value(_) => {
-                    let ops = self.arg_ops_ident(i);
-                    quote! {
-                        let #arg = match (<#self_ty>::#ops.extract)(&__ors_ctx, &mut __ors_input, #name) {
-                            #p::Result::Ok(v) => v,
-                            #p::Result::Err(e) => return e,
-                        };
-                    }
+        let args: Vec<Ident> = (0..self.params.len())
+            .map(|i| format_ident!("__ors_a{}", i))
+            .collect();
+        let gets = self.params.iter().zip(&args).enumerate().map(|(i, (param, arg))| match param {
+            Param::Value(_) => {
+                let ops = self.arg_ops_ident(i);
+                quote! {
+                    let #arg = match (<#self_ty>::#ops.extract)(&__ors_ctx, &mut __ors_input, #name) {
+                        #p::Result::Ok(v) => v,
+                        #p::Result::Err(e) => return e,
+                    };
                 }
-                // Spanned on the referent, so `&Input` is reported there.
-                Param::Ref(elem) => {
-                    let rp = crate::respan(quote!(#krate::__private), elem.span());
-                    quote_spanned! {elem.span()=>
-                        let #arg = <#elem as #rp::ContextRef>::from_context(&__ors_ctx);
-                    }
+            }
+            // Spanned on the referent, so `&Input` is reported there.
+            Param::Ref(elem) => {
+                let rp = crate::respan(quote!(#krate::__private), elem.span());
+                quote_spanned! {elem.span()=>
+                    let #arg = <#elem as #rp::ContextRef>::from_context(&__ors_ctx);
                 }
-            });
-            args.push(arg);
-        }
+            }
+        });
         let await_ = self.asyncness.then(|| quote!(.await));
         let wrap = quote_spanned! {self.output_span=>
             #p::IntoToolResult::into_tool_result(__ors_out)
