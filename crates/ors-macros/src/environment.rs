@@ -398,8 +398,7 @@ fn take_stateful(imp: &mut ItemImpl, p: &TokenStream) -> (Vec<ImplItemFn>, Token
             .find_map(|&(name, n)| (f.sig.ident == name).then_some(n))
             .filter(|_| f.sig.receiver().is_none());
         if arity == Some(f.sig.inputs.len()) && f.sig.ident == "task_range" {
-            let span = f.sig.ident.span();
-            task_range = quote_spanned! {span=>
+            task_range = quote_spanned! {f.sig.ident.span()=>
                 fn task_range_with(
                     _: &Self::State,
                     split: &str,
