@@ -182,9 +182,8 @@ pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
          inherent impl",
     )
     .to_compile_error();
-    let item: proc_macro2::TokenStream = item.into();
-    if !syn::parse2::<syn::ImplItemFn>(item.clone()).is_ok_and(|f| f.sig.receiver().is_some()) {
-        out.extend(item);
+    if !syn::parse::<syn::ImplItemFn>(item.clone()).is_ok_and(|f| f.sig.receiver().is_some()) {
+        out.extend(proc_macro2::TokenStream::from(item));
     }
     out.into()
 }
