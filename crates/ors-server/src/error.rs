@@ -162,37 +162,29 @@ impl ApiError {
         });
         let mut resp = json_status(self.status(), bytes);
         let headers = resp.headers_mut();
+        let mut set = |name, value: &'static str| {
+            headers.insert(name, HeaderValue::from_static(value));
+        };
+        // `connection: close` where the request body may not have been read to its end, and
+        // what is left of it would be read as the next request.
         match self {
-            ApiError::MethodNotAllowed { allow, .. } => {
-                headers.insert(ALLOW, HeaderValue::from_static(allow));
+            ApiError::MethodNotAllowed { allow, .. } => set(ALLOW, allow),
+            ApiError::TooManySessions { .. } | ApiError::ShuttingDown => set(RETRY_AFTER, "5"),
+            ApiError::TooManyCalls { .. } => set(RETRY_AFTER, "1"),
+            ApiError::Overloaded(_) => {
+                set(RETRY_AFTER, "1");
+                set(CONNECTION, "close");
             }
-            ApiError::TooManySessions { .. } | ApiError::ShuttingDown => {
-                headers.insert(RETRY_AFTER, HeaderValue::from_static("5"));
+            ApiError::PayloadTooLarge { .. } | ApiError::BodyTimeout { .. } => {
+                set(CONNECTION, "close")
             }
-            ApiError::TooManyCalls { .. } | ApiError::Overloaded(_) => {
-                headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
-            }
-            ApiError::Unauthorized => {
-                headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
+            ApiError::Unauthorized => set(WWW_AUTHENTICATE, "Bearer"),
             ApiError::SessionStarting(_) => {
-                headers.insert(RETRY_AFTER, HeaderValue::from_static("2"));
-                headers.insert(
-                    HeaderName::from_static(protocol::HEADER_BACKEND_STATE),
-                    HeaderValue::from_static(protocol::BACKEND_STARTING),
-                );
+                set(RETRY_AFTER, "2");
+                let state = HeaderName::from_static(protocol::HEADER_BACKEND_STATE);
+                set(state, protocol::BACKEND_STARTING);
             }
             _ => {}
-        }
-        if matches!(
-            self,
-            ApiError::PayloadTooLarge { .. }
-                | ApiError::BodyTimeout { .. }
-                | ApiError::Overloaded(_)
-        ) {
-            // The request body may not have been read to its end, and what is left of it
-            // would be read as the next request: close instead.
-            headers.insert(CONNECTION, HeaderValue::from_static("close"));
         }
         resp
     }
