@@ -202,16 +202,12 @@ impl App {
         })
     }
 
-    /// The environment a path segment names; no segment is the default (first) one.
-    pub(crate) fn env(&self, segment: Option<&str>) -> Result<&HostedEnv, ApiError> {
-        match segment {
-            None => Ok(&self.envs[0]),
-            Some(name) => self.env_named(name).map(|(_, e)| e),
-        }
-    }
-
-    /// An environment and its index by name, compared without case.
-    pub(crate) fn env_named(&self, name: &str) -> Result<(usize, &HostedEnv), ApiError> {
+    /// The environment a path segment (or a body's `env_name`) names and its index, compared
+    /// without case; none is the default (first) one.
+    pub(crate) fn env(&self, name: Option<&str>) -> Result<(usize, &HostedEnv), ApiError> {
+        let Some(name) = name else {
+            return Ok((0, &self.envs[0]));
+        };
         // The name as served first: comparing without case costs on every request.
         let mut envs = self.envs.iter().enumerate();
         let exact = envs.clone().find(|(_, e)| e.name == name);

@@ -45,7 +45,7 @@ macro_rules! dispatch {
                 parts: &Parts,
                 body: Incoming,
             ) -> Result<Resp, ApiError> {
-                let req = Req { env: self.env(env)?, parts, body };
+                let req = Req { env: self.env(env)?.1, parts, body };
                 match endpoint {
                     $(Endpoint::$endpoint => self.$handler(req).await,)*
                 }
@@ -220,10 +220,7 @@ impl App {
         let source = create
             .task_source()
             .map_err(|e| ApiError::BadRequest(e.to_string()))?;
-        let (index, env) = match &create.env_name {
-            Some(name) => self.env_named(name)?,
-            None => (0, &self.envs[0]),
-        };
+        let (index, env) = self.env(create.env_name.as_deref())?;
         note("env", env.name.as_str());
         if let Some(name) = &create.toolset_name {
             let known = env.env.toolset_names();
