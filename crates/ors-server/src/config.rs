@@ -242,9 +242,7 @@ impl ServerConfig {
         &mut self,
         var: impl Fn(&'static str) -> Option<String>,
     ) -> Result<(), ConfigError> {
-        if let Some(invalid) = self.overlay(&var).into_iter().next() {
-            return Err(invalid.into());
-        }
+        self.overlay(&var).into_iter().next().map_or(Ok(()), Err)?;
         if self.replica_id.is_none() {
             self.replica_id = var("HOSTNAME").as_deref().and_then(replica_of_host);
         }
