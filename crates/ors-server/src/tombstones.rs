@@ -58,14 +58,6 @@ fn buried_at(stone: u64) -> u64 {
     stone >> 1
 }
 
-fn burial_of(stone: u64) -> Burial {
-    if stone & 1 == 1 {
-        Burial::TimedOut
-    } else {
-        Burial::Deleted
-    }
-}
-
 /// The ended ids, bounded.
 pub(crate) struct Tombstones {
     /// Sized for the cap up front, so the table is one early allocation rather than
@@ -87,7 +79,10 @@ impl Tombstones {
 
     /// How the session of this id ended, if it ended within the last hour.
     pub(crate) fn get(&self, sid: &str) -> Option<Burial> {
-        self.map.get(&tomb_key(sid)).map(|t| burial_of(*t))
+        self.map.get(&tomb_key(sid)).map(|t| match *t & 1 {
+            0 => Burial::Deleted,
+            _ => Burial::TimedOut,
+        })
     }
 
     /// Remember that `sid` ended (the latest ending wins).
