@@ -195,7 +195,7 @@ impl App {
                 max: self.config.max_sessions,
             });
         }
-        let sid = self.sessions.issue_id();
+        let sid = self.sessions.ids.issue();
         if request::wants_sse(&req.parts.headers) {
             let mut events = sse::encode_task_id(&sid);
             events.extend_from_slice(&sse::encode_event(sse::EVENT_END, ""));

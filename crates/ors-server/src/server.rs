@@ -582,7 +582,7 @@ async fn reap(app: Arc<App>, stop: CancellationToken) {
             let (grace, idle) = (app.config.shutdown_grace, app.config.session_timeout);
             tokio::spawn(async move { session.close(Ending::TimedOut(idle), grace).await });
         }
-        app.sessions.sweep_tombstones();
+        app.sessions.tombstones.sweep();
     }
 }
 

@@ -331,8 +331,8 @@ async fn teardown(sid: &str, mut episode: Box<dyn DynSession>, grace: Duration) 
 pub(crate) struct SessionStore {
     map: DashMap<Arc<str>, Arc<Session>>,
     live: AtomicUsize,
-    tombstones: Tombstones,
-    ids: SessionIds,
+    pub(crate) tombstones: Tombstones,
+    pub(crate) ids: SessionIds,
     max: usize,
     /// The reaper's idle limit, named in the answer about a reaped id.
     idle_timeout: Duration,
@@ -385,11 +385,6 @@ impl SessionStore {
             }
             None => Err(self.missing(sid)),
         }
-    }
-
-    /// A fresh session id (`/create_session`).
-    pub(crate) fn issue_id(&self) -> String {
-        self.ids.issue()
     }
 
     /// Whether `/create` may start an episode under `sid`: only under an id this server
@@ -455,11 +450,6 @@ impl SessionStore {
                 self.map.shrink_to_fit();
             }
         }
-    }
-
-    /// Forget ended ids older than an hour.
-    pub(crate) fn sweep_tombstones(&self) {
-        self.tombstones.sweep();
     }
 
     /// Remove the sessions idle longer than the idle timeout that no client listens to, and
