@@ -52,15 +52,6 @@ impl App {
         metrics.render(self.stats(), &per_env, self.config.max_sessions, draining)
     }
 
-    /// Start draining: `/create_session` is refused (503 `shutting_down` with `Retry-After`)
-    /// and `/ready` answers 503, while existing sessions go on as before. `/create` still
-    /// takes the ids issued before: a client between the two requests of opening a session
-    /// has an id only this replica serves, and refusing it would lose the episode; no new
-    /// id is issued, so those are few and soon done.
-    pub(crate) fn start_drain(&self) {
-        self.draining.store(true, Ordering::Release);
-    }
-
     pub(crate) fn is_draining(&self) -> bool {
         self.draining.load(Ordering::Acquire)
     }

@@ -296,7 +296,12 @@ impl RunningServer {
     }
 
     async fn drain_until(&self, within: Duration, skip: impl std::future::Future) -> usize {
-        self.app.start_drain();
+        // `/create_session` is refused (503 `shutting_down` with `Retry-After`) and `/ready`
+        // answers 503, while existing sessions go on as before. `/create` still takes the ids
+        // issued before: a client between the two requests of opening a session has an id only
+        // this replica serves, and refusing it would lose the episode; no new id is issued, so
+        // those are few and soon done.
+        self.app.draining.store(true, Ordering::Release);
         tracing::info!(
             sessions = self.app.sessions.len(),
             within_secs = within.as_secs_f64(),
