@@ -59,7 +59,9 @@ impl SessionIds {
     pub(crate) fn new(key: &SessionKey, replica: Option<u32>) -> Result<Self, ConfigError> {
         let prefix = match replica {
             None => None,
-            Some(n) => Some(replica_prefix(n).ok_or_else(|| {
+            // The eight-digit decimal spelling, read as hex (replica 7 is `0x00000007`, replica
+            // 12 is `0x00000012`).
+            Some(n) => Some(u32::from_str_radix(&format!("{n:08}"), 16).map_err(|_| {
                 ConfigError::new("replica_id", format!("{n} has more than eight digits"))
             })?),
         };
@@ -153,12 +155,6 @@ struct Pool {
     bytes: [u8; POOL_BYTES],
     /// Bytes already handed out (all of them before the first draw).
     used: usize,
-}
-
-/// The first group of the ids of replica `n`: its eight-digit decimal spelling, read as hex
-/// (replica 7 is `0x00000007`, replica 12 is `0x00000012`).
-fn replica_prefix(n: u32) -> Option<u32> {
-    u32::from_str_radix(&format!("{n:08}"), 16).ok()
 }
 
 /// The replica number an id names in its first group, if it is eight decimal digits.
