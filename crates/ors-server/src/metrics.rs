@@ -32,35 +32,23 @@ use crate::stats::ServerStats;
 /// The `route` of requests no route matched.
 const NO_ROUTE: &str = "unknown";
 
-/// `CallOutcome` and its `ALL`, from one list.
-macro_rules! outcomes {
-    ($($(#[doc = $doc:literal])* $outcome:ident,)*) => {
-        /// How a tool call ended, as `ors_calls_total{outcome}` counts it.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
-        #[allow(non_camel_case_types)] // The label values, as written.
-        pub(crate) enum CallOutcome {
-            $($(#[doc = $doc])* $outcome,)*
-        }
-
-        impl CallOutcome {
-            /// Every outcome, in declaration order (`o as usize` is its index).
-            const ALL: [CallOutcome; [$(stringify!($outcome)),*].len()] =
-                [$(CallOutcome::$outcome,)*];
-        }
-    };
-}
-
-outcomes! {
-    /// The tool returned a result (`ok: true`).
-    ok,
-    /// The tool returned an error result (`ok: false`), or one too large to send.
-    tool_error,
-    /// The tool panicked.
-    crashed,
-    /// The tool ran past its time limit.
-    timed_out,
-    /// The session was deleted, or the server shut down, before or while it ran.
-    cancelled,
+ors_core::wire_enum! {
+    /// How a tool call ended, as `ors_calls_total{outcome}` counts it (`o as usize` is its
+    /// index in `ALL`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, EncodeLabelValue)]
+    #[allow(non_camel_case_types)] // The label values, as written.
+    pub enum CallOutcome {
+        /// The tool returned a result (`ok: true`).
+        ok = "ok",
+        /// The tool returned an error result (`ok: false`), or one too large to send.
+        tool_error = "tool_error",
+        /// The tool panicked.
+        crashed = "crashed",
+        /// The tool ran past its time limit.
+        timed_out = "timed_out",
+        /// The session was deleted, or the server shut down, before or while it ran.
+        cancelled = "cancelled",
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
