@@ -272,13 +272,11 @@ impl Metrics {
             };
             // Every environment shows up from the start, at zero, so dashboards and
             // autoscalers see a series before the first session.
-            let sessions = m.sessions_active.get_or_create_owned(&labels);
-            let reward = m.reward.get_or_create_owned(&labels);
             m.envs.push(EnvSeries {
                 name,
                 tools,
-                reward,
-                sessions,
+                reward: m.reward.get_or_create_owned(&labels),
+                sessions: m.sessions_active.get_or_create_owned(&labels),
             });
         }
         // Name and help of each metric, beside the field that holds it.
