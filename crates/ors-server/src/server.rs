@@ -556,10 +556,9 @@ async fn shut_down(app: &App, open: &Connections) {
         let _ = tokio::time::timeout(FLUSH_AFTER_ABORT, &mut connections).await;
     }
     let sessions = app.sessions.drain();
-    let count = sessions.len();
     let grace = app.config.shutdown_grace;
     futures_util::future::join_all(sessions.iter().map(|s| s.close(Ending::Shutdown, grace))).await;
-    tracing::info!(sessions = count, "ors-server stopped");
+    tracing::info!(sessions = sessions.len(), "ors-server stopped");
 }
 
 /// Wait until no call runs, or `deadline`.
