@@ -24,6 +24,17 @@ use crate::ops::{Signal, Signals};
 use crate::session::Ending;
 use crate::stats::ServerStats;
 
+/// Builder methods that set the config field of their name to the value given.
+macro_rules! setters {
+    ($($(#[$doc:meta])* $name:ident($arg:ident: $ty:ty) = $value:expr;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $arg: $ty) -> Self {
+            self.config.$name = $value;
+            self
+        }
+    )*};
+}
+
 /// Builds and runs an ORS server for one or more environments; the first registered one is
 /// the default that env-less paths (`/tools`, `/call`, ...) reach.
 ///
@@ -138,45 +149,24 @@ impl Server {
         &self.config
     }
 
-    /// Set the listen address.
-    pub fn host(mut self, host: impl Into<String>) -> Self {
-        self.config.host = host.into();
-        self
-    }
-
-    /// Set the port (0 picks a free one).
-    pub fn port(mut self, port: u16) -> Self {
-        self.config.port = port;
-        self
-    }
-
-    /// Require this API key on the routes that are not open ([`ServerConfig::api_key`]).
-    pub fn api_key(mut self, key: impl Into<String>) -> Self {
-        self.config.api_key = Some(key.into());
-        self
-    }
-
-    /// Limit every tool call to `timeout`.
-    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
-        self.config.tool_timeout = Some(timeout);
-        self
+    setters! {
+        /// Set the listen address.
+        host(host: impl Into<String>) = host.into();
+        /// Set the port (0 picks a free one).
+        port(port: u16) = port;
+        /// Require this API key on the routes that are not open ([`ServerConfig::api_key`]).
+        api_key(key: impl Into<String>) = Some(key.into());
+        /// Limit every tool call to `timeout`.
+        tool_timeout(timeout: Duration) = Some(timeout);
+        /// Delete sessions idle for longer than `timeout`.
+        session_timeout(timeout: Duration) = timeout;
+        /// Set how many sessions may be live at once.
+        max_sessions(max: usize) = max;
     }
 
     /// Limit calls of one tool to `timeout` (overrides [`Server::tool_timeout`]).
     pub fn tool_timeout_for(mut self, tool: impl Into<String>, timeout: Duration) -> Self {
         self.config.tool_timeouts.insert(tool.into(), timeout);
-        self
-    }
-
-    /// Delete sessions idle for longer than `timeout`.
-    pub fn session_timeout(mut self, timeout: Duration) -> Self {
-        self.config.session_timeout = timeout;
-        self
-    }
-
-    /// Set how many sessions may be live at once.
-    pub fn max_sessions(mut self, max: usize) -> Self {
-        self.config.max_sessions = max;
         self
     }
 
