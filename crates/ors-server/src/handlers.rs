@@ -289,18 +289,14 @@ impl App {
     async fn call(&self, Req { parts, body, .. }: Req<'_>) -> Result<Resp, ApiError> {
         let sid = session_id(parts)?;
         let body = self.body(parts, body).await?;
-        let request::CallBody {
-            name,
-            input,
-            task_id,
-        } = request::parse_call(&body)?;
+        let tool = request::parse_call(&body)?;
         drop(body);
-        note("tool", name.as_str());
+        note("tool", tool.name.as_str());
         let (session, hosted) = self.live_session(sid)?;
         let request = call::CallRequest {
-            work: call::Work::tool(input, hosted.env.is_concurrent(&name)),
-            name,
-            task_id,
+            work: call::Work::tool(tool.input, hosted.env.is_concurrent(&tool.name)),
+            name: tool.name,
+            task_id: tool.task_id,
         };
         call::serve(session, request, &self.config, &self.calls).await
     }
@@ -315,14 +311,11 @@ impl App {
         if !hosted.env.supports_score_group() {
             return Err(ApiError::ScoreGroupUnsupported(hosted.name.clone()));
         }
-        let ScoreGroup {
-            candidates,
-            task_id,
-        } = parse_body(&body)?;
-        misplaced_in_group(&candidates)?;
+        let group: ScoreGroup = parse_body(&body)?;
+        misplaced_in_group(&group.candidates)?;
         // The candidates wait behind the session's gate: they, and the body they came from,
         // stay counted in the in-flight budget until the scoring runs.
-        let parsed = parsed_bytes(&candidates, body.len());
+        let parsed = parsed_bytes(&group.candidates, body.len());
         let limit = self.body_limits.max;
         if parsed > limit.saturating_mul(PARSED_PER_BODY_BYTE) {
             return Err(ApiError::GroupTooLarge { parsed, limit });
@@ -331,8 +324,8 @@ impl App {
         note("tool", call::SCORE_GROUP);
         let request = call::CallRequest {
             name: call::SCORE_GROUP.to_owned(),
-            work: call::Work::Exclusive(call::Exclusive::ScoreGroup(candidates, reserved)),
-            task_id,
+            work: call::Work::Exclusive(call::Exclusive::ScoreGroup(group.candidates, reserved)),
+            task_id: group.task_id,
         };
         call::serve(session, request, &self.config, &self.calls).await
     }
