@@ -102,7 +102,7 @@ impl ApiError {
     /// that failed on its task, which is the client's mistake (400).
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            ApiError::SetupFailed(f) if f.bad_task => StatusCode::BAD_REQUEST,
+            Self::SetupFailed(f) if f.bad_task => StatusCode::BAD_REQUEST,
             _ => StatusCode::from_u16(self.code().status())
                 .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
         }
@@ -112,30 +112,28 @@ impl ApiError {
     pub(crate) fn code(&self) -> ErrorCode {
         match self {
             // The environment has no such route: what clients read as "unsupported".
-            ApiError::NoRoute { .. } | ApiError::ScoreGroupUnsupported(_) => ErrorCode::NoRoute,
-            ApiError::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
-            ApiError::UnknownEnvironment { .. } => ErrorCode::UnknownEnvironment,
-            ApiError::MissingSessionId
-            | ApiError::InvalidSessionId(_)
-            | ApiError::BadRequest(_) => ErrorCode::InvalidRequest,
-            ApiError::SessionNotFound(_) => ErrorCode::SessionNotFound,
-            ApiError::SessionDeleted(_) => ErrorCode::SessionDeleted,
-            ApiError::SessionTimedOut { .. } => ErrorCode::SessionTimedOut,
-            ApiError::SessionExists(_) => ErrorCode::SessionExists,
-            ApiError::UnknownSessionId(_) => ErrorCode::UnknownSessionId,
-            ApiError::NoEpisodeYet(_) => ErrorCode::NoEpisodeYet,
-            ApiError::SetupFailed(_) => ErrorCode::SetupFailed,
-            ApiError::PayloadTooLarge { .. } | ApiError::GroupTooLarge { .. } => {
-                ErrorCode::PayloadTooLarge
+            Self::NoRoute { .. } | Self::ScoreGroupUnsupported(_) => ErrorCode::NoRoute,
+            Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
+            Self::UnknownEnvironment { .. } => ErrorCode::UnknownEnvironment,
+            Self::MissingSessionId | Self::InvalidSessionId(_) | Self::BadRequest(_) => {
+                ErrorCode::InvalidRequest
             }
-            ApiError::BodyTimeout { .. } => ErrorCode::RequestTimeout,
-            ApiError::Overloaded(_) => ErrorCode::Overloaded,
-            ApiError::TooManySessions { .. } => ErrorCode::TooManySessions,
-            ApiError::TooManyCalls { .. } => ErrorCode::TooManyCalls,
-            ApiError::ShuttingDown => ErrorCode::ShuttingDown,
-            ApiError::SessionStarting(_) => ErrorCode::SessionStarting,
-            ApiError::Unauthorized => ErrorCode::Unauthorized,
-            ApiError::Internal(_) => ErrorCode::Internal,
+            Self::SessionNotFound(_) => ErrorCode::SessionNotFound,
+            Self::SessionDeleted(_) => ErrorCode::SessionDeleted,
+            Self::SessionTimedOut { .. } => ErrorCode::SessionTimedOut,
+            Self::SessionExists(_) => ErrorCode::SessionExists,
+            Self::UnknownSessionId(_) => ErrorCode::UnknownSessionId,
+            Self::NoEpisodeYet(_) => ErrorCode::NoEpisodeYet,
+            Self::SetupFailed(_) => ErrorCode::SetupFailed,
+            Self::PayloadTooLarge { .. } | Self::GroupTooLarge { .. } => ErrorCode::PayloadTooLarge,
+            Self::BodyTimeout { .. } => ErrorCode::RequestTimeout,
+            Self::Overloaded(_) => ErrorCode::Overloaded,
+            Self::TooManySessions { .. } => ErrorCode::TooManySessions,
+            Self::TooManyCalls { .. } => ErrorCode::TooManyCalls,
+            Self::ShuttingDown => ErrorCode::ShuttingDown,
+            Self::SessionStarting(_) => ErrorCode::SessionStarting,
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::Internal(_) => ErrorCode::Internal,
         }
     }
 
@@ -168,18 +166,16 @@ impl ApiError {
         // `connection: close` where the request body may not have been read to its end, and
         // what is left of it would be read as the next request.
         match self {
-            ApiError::MethodNotAllowed { allow, .. } => set(ALLOW, allow),
-            ApiError::TooManySessions { .. } | ApiError::ShuttingDown => set(RETRY_AFTER, "5"),
-            ApiError::TooManyCalls { .. } => set(RETRY_AFTER, "1"),
-            ApiError::Overloaded(_) => {
+            Self::MethodNotAllowed { allow, .. } => set(ALLOW, allow),
+            Self::TooManySessions { .. } | Self::ShuttingDown => set(RETRY_AFTER, "5"),
+            Self::TooManyCalls { .. } => set(RETRY_AFTER, "1"),
+            Self::Overloaded(_) => {
                 set(RETRY_AFTER, "1");
                 set(CONNECTION, "close");
             }
-            ApiError::PayloadTooLarge { .. } | ApiError::BodyTimeout { .. } => {
-                set(CONNECTION, "close")
-            }
-            ApiError::Unauthorized => set(WWW_AUTHENTICATE, "Bearer"),
-            ApiError::SessionStarting(_) => {
+            Self::PayloadTooLarge { .. } | Self::BodyTimeout { .. } => set(CONNECTION, "close"),
+            Self::Unauthorized => set(WWW_AUTHENTICATE, "Bearer"),
+            Self::SessionStarting(_) => {
                 set(RETRY_AFTER, "2");
                 let state = HeaderName::from_static(protocol::HEADER_BACKEND_STATE);
                 set(state, protocol::BACKEND_STARTING);
@@ -193,14 +189,14 @@ impl ApiError {
     /// authentication and draining; `None` for errors that are the client's mistake or ours.
     pub(crate) fn rejection(&self) -> Option<&'static str> {
         Some(match self {
-            ApiError::PayloadTooLarge { .. } | ApiError::GroupTooLarge { .. } => "body_too_large",
-            ApiError::BodyTimeout { .. } => "body_timeout",
-            ApiError::Overloaded(_) => "overloaded",
-            ApiError::TooManySessions { .. } => "too_many_sessions",
-            ApiError::TooManyCalls { .. } => "too_many_calls",
-            ApiError::Unauthorized => "auth",
-            ApiError::UnknownSessionId(_) => "unknown_session_id",
-            ApiError::ShuttingDown => "draining",
+            Self::PayloadTooLarge { .. } | Self::GroupTooLarge { .. } => "body_too_large",
+            Self::BodyTimeout { .. } => "body_timeout",
+            Self::Overloaded(_) => "overloaded",
+            Self::TooManySessions { .. } => "too_many_sessions",
+            Self::TooManyCalls { .. } => "too_many_calls",
+            Self::Unauthorized => "auth",
+            Self::UnknownSessionId(_) => "unknown_session_id",
+            Self::ShuttingDown => "draining",
             _ => return None,
         })
     }
