@@ -59,10 +59,6 @@ pub(crate) struct EpisodeGate(RwLock<Option<Box<dyn DynSession>>>);
 pub(crate) type EpisodeMut<'a> = RwLockWriteGuard<'a, Option<Box<dyn DynSession>>>;
 
 impl EpisodeGate {
-    fn new() -> Self {
-        Self(RwLock::new(None))
-    }
-
     /// Wait for the episode to ourselves: behind every call queued before, concurrent or not.
     pub(crate) async fn lock(&self) -> EpisodeMut<'_> {
         self.0.write().await
@@ -139,7 +135,7 @@ impl Session {
             setup_done: Notify::new(),
             failure: OnceLock::new(),
             ending: OnceLock::new(),
-            episode: EpisodeGate::new(),
+            episode: EpisodeGate(RwLock::new(None)),
             cancel: OnceLock::new(),
             calls: Mutex::new(CallTable::new(results)),
             active_calls: AtomicUsize::new(0),
