@@ -183,8 +183,7 @@ impl Server {
                 source,
             })?;
         let local_addr = listener.local_addr()?;
-        let envs = names(&app.envs);
-        tracing::info!(addr = %local_addr, ?envs, "ors-server ready");
+        tracing::info!(addr = %local_addr, envs = ?names(&app.envs), "ors-server ready");
         let stop = CancellationToken::new();
         let task = tokio::spawn(run(Arc::clone(&app), listener, stop.clone()));
         Ok(RunningServer {
