@@ -332,14 +332,13 @@ async fn listen(host: &str, port: u16) -> std::io::Result<TcpListener> {
         } else {
             TcpSocket::new_v6()
         };
-        let bound = socket.and_then(|socket| {
+        match socket.and_then(|socket| {
             // As std and tokio do on Unix: a restarted server can reuse its port at once.
             #[cfg(unix)]
             socket.set_reuseaddr(true)?;
             socket.bind(addr)?;
             socket.listen(ACCEPT_BACKLOG)
-        });
-        match bound {
+        }) {
             Ok(listener) => return Ok(listener),
             Err(e) => last_err = Some(e),
         }
