@@ -283,9 +283,7 @@ impl App {
         // Row `client-task-id`: tells clients they may name their calls.
         resp.headers_mut()
             .insert(X_CLIENT_TASK_IDS, HeaderValue::from_static("1"));
-        if let Some(m) = &self.metrics {
-            m.request(route, resp.status(), started.elapsed());
-        }
+        self.count(|m| m.request(route, resp.status(), started.elapsed()));
         if !span.is_disabled() {
             span.record("status", resp.status().as_u16());
             span.record("latency_us", started.elapsed().as_micros() as u64);
