@@ -84,17 +84,15 @@ impl App {
 
     async fn num_tasks(&self, req: Req<'_>) -> Result<Resp, ApiError> {
         let body: NumTasks = parse_body(&self.body(req.parts, req.body).await?)?;
-        let n = req.env.env.num_tasks(&body.split).await?;
         json(&NumTasksResponse {
-            num_tasks: n as u64,
+            num_tasks: req.env.env.num_tasks(&body.split).await? as u64,
         })
     }
 
     async fn task(&self, req: Req<'_>) -> Result<Resp, ApiError> {
         let body: GetTask = parse_body(&self.body(req.parts, req.body).await?)?;
-        let task = req.env.env.task(&body.split, body.index).await?;
         json(&TaskResponse {
-            task,
+            task: req.env.env.task(&body.split, body.index).await?,
             env_name: Some(req.env.name.clone()),
         })
     }
@@ -102,9 +100,8 @@ impl App {
     async fn task_range(&self, req: Req<'_>) -> Result<Resp, ApiError> {
         let GetTaskRange { split, start, stop } =
             parse_body(&self.body(req.parts, req.body).await?)?;
-        let tasks = req.env.env.task_range(&split, start, stop).await?;
         json(&TaskRangeResponse {
-            tasks,
+            tasks: req.env.env.task_range(&split, start, stop).await?,
             env_name: Some(req.env.name.clone()),
         })
     }
