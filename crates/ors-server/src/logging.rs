@@ -32,9 +32,8 @@ const DEFAULT_FILTER: &str = "info,rmcp=warn";
 /// What `RUST_LOG` asks for: a comma-separated list of `LEVEL` and `TARGET=LEVEL` directives
 /// (`debug`, `info,ors_server=debug`); `Err` keeps the value and why for the warning.
 fn log_filter(value: Option<&str>) -> Result<Targets, (String, String)> {
-    let default = || DEFAULT_FILTER.parse::<Targets>().unwrap_or_default();
     match value.map(str::trim) {
-        None | Some("") => Ok(default()),
+        None | Some("") => Ok(DEFAULT_FILTER.parse().unwrap_or_default()),
         Some(v) => v.parse().map_err(|e| (v.to_owned(), format!("{e}"))),
     }
 }
