@@ -185,11 +185,10 @@ impl Server {
         let local_addr = listener.local_addr()?;
         tracing::info!(addr = %local_addr, envs = ?names(&app.envs), "ors-server ready");
         let stop = CancellationToken::new();
-        let task = tokio::spawn(run(Arc::clone(&app), listener, stop.clone()));
         Ok(RunningServer {
             local_addr,
+            task: Some(tokio::spawn(run(Arc::clone(&app), listener, stop.clone()))),
             stop,
-            task: Some(task),
             app,
         })
     }
