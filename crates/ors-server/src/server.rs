@@ -201,10 +201,9 @@ impl Server {
     pub async fn serve(self) -> Result<(), ServerError> {
         // Handlers first, so a signal right after the ready line is not missed.
         let mut signals = Signals::install()?;
-        let host = self.config.host.clone();
-        let drain = self.config.drain;
         let running = self.bind().await?;
-        print_ready_line(&host, running.local_addr().port());
+        let drain = running.app.config.drain;
+        print_ready_line(&running.app.config.host, running.local_addr().port());
         if signals.next().await == Signal::Terminate && !drain.is_zero() {
             running.drain_until(drain, signals.next()).await;
         }
