@@ -110,8 +110,7 @@ pub(crate) fn authorized(headers: &HeaderMap, key: &str) -> bool {
     if let Some(v) = headers.get(AUTHORIZATION) {
         let v = v.as_bytes();
         if v.len() > 7 && v[..7].eq_ignore_ascii_case(b"bearer ") {
-            let token = v[7..].trim_ascii();
-            return constant_time_eq(token, key);
+            return constant_time_eq(v[7..].trim_ascii(), key);
         }
     }
     false
