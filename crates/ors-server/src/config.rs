@@ -298,8 +298,7 @@ fn parse_open_files_limit(limits: &str) -> Option<u64> {
 /// known limit, the common default of 1024 is assumed.
 fn default_max_connections(fd_limit: Option<u64>) -> usize {
     let limit = usize::try_from(fd_limit.unwrap_or(1024)).unwrap_or(usize::MAX);
-    let reserve = (limit / 10).max(128);
-    limit.saturating_sub(reserve).max(16)
+    limit.saturating_sub((limit / 10).max(128)).max(16)
 }
 
 #[cfg(test)]
