@@ -93,12 +93,9 @@ impl HostedEnv {
                 ors_runtime::env::TaskError::unknown_split(split, self.env.splits()).into(),
             );
         };
-        cell.get_or_try_init(|| async {
-            let tasks = self.env.tasks(split).await?;
-            error::to_json(&tasks)
-        })
-        .await
-        .cloned()
+        cell.get_or_try_init(|| async { error::to_json(&self.env.tasks(split).await?) })
+            .await
+            .cloned()
     }
 }
 
