@@ -207,8 +207,8 @@ impl App {
         };
         // The name as served first: comparing without case costs on every request.
         let mut envs = self.envs.iter().enumerate();
-        let exact = envs.clone().find(|(_, e)| e.name == name);
-        exact
+        envs.clone()
+            .find(|(_, e)| e.name == name)
             .or_else(|| envs.find(|(_, e)| e.name.eq_ignore_ascii_case(name)))
             .ok_or_else(|| ApiError::UnknownEnvironment {
                 name: name.to_owned(),
