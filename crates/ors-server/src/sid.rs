@@ -207,10 +207,9 @@ pub(crate) fn parse_canonical(sid: &str) -> Option<u128> {
             8 | 13 | 18 | 23 => c == b'-',
             _ => matches!(c, b'0'..=b'9' | b'a'..=b'f'),
         });
-    if !canonical {
-        return None;
-    }
-    uuid::Uuid::try_parse(sid).ok().map(|u| u.as_u128())
+    canonical
+        .then(|| uuid::Uuid::try_parse(sid).ok())?
+        .map(|u| u.as_u128())
 }
 
 #[cfg(test)]
