@@ -135,7 +135,6 @@ impl Outcome {
 }
 
 /// The limits one call is held to, all read from the server's settings here.
-#[derive(Clone, Copy)]
 struct Limits {
     /// The call's time limit (the tool's own, else the server's).
     timeout: Option<Duration>,

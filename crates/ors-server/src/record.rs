@@ -30,7 +30,6 @@ pub(crate) fn key(id: &str) -> Key {
 
 /// A call's id with its [`Key`], hashed once when the request names the call: the lookups,
 /// the insertion and the keeping of the result all use that one key.
-#[derive(Clone)]
 pub(crate) struct CallId {
     text: Arc<str>,
     key: Key,

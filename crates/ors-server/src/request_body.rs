@@ -21,7 +21,6 @@ const PREALLOCATE_AT_MOST: usize = 64 * 1024;
 
 /// The request-body bytes the whole server holds in memory (buffers being read, and bodies
 /// not yet released, such as a call's input waiting for its turn), against a limit.
-#[derive(Debug)]
 pub(crate) struct BodyBudget {
     used: AtomicUsize,
     max: usize,
