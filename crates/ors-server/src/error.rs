@@ -108,32 +108,26 @@ impl ApiError {
         }
     }
 
-    /// The machine-readable code of each error: the one place they are decided.
+    /// The machine-readable code of each error: the one place they are decided. Most have the
+    /// code of their name; the others are listed with theirs.
     pub(crate) fn code(&self) -> ErrorCode {
-        match self {
+        macro_rules! codes {
+            ($($same:ident)*; $($($other:ident)|+ => $code:ident,)*) => {
+                match self {
+                    $(Self::$same { .. } => ErrorCode::$same,)*
+                    $($(Self::$other { .. })|+ => ErrorCode::$code,)*
+                }
+            };
+        }
+        codes! {
+            MethodNotAllowed UnknownEnvironment SessionNotFound SessionDeleted SessionTimedOut
+            SessionExists UnknownSessionId NoEpisodeYet SetupFailed Overloaded TooManySessions
+            TooManyCalls ShuttingDown SessionStarting Unauthorized Internal;
             // The environment has no such route: what clients read as "unsupported".
-            Self::NoRoute { .. } | Self::ScoreGroupUnsupported(_) => ErrorCode::NoRoute,
-            Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
-            Self::UnknownEnvironment { .. } => ErrorCode::UnknownEnvironment,
-            Self::MissingSessionId | Self::InvalidSessionId(_) | Self::BadRequest(_) => {
-                ErrorCode::InvalidRequest
-            }
-            Self::SessionNotFound(_) => ErrorCode::SessionNotFound,
-            Self::SessionDeleted(_) => ErrorCode::SessionDeleted,
-            Self::SessionTimedOut { .. } => ErrorCode::SessionTimedOut,
-            Self::SessionExists(_) => ErrorCode::SessionExists,
-            Self::UnknownSessionId(_) => ErrorCode::UnknownSessionId,
-            Self::NoEpisodeYet(_) => ErrorCode::NoEpisodeYet,
-            Self::SetupFailed(_) => ErrorCode::SetupFailed,
-            Self::PayloadTooLarge { .. } | Self::GroupTooLarge { .. } => ErrorCode::PayloadTooLarge,
-            Self::BodyTimeout { .. } => ErrorCode::RequestTimeout,
-            Self::Overloaded(_) => ErrorCode::Overloaded,
-            Self::TooManySessions { .. } => ErrorCode::TooManySessions,
-            Self::TooManyCalls { .. } => ErrorCode::TooManyCalls,
-            Self::ShuttingDown => ErrorCode::ShuttingDown,
-            Self::SessionStarting(_) => ErrorCode::SessionStarting,
-            Self::Unauthorized => ErrorCode::Unauthorized,
-            Self::Internal(_) => ErrorCode::Internal,
+            NoRoute | ScoreGroupUnsupported => NoRoute,
+            MissingSessionId | InvalidSessionId | BadRequest => InvalidRequest,
+            PayloadTooLarge | GroupTooLarge => PayloadTooLarge,
+            BodyTimeout => RequestTimeout,
         }
     }
 
