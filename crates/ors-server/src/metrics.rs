@@ -207,11 +207,20 @@ pub(crate) struct Metrics {
     draining: Gauge,
 }
 
-/// Register each listed field of `Metrics` under its name and help text.
-macro_rules! register {
-    ($m:ident; $($field:ident: $name:literal, $help:literal;)*) => {
-        $($m.registry.register($name, $help, $m.$field.clone());)*
-    };
+/// `Metrics` with the fields given before the `;`, and each metric after it made (by `Default`,
+/// or by the expression in parentheses) and registered under its name and help text.
+macro_rules! registered {
+    ($($field:ident $(: $value:expr)?,)*;
+     $($metric:ident $(($made:expr))?: $name:literal, $help:literal;)*) => {{
+        let mut m = Metrics {
+            $($field $(: $value)?,)*
+            $($metric: registered!(@made $($made)?),)*
+        };
+        $(m.registry.register($name, $help, m.$metric.clone());)*
+        m
+    }};
+    (@made) => { Default::default() };
+    (@made $made:expr) => { $made };
 }
 
 impl Metrics {
@@ -226,29 +235,39 @@ impl Metrics {
             .chain(std::iter::once(NO_ROUTE))
             .map(|route| request_seconds.get_or_create_owned(&RouteLabels { route }))
             .collect();
-        let mut m = Metrics {
+        // The metrics kept at hand, then each registered metric with its name and help text.
+        let mut m = registered!(
             registry: Registry::default(),
             envs: Vec::with_capacity(envs.len()),
-            requests: Family::default(),
-            request_seconds,
             route_seconds,
             route_ok: (0..=Endpoint::ALL.len()).map(|_| OnceLock::new()).collect(),
-            rejected: Family::default(),
-            sessions_created: Counter::default(),
-            sessions_deleted: Counter::default(),
-            sessions_reaped: Counter::default(),
-            calls: Family::default(),
-            call_seconds: Family::new_with_constructor(|| Timings::new(CALL_BOUNDS)),
-            reward: Family::default(),
-            sse_reconnects: Counter::default(),
-            sessions_active: Family::default(),
-            sessions_max: Gauge::default(),
-            calls_in_flight: Gauge::default(),
-            connections: Gauge::default(),
-            body_bytes: Gauge::default(),
-            lingering_bytes: Gauge::default(),
-            draining: Gauge::default(),
-        };
+            ;
+            requests: "ors_requests", "HTTP requests answered, by route and status";
+            request_seconds(request_seconds): "ors_request_duration_seconds",
+                "Time to the response head, by route (a call's stream goes on after it)";
+            rejected: "ors_requests_rejected",
+                "Requests refused for a limit, authentication or draining, by reason";
+            sessions_created: "ors_sessions_created", "Episodes started (/create)";
+            sessions_deleted: "ors_sessions_deleted",
+                "Episodes ended by /delete or /delete_session";
+            sessions_reaped: "ors_sessions_reaped", "Episodes ended by the idle reaper";
+            calls: "ors_calls", "Tool calls finished, by environment, tool and outcome";
+            call_seconds(Family::new_with_constructor(|| Timings::new(CALL_BOUNDS))):
+                "ors_call_duration_seconds", "Time a tool ran, by environment and tool";
+            reward: "ors_reward", "Sum of the rewards tools returned, by environment";
+            sse_reconnects: "ors_sse_reconnects",
+                "Call requests that named a task_id the session already knew (reconnects)";
+            sessions_active: "ors_sessions_active", "Live sessions, by environment";
+            sessions_max: "ors_sessions_max", "The live-session limit (ORS_MAX_SESSIONS)";
+            calls_in_flight: "ors_calls_in_flight", "Tool calls started and not finished";
+            connections: "ors_connections", "Open client connections";
+            body_bytes: "ors_request_body_bytes",
+                "Request-body bytes held: bodies being read and call inputs not yet handed over";
+            lingering_bytes: "ors_lingering_result_bytes",
+                "Bytes of finished results kept for reconnects";
+            draining: "ors_draining",
+                "1 while the server drains (SIGTERM): no new sessions, /ready answers 503";
+        );
         for (name, tools) in envs {
             let tools = tools
                 .into_iter()
@@ -279,33 +298,6 @@ impl Metrics {
                 sessions: m.sessions_active.get_or_create_owned(&labels),
             });
         }
-        // Name and help of each metric, beside the field that holds it.
-        register!(m;
-            requests: "ors_requests", "HTTP requests answered, by route and status";
-            request_seconds: "ors_request_duration_seconds",
-                "Time to the response head, by route (a call's stream goes on after it)";
-            rejected: "ors_requests_rejected",
-                "Requests refused for a limit, authentication or draining, by reason";
-            sessions_created: "ors_sessions_created", "Episodes started (/create)";
-            sessions_deleted: "ors_sessions_deleted",
-                "Episodes ended by /delete or /delete_session";
-            sessions_reaped: "ors_sessions_reaped", "Episodes ended by the idle reaper";
-            calls: "ors_calls", "Tool calls finished, by environment, tool and outcome";
-            call_seconds: "ors_call_duration_seconds", "Time a tool ran, by environment and tool";
-            reward: "ors_reward", "Sum of the rewards tools returned, by environment";
-            sse_reconnects: "ors_sse_reconnects",
-                "Call requests that named a task_id the session already knew (reconnects)";
-            sessions_active: "ors_sessions_active", "Live sessions, by environment";
-            sessions_max: "ors_sessions_max", "The live-session limit (ORS_MAX_SESSIONS)";
-            calls_in_flight: "ors_calls_in_flight", "Tool calls started and not finished";
-            connections: "ors_connections", "Open client connections";
-            body_bytes: "ors_request_body_bytes",
-                "Request-body bytes held: bodies being read and call inputs not yet handed over";
-            lingering_bytes: "ors_lingering_result_bytes",
-                "Bytes of finished results kept for reconnects";
-            draining: "ors_draining",
-                "1 while the server drains (SIGTERM): no new sessions, /ready answers 503";
-        );
         m
     }
 
