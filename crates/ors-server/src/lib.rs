@@ -155,25 +155,21 @@
 //!   subscriber, without colours unless stderr is a terminal, one JSON object per line with
 //!   `ORS_LOG_FORMAT=json`; a binary with its own subscriber disables the feature.
 
-pub use ors_core as core;
 pub use ors_core::{
-    Block, Blocks, Message, RunToolOutput, Secrets, Split, SplitType, ToolError, ToolErrorReason,
-    ToolOutput, ToolSpec,
+    self as core, Block, Blocks, Message, RunToolOutput, Secrets, Split, SplitType, ToolError,
+    ToolErrorReason, ToolOutput, ToolSpec,
 };
 pub use ors_macros::{environment, tool, toolset, wire};
-pub use ors_runtime as runtime;
 #[cfg(feature = "mcp")]
 pub use ors_runtime::mcp;
-#[cfg(unix)]
-pub use ors_runtime::process;
-#[cfg(unix)]
-pub use ors_runtime::sandbox;
-pub use ors_runtime::tasks;
+pub use ors_runtime::{
+    self as runtime, tasks, DynamicTool, DynamicTools, EnvError, Environment, EnvironmentMeta,
+    Json, ToolContext, Toolset,
+};
 #[cfg(feature = "webhooks")]
 pub use ors_runtime::{external, webhook};
-pub use ors_runtime::{
-    DynamicTool, DynamicTools, EnvError, Environment, EnvironmentMeta, Json, ToolContext, Toolset,
-};
+#[cfg(unix)]
+pub use ors_runtime::{process, sandbox};
 
 #[doc(hidden)]
 pub use ors_runtime::__private;
