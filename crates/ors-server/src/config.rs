@@ -274,10 +274,8 @@ impl ServerConfig {
 /// last `-`, when the name has a stem before it.
 fn replica_of_host(host: &str) -> Option<u32> {
     let (stem, n) = host.trim().rsplit_once('-')?;
-    if stem.is_empty() || n.is_empty() || n.len() > 8 || !n.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    n.parse().ok()
+    let digits = (1..=8).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_digit());
+    n.parse().ok().filter(|_| digits && !stem.is_empty())
 }
 
 /// The soft limit of open files of this process, where the system says (`/proc`).
