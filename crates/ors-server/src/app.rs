@@ -267,16 +267,13 @@ impl App {
         } else {
             handled.instrument(span.clone()).await
         };
-        let mut resp = match handled {
-            Ok(resp) => resp,
-            Err(err) => {
-                if err.status().is_server_error() {
-                    tracing::warn!(parent: &span, error = %err.detail(), "request failed");
-                }
-                self.count(|m| m.rejected(&err));
-                err.to_response()
+        let mut resp = handled.unwrap_or_else(|err| {
+            if err.status().is_server_error() {
+                tracing::warn!(parent: &span, error = %err.detail(), "request failed");
             }
-        };
+            self.count(|m| m.rejected(&err));
+            err.to_response()
+        });
         // Row `client-task-id`: tells clients they may name their calls.
         resp.headers_mut()
             .insert(X_CLIENT_TASK_IDS, HeaderValue::from_static("1"));
