@@ -65,10 +65,7 @@ pub fn init_tracing() {
             .try_init(),
     };
     if let Err(unknown) = format {
-        tracing::warn!(
-            value = %unknown,
-            "ORS_LOG_FORMAT is 'text' or 'json'; writing text"
-        );
+        tracing::warn!(value = %unknown, "ORS_LOG_FORMAT is 'text' or 'json'; writing text");
     }
     if let Err((value, why)) = filter {
         tracing::warn!(
