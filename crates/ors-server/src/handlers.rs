@@ -21,6 +21,7 @@ use crate::request::{self, parse_body};
 use crate::request_body;
 use crate::router::Endpoint;
 use crate::session::{Ending, Session};
+use crate::sid::Origin;
 use crate::util::caught;
 
 const HEALTH: &[u8] = b"{\"status\":\"ok\"}";
@@ -209,8 +210,11 @@ impl App {
             return Err(ApiError::ShuttingDown);
         }
         let sid = session_id(parts)?;
-        // Before the body: an id this server did not issue costs no more than its headers.
-        self.sessions.check_new_id(sid)?;
+        // An episode starts only under an id this server issued, unless ids are not checked;
+        // checked before the body: an id this server did not issue costs no more than its headers.
+        if self.sessions.ids.origin(sid) == Origin::Foreign {
+            return Err(ApiError::UnknownSessionId(sid.into()));
+        }
         let header_secrets = request::header_secrets(&parts.headers)?;
         let body = self.body(parts, body).await?;
         let create: CreateSession = parse_body(&body)?;

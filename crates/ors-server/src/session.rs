@@ -383,15 +383,6 @@ impl SessionStore {
         }
     }
 
-    /// Whether `/create` may start an episode under `sid`: only under an id this server
-    /// issued (400 `unknown_session_id`), unless ids are not checked.
-    pub(crate) fn check_new_id(&self, sid: &str) -> Result<(), ApiError> {
-        match self.ids.origin(sid) {
-            Origin::Foreign => Err(ApiError::UnknownSessionId(sid.into())),
-            Origin::Issued | Origin::Unchecked => Ok(()),
-        }
-    }
-
     /// The error for an id that is not live: deleted within the hour (410), reaped (404
     /// `session_timed_out`), issued but never created (404 `no_episode_yet`), or never seen
     /// (404 `session_not_found`).
