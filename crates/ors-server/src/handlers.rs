@@ -78,9 +78,18 @@ impl App {
         Ok(json_bytes(req.env.splits_json.clone()))
     }
 
+    /// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.
     async fn tasks(&self, req: Req<'_>) -> Result<Resp, ApiError> {
         let body: ListTasks = parse_body(&self.body(req.parts, req.body).await?)?;
-        tasks_reply(req.env, &body.split).await
+        let tasks = req.env.tasks_json(&body.split).await?;
+        let name = to_json(&req.env.name)?;
+        let mut out = BytesMut::with_capacity(tasks.len() + name.len() + 24);
+        out.put_slice(b"{\"tasks\":");
+        out.put_slice(&tasks);
+        out.put_slice(b",\"env_name\":");
+        out.put_slice(&name);
+        out.put_u8(b'}');
+        Ok(json_bytes(out.freeze()))
     }
 
     async fn num_tasks(&self, req: Req<'_>) -> Result<Resp, ApiError> {
@@ -462,19 +471,6 @@ fn sid_reply(sid: &str) -> Result<Resp, ApiError> {
     out.extend_from_slice(sid.as_bytes());
     out.extend_from_slice(b"\"}");
     Ok(json_bytes(Bytes::from(out)))
-}
-
-/// `{"tasks": [...], "env_name": "..."}` from the split's pre-rendered array.
-async fn tasks_reply(env: &HostedEnv, split: &str) -> Result<Resp, ApiError> {
-    let tasks = env.tasks_json(split).await?;
-    let name = to_json(&env.name)?;
-    let mut out = BytesMut::with_capacity(tasks.len() + name.len() + 24);
-    out.put_slice(b"{\"tasks\":");
-    out.put_slice(&tasks);
-    out.put_slice(b",\"env_name\":");
-    out.put_slice(&name);
-    out.put_u8(b'}');
-    Ok(json_bytes(out.freeze()))
 }
 
 #[cfg(test)]
