@@ -61,16 +61,13 @@ impl App {
     pub(crate) async fn drained(&self, within: Duration, skip: impl std::future::Future) -> usize {
         let deadline = tokio::time::Instant::now() + within;
         tokio::pin!(skip);
-        loop {
-            let left = self.sessions.len();
-            if left == 0 || tokio::time::Instant::now() >= deadline {
-                return left;
-            }
+        while self.sessions.len() > 0 && tokio::time::Instant::now() < deadline {
             tokio::select! {
-                _ = &mut skip => return self.sessions.len(),
+                _ = &mut skip => break,
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
             }
         }
+        self.sessions.len()
     }
 }
 
