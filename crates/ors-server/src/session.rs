@@ -115,6 +115,7 @@ impl HasCalls for Session {
     }
 }
 
+#[cfg(test)]
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
