@@ -118,10 +118,7 @@ pub(crate) fn authorized(headers: &HeaderMap, key: &str) -> bool {
 
 /// Equality whose time depends only on the lengths, not on where the bytes differ.
 pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// Whether the client asked for `text/event-stream` (content negotiation of
