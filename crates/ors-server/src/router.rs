@@ -58,7 +58,6 @@ enum Scope {
 }
 
 /// Whether a route needs the API key (when the server has one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Access {
     Open,
     Key,
@@ -87,7 +86,7 @@ macro_rules! declare {
             /// Whether it answers without the API key.
             pub(crate) fn is_open(self) -> bool {
                 match self {
-                    $(Endpoint::$endpoint => Access::$access == Access::Open,)*
+                    $(Endpoint::$endpoint => matches!(Access::$access, Access::Open),)*
                 }
             }
 
