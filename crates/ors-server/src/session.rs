@@ -34,7 +34,6 @@ const GONE: u8 = 3;
 const SHRINK_FLOOR: usize = 4096;
 
 /// Why a session ended; decides what a request still naming it is told.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ending {
     /// `/delete` (410 `session_deleted`).
     Deleted,
