@@ -51,38 +51,21 @@ ors_core::wire_enum! {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct RequestLabels {
-    route: &'static str,
-    status: u16,
+/// The label sets of the metrics: a struct each, of its labels in the order they are written.
+macro_rules! label_sets {
+    ($($name:ident { $($label:ident: $ty:ty),* })*) => {$(
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+        struct $name { $($label: $ty,)* }
+    )*};
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct RouteLabels {
-    route: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct EnvLabels {
-    env: Arc<str>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct ToolLabels {
-    env: Arc<str>,
-    tool: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct CallLabels {
-    env: Arc<str>,
-    tool: String,
-    outcome: CallOutcome,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct ReasonLabels {
-    reason: &'static str,
+label_sets! {
+    RequestLabels { route: &'static str, status: u16 }
+    RouteLabels { route: &'static str }
+    EnvLabels { env: Arc<str> }
+    ToolLabels { env: Arc<str>, tool: String }
+    CallLabels { env: Arc<str>, tool: String, outcome: CallOutcome }
+    ReasonLabels { reason: &'static str }
 }
 
 /// Upper bounds of the request-latency buckets, seconds: 100 µs to about 100 s.
