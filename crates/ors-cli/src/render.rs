@@ -53,32 +53,22 @@ pub fn params(spec: &ToolSpec) -> String {
         .map(|(name, s)| {
             let optional = !required.contains(&name.as_str());
             let opt = if optional { "?" } else { "" };
-            let s = resolve(&root, s);
-            let default = s.get("default").map(|d| format!(" = {}", compact(d)));
-            let default = default.unwrap_or_default();
-            format!("{name}{opt}: {}{default}", type_name(&root, &s))
+            let t = resolve(&root, s);
+            // The property's own default, else its type's.
+            let default = s.get("default").or_else(|| t.get("default"));
+            let default = default.map(|d| format!(" = {d}")).unwrap_or_default();
+            format!("{name}{opt}: {}{default}", type_name(&root, t))
         })
         .collect::<Vec<_>>()
         .join(", ")
 }
 
 /// A property schema with a local `$ref` (`#/$defs/Mode`, the form pydantic and schemars give
-/// enums and nested types) followed, keeping the property's own `default`.
-fn resolve<'a>(root: &'a Value, s: &'a Value) -> std::borrow::Cow<'a, Value> {
-    let target = ref_target(root, s).or_else(|| match s.get("allOf").and_then(Value::as_array) {
-        Some(all) if all.len() == 1 => Some(resolve_ref(root, &all[0])),
-        _ => None,
-    });
-    match (target, s.get("default")) {
-        (Some(t), Some(d)) => {
-            let mut merged = t.clone();
-            if let Value::Object(m) = &mut merged {
-                m.insert("default".into(), d.clone());
-            }
-            std::borrow::Cow::Owned(merged)
-        }
-        (Some(t), None) => std::borrow::Cow::Borrowed(t),
-        (None, _) => std::borrow::Cow::Borrowed(s),
+/// enums and nested types) followed, also when it is the one member of an `allOf`.
+fn resolve<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
+    match s.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
+        Some([one]) if ref_target(root, s).is_none() => resolve_ref(root, one),
+        _ => resolve_ref(root, s),
     }
 }
 
@@ -156,32 +146,23 @@ pub fn tools_table(listing: &ListToolsOutput) -> String {
 
 /// Blocks as text: text as is, images as a one-line placeholder.
 pub fn blocks(blocks: &[Block]) -> String {
-    let mut out = String::new();
-    for b in blocks {
-        match b {
-            Block::Text(t) => {
-                out.push_str(&t.text);
-                if !t.text.ends_with('\n') {
-                    out.push('\n');
-                }
-            }
+    blocks
+        .iter()
+        .map(|b| match b {
+            Block::Text(t) => format!("{}\n", t.text.strip_suffix('\n').unwrap_or(&t.text)),
             Block::Image(i) => {
                 let (mime, len) = (&i.mime_type, i.data.len());
-                let _ = writeln!(out, "[image {mime}, {len} bytes of base64]");
+                format!("[image {mime}, {len} bytes of base64]\n")
             }
-        }
-    }
-    out
+        })
+        .collect()
 }
 
 /// A tool output: its blocks and a status line with reward and finished.
 pub fn output(out: &ToolOutput) -> String {
-    let mut s = blocks(&out.blocks);
-    let reward = out
-        .reward
-        .map_or_else(|| "none".to_owned(), |r| r.to_string());
-    let _ = writeln!(s, "reward {reward}  finished {}", out.finished);
-    s
+    let reward = out.reward.map_or("none".into(), |r| r.to_string());
+    let (text, finished) = (blocks(&out.blocks), out.finished);
+    format!("{text}reward {reward}  finished {finished}\n")
 }
 
 /// A JSON value on one line.
