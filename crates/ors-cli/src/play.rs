@@ -45,11 +45,7 @@ fn call_example(tool: &ToolSpec) -> String {
 
 /// A value of the type a property's schema names: its first enum value, `"..."` for a string.
 fn placeholder(prop: &Value) -> Value {
-    if let Some(first) = prop
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
+    if let Some(first) = prop.get("enum").and_then(|e| e.get(0)) {
         return first.clone();
     }
     let ty = match prop.get("type") {
@@ -122,11 +118,9 @@ pub async fn run(env: &Environment, split: &str, index: i64) -> Result<(), Error
 async fn play(session: &Session) -> Result<f64, Error> {
     let interactive = std::io::stdin().is_terminal();
     let prompt = session.prompt().await?;
-    print!("{}", render::blocks(&prompt));
-    println!();
+    println!("{}", render::blocks(&prompt));
     let listing = session.listing().await?;
-    print!("{}", render::tools_table(&listing));
-    println!();
+    println!("{}", render::tools_table(&listing));
     if interactive {
         println!("{}", help(&listing.tools));
     }
