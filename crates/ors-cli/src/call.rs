@@ -59,12 +59,10 @@ pub async fn call(client: &Client, args: CallArgs) -> Result<ExitCode, Error> {
         .environment(args.env)
         .session(task_ref)
         .on_progress(move |p| {
-            if json {
-                if let Ok(mut events) = sink.lock() {
-                    events.push(p.value.clone());
-                }
-            } else {
+            if !json {
                 println!("{}", render::progress(p.value));
+            } else if let Ok(mut events) = sink.lock() {
+                events.push(p.value.clone());
             }
         })
         .open()
