@@ -148,20 +148,15 @@ fn create(args: &NewArgs) -> Result<Made, NewError> {
 /// (ASCII letters, digits, `-` and `_`, not starting with a digit, at most 64 characters, no
 /// keyword, no name of the standard library or of the template's dependencies).
 fn crate_name(dir: &Path) -> Result<String, NewError> {
-    let shown = dir.display().to_string();
-    let bad = |name: &str, why: String| {
-        let name = name.to_owned();
-        Err(NewError::Name { name, why })
+    let bad = |name: &str, why: String| NewError::Name {
+        name: name.to_owned(),
+        why,
     };
-    let Some(name) = dir.file_name() else {
-        return bad(
-            &shown,
-            "a directory path must end in the crate's name".into(),
-        );
-    };
-    let Some(name) = name.to_str() else {
-        return bad(&shown, "it is not UTF-8".into());
-    };
+    let name = dir
+        .file_name()
+        .ok_or("a directory path must end in the crate's name")
+        .and_then(|n| n.to_str().ok_or("it is not UTF-8"))
+        .map_err(|why| bad(&dir.display().to_string(), why.into()))?;
     let rust = name.replace('-', "_");
     let allowed = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
     let why = if let Some(c) = name.chars().find(|c| !allowed(*c)) {
@@ -180,7 +175,7 @@ fn crate_name(dir: &Path) -> Result<String, NewError> {
     } else {
         return Ok(name.to_owned());
     };
-    bad(name, why)
+    Err(bad(name, why))
 }
 
 /// The keywords of Rust 2021, strict and reserved: cargo refuses them as package names.
