@@ -59,7 +59,12 @@ impl Progress {
         tally.reward += e.total_reward;
         tally.successes += usize::from(e.success());
         tally.errors += usize::from(e.error.is_some());
-        let line = self.line(tally);
+        let (n, errors) = (tally.done.max(1) as f64, tally.errors);
+        let (mean, percent) = (tally.reward / n, 100.0 * tally.successes as f64 / n);
+        let mut line = format!("mean reward {mean:.3}, success {percent:.1}%");
+        if errors > 0 {
+            line.push_str(&format!(", {errors} errors"));
+        }
         match &self.bar {
             Some(bar) => {
                 bar.set_message(line);
@@ -73,16 +78,6 @@ impl Progress {
             }
             None => {}
         }
-    }
-
-    fn line(&self, t: &Tally) -> String {
-        let n = t.done.max(1) as f64;
-        let (mean, percent) = (t.reward / n, 100.0 * t.successes as f64 / n);
-        let mut line = format!("mean reward {mean:.3}, success {percent:.1}%");
-        if t.errors > 0 {
-            line.push_str(&format!(", {} errors", t.errors));
-        }
-        line
     }
 
     /// Print a note without breaking the bar.
