@@ -239,11 +239,8 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
             eprintln!("ors: error: {}", WithoutMcp::MESSAGE);
             return Ok(ExitCode::from(2));
         }
-        Command::Check(_)
-        | Command::Conformance(_)
-        | Command::Report(_)
-        | Command::New(_)
-        | Command::Eval(_) => unreachable!("handled in main"),
+        // Check, Conformance, Report, New, Eval.
+        _ => unreachable!("handled in main"),
     }
     Ok(ExitCode::SUCCESS)
 }
