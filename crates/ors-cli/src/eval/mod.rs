@@ -387,18 +387,16 @@ fn print_summary(
     }
     let line = |k: &str, v: String| println!("{k:<13} {v}");
     let several = stats.max_samples > 1;
-    let mut episodes = s.episodes.to_string();
-    if several {
-        let (tasks, samples) = (stats.tasks.len(), stats.samples_shown());
-        episodes.push_str(&format!(" ({tasks} tasks × {samples} samples)"));
-    }
-    if resumed > 0 {
-        episodes.push_str(&format!(" ({resumed} from an earlier run)"));
-    }
-    if not_run > 0 {
-        episodes.push_str(&format!(", {not_run} not run (stopped)"));
-    }
-    line("episodes", episodes);
+    let (tasks, samples) = (stats.tasks.len(), stats.samples_shown());
+    let notes: String = [
+        several.then(|| format!(" ({tasks} tasks × {samples} samples)")),
+        (resumed > 0).then(|| format!(" ({resumed} from an earlier run)")),
+        (not_run > 0).then(|| format!(", {not_run} not run (stopped)")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    line("episodes", format!("{}{notes}", s.episodes));
     let mean_at = several.then(|| format!(", mean@{}", stats.samples));
     let mean_at = mean_at.unwrap_or_default();
     line("mean reward", stats.mean_reward.show(false, CI) + &mean_at);
@@ -416,12 +414,10 @@ fn print_summary(
     line("mean steps", format!("{:.2}", s.mean_steps));
     line("errors", kinds(&s.errors, s.error_count()));
     line("stop reasons", kinds(&s.stop_reasons, s.episodes));
+    let (tokens_in, tokens_out, seed) = (s.input_tokens, s.output_tokens, args.seed.unwrap_or(0));
     match args.policy {
-        PolicyKind::Model => line(
-            "tokens",
-            format!("{} in, {} out", s.input_tokens, s.output_tokens),
-        ),
-        PolicyKind::Random => line("policy", format!("random, seed {}", args.seed.unwrap_or(0))),
+        PolicyKind::Model => line("tokens", format!("{tokens_in} in, {tokens_out} out")),
+        PolicyKind::Random => line("policy", format!("random, seed {seed}")),
     }
     let secs = wall.as_secs_f64();
     line("wall time", format!("{secs:.1} s ({rate:.1} episodes/s)"));
