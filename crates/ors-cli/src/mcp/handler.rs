@@ -8,8 +8,8 @@ use ors_client::{Block, Blocks, RunToolOutput, ToolSpec};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourcesResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptMessage, ProtocolVersion,
+    InitializeRequestParams, InitializeResult, JsonObject, ListPromptsResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, Prompt, PromptMessage, ProtocolVersion,
     ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
     ResourceContents, Role, ServerCapabilities, ServerConfig, Tool,
 };
@@ -123,7 +123,7 @@ pub fn mcp_content(blocks: &Blocks) -> Vec<ContentBlock> {
 /// reward and finished in the structured content and in `_meta.ors` (with the ORS session id,
 /// to find the episode in the environment's logs).
 pub fn mcp_result(out: &RunToolOutput, sid: &str) -> CallToolResult {
-    let (result, o) = match out {
+    let (mut result, o) = match out {
         RunToolOutput::Success(o) => (CallToolResult::success(mcp_content(&o.blocks)), Some(o)),
         RunToolOutput::Error(err) => (
             CallToolResult::error(vec![ContentBlock::text(err.error.clone())]),
@@ -136,10 +136,8 @@ pub fn mcp_result(out: &RunToolOutput, sid: &str) -> CallToolResult {
     if let Some(metadata) = o.and_then(|o| o.metadata.clone()) {
         summary["metadata"] = Value::Object(metadata);
     }
-    let mut meta = MetaObject::new();
     let ors = json!({"reward": reward, "finished": finished, "session_id": sid});
-    meta.insert(META_KEY.to_owned(), ors);
-    let mut result = result.with_meta(Some(meta));
+    result.meta = Some(JsonObject::from_iter([(META_KEY.into(), ors)]).into());
     result.structured_content = Some(summary);
     result
 }
