@@ -42,13 +42,8 @@ impl Run {
 
 /// Every run after the first against the first: `(index of the run, comparison)`.
 pub fn comparisons(runs: &[Run]) -> Vec<(usize, Comparison)> {
-    let Some((base, rest)) = runs.split_first() else {
-        return Vec::new();
-    };
-    rest.iter()
-        .enumerate()
-        .map(|(i, r)| (i + 1, compare(&base.stats, &r.stats)))
-        .collect()
+    let pair = |(i, r): (usize, &Run)| (i, compare(&runs[0].stats, &r.stats));
+    runs.iter().enumerate().skip(1).map(pair).collect()
 }
 
 /// Read each file as a run.
