@@ -233,8 +233,11 @@ impl Episode {
 
     /// The episode's prompt.
     pub async fn prompt(&self) -> Result<ors_client::Blocks, EpisodeError> {
-        let session = self.session().await?;
-        session.prompt().await.map_err(EpisodeError::Ors)
+        self.session()
+            .await?
+            .prompt()
+            .await
+            .map_err(EpisodeError::Ors)
     }
 
     /// Run one tool call; a result with `finished` ends the episode for later calls. Returns

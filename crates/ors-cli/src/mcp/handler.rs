@@ -161,15 +161,10 @@ impl ServerHandler for EpisodeServer {
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        let all = ProtocolVersion::KNOWN_VERSIONS;
         match self.eras {
-            Eras::All => Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS),
-            Eras::Handshake => Cow::Owned(
-                ProtocolVersion::KNOWN_VERSIONS
-                    .iter()
-                    .filter(|v| v.has_initialize())
-                    .cloned()
-                    .collect(),
-            ),
+            Eras::All => Cow::Borrowed(all),
+            Eras::Handshake => all.iter().filter(|v| v.has_initialize()).cloned().collect(),
         }
     }
 

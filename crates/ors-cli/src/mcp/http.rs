@@ -89,7 +89,8 @@ tokio::task_local! {
 }
 
 /// The `Host` names a request may carry: the address listened on (and `localhost` on a
-/// loopback address), so a DNS-rebound name is refused; any, on an unspecified address.
+/// loopback address), so a DNS-rebound name is refused; any (none listed, which rmcp takes as
+/// no check), on an unspecified address.
 fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
     let ip = addr.ip();
     if ip.is_unspecified() {
@@ -117,13 +118,9 @@ pub async fn serve(
     let stop = CancellationToken::new();
     let episodes = Arc::new(Episodes::default());
     let factory_episodes = Arc::clone(&episodes);
-    let hosts = allowed_hosts(local);
-    let config = StreamableHttpServerConfig::default().with_cancellation_token(stop.child_token());
-    let config = if hosts.is_empty() {
-        config.disable_allowed_hosts()
-    } else {
-        config.with_allowed_hosts(hosts)
-    };
+    let config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(stop.child_token())
+        .with_allowed_hosts(allowed_hosts(local));
     // Idle sessions are ended by `expire_when_idle`, which, unlike rmcp's keep-alive, knows
     // that a session waiting for a long tool call is not idle.
     let mut manager = LocalSessionManager::default();
