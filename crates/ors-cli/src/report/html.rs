@@ -223,12 +223,10 @@ impl Chunk {
 /// A short text for a task in the table: its question (or prompt, problem, ...), else its
 /// first string, else its JSON; at most [`LABEL_CHARS`] characters.
 fn label(task: Option<&Value>) -> String {
-    let Some(task) = task else {
-        return String::new();
-    };
     let text = match task {
-        Value::String(s) => s.clone(),
-        Value::Object(m) => [
+        None => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(task @ Value::Object(m)) => [
             "question",
             "prompt",
             "problem",
@@ -240,7 +238,7 @@ fn label(task: Option<&Value>) -> String {
         .find_map(|k| m.get(*k).and_then(Value::as_str))
         .or_else(|| m.values().find_map(Value::as_str))
         .map_or_else(|| task.to_string(), str::to_owned),
-        other => other.to_string(),
+        Some(other) => other.to_string(),
     };
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match one_line.char_indices().nth(LABEL_CHARS) {
