@@ -220,8 +220,7 @@ fn toml_string(s: &str) -> String {
     let mut out = String::from('"');
     for c in s.chars() {
         match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
+            '"' | '\\' => out.push_str(&format!("\\{c}")),
             c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
             c => out.push(c),
         }
