@@ -42,11 +42,8 @@ enum Format {
 /// Run `ors report`.
 pub fn run(args: &ReportArgs) -> Result<ExitCode, String> {
     if args.format == Format::Html && args.out.is_none() {
-        return Err(
-            "the HTML report goes to a file: add -o report.html (or --format markdown \
-                    for text on stdout)"
-                .to_owned(),
-        );
+        let how = "add -o report.html (or --format markdown for text on stdout)";
+        return Err(format!("the HTML report goes to a file: {how}"));
     }
     let runs = read_runs(&args.runs)?;
     let title = args.title.clone().unwrap_or_else(|| {
