@@ -79,15 +79,13 @@ fn secrets(flags: &[(String, String)], env: Option<&str>) -> Result<Secrets, Err
     if !flags.is_empty() {
         return Ok(flags.iter().cloned().collect());
     }
-    let Some(raw) = env.filter(|s| !s.trim().is_empty()) else {
-        return Ok(Secrets::default());
-    };
-    let map: std::collections::BTreeMap<String, String> =
-        serde_json::from_str(raw).map_err(|e| {
-            Error::InvalidArgument(format!(
-                "{SECRETS_ENV} must be a JSON object of strings, like {{\"KEY\": \"value\"}}: {e}"
-            ))
-        })?;
+    // No variable (or a blank one): no secrets, as an empty object.
+    let raw = env.filter(|s| !s.trim().is_empty()).unwrap_or("{}");
+    let map = serde_json::from_str::<std::collections::BTreeMap<String, String>>(raw);
+    let map = map.map_err(|e| {
+        let what = "must be a JSON object of strings, like {\"KEY\": \"value\"}";
+        Error::InvalidArgument(format!("{SECRETS_ENV} {what}: {e}"))
+    })?;
     Ok(map.into_iter().collect())
 }
 
