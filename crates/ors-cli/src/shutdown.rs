@@ -5,10 +5,8 @@ pub async fn signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
+        let term = signal(SignalKind::terminate());
+        match (term, signal(SignalKind::interrupt())) {
             (Ok(mut term), Ok(mut int)) => {
                 tokio::select! {
                     _ = term.recv() => {}
