@@ -66,10 +66,9 @@ fn comparison(md: &mut String, base: &str, name: &str, c: &Comparison) {
     .unzip();
     table_head(md, &header);
     table_row(md, &row);
-    let _ = writeln!(
-        md,
+    md.push_str(
         "\nPaired over the shared tasks (the same tasks resampled for both runs); \
-         **bold**: the interval excludes 0."
+         **bold**: the interval excludes 0.\n",
     );
     for (what, from, to, tasks) in [
         ("Fixed", "failed", "passed", &c.fixed),
