@@ -96,11 +96,8 @@ fn listed(tasks: &[TaskKey]) -> String {
 
 fn difference(d: &Difference, as_percent: bool) -> String {
     let text = with_interval(d.mean, d.interval, "", |x| number(x, as_percent, true));
-    if d.significant() {
-        format!("**{text}**")
-    } else {
-        text
-    }
+    let bold = if d.significant() { "**" } else { "" };
+    format!("{bold}{text}{bold}")
 }
 
 fn pass(s: &RunStats, k: u64) -> String {
