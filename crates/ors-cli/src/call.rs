@@ -95,7 +95,7 @@ async fn episode(
     let mut results = Vec::new();
     for (name, input) in calls {
         if !json {
-            println!("\n> {name} {}", render::compact(input));
+            println!("\n> {name} {input}");
         }
         let outcome = session.call_raw(name, input.clone()).await;
         let events: Vec<Value> = progress

@@ -86,10 +86,11 @@ fn resolve_ref<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
 /// The type of a property schema in a word or two; an enum as its values (`"a"|"b"`).
 fn type_name(root: &Value, s: &Value) -> String {
     if let Some(Value::Array(values)) = s.get("enum") {
-        return values.iter().map(compact).collect::<Vec<_>>().join("|");
+        let values: Vec<String> = values.iter().map(Value::to_string).collect();
+        return values.join("|");
     }
     if let Some(c) = s.get("const") {
-        return compact(c);
+        return c.to_string();
     }
     match s.get("type") {
         Some(Value::String(t)) if t == "array" => match s.get("items") {
@@ -165,11 +166,6 @@ pub fn output(out: &ToolOutput) -> String {
     format!("{text}reward {reward}  finished {finished}\n")
 }
 
-/// A JSON value on one line.
-pub fn compact(v: &Value) -> String {
-    serde_json::to_string(v).unwrap_or_default()
-}
-
 /// Keys shown first in the tasks table, in this order, when a task has them: ids, then what
 /// the task asks.
 const LEAD_KEYS: [&str; 11] = [
@@ -196,7 +192,7 @@ pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
         let rows: Vec<Vec<String>> = tasks
             .iter()
             .enumerate()
-            .map(|(i, t)| vec![index(i), compact(t)])
+            .map(|(i, t)| vec![index(i), t.to_string()])
             .collect();
         return table(&["INDEX", "TASK"], &rows, 100);
     }
@@ -219,7 +215,7 @@ pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
             for (c, k) in keys.iter().enumerate() {
                 let cell = match t.get(k.as_str()) {
                     Some(Value::String(s)) => s.clone(),
-                    Some(v) => compact(v),
+                    Some(v) => v.to_string(),
                     None => "-".to_owned(),
                 };
                 row.push(truncate(&one_line(&cell), if c == last { 70 } else { 50 }));
@@ -247,7 +243,7 @@ fn key_rank(key: &str, tasks: &[Value]) -> usize {
 
 /// A progress event as printed by `call` and `play`.
 pub fn progress(value: &Value) -> String {
-    format!("progress {}", compact(value))
+    format!("progress {value}")
 }
 
 /// Pretty JSON text.
