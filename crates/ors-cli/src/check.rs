@@ -73,8 +73,8 @@ pub async fn run(args: CheckArgs, client: ClientBuilder) -> ExitCode {
     };
     let _ = writeln!(std::io::stdout().lock(), "{}", report.summary());
     if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(&report.to_json()).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text + "\n") {
+        // `{:#}`: pretty JSON.
+        if let Err(e) = std::fs::write(path, format!("{:#}\n", report.to_json())) {
             return crate::render::fail("ors", &format!("writing {}: {e}", path.display()));
         }
     }
