@@ -71,8 +71,7 @@ impl Episodes {
 
     /// The episode of the MCP session `id`, forgotten here.
     fn take(&self, id: &str) -> Option<Arc<Episode>> {
-        let mut by_id = self.by_id.lock().ok()?;
-        by_id.remove(id).and_then(|w| w.upgrade())
+        self.by_id.lock().ok()?.remove(id)?.upgrade()
     }
 
     fn live(&self) -> Vec<Arc<Episode>> {
@@ -140,7 +139,8 @@ pub async fn serve(
         Arc::clone(&manager),
         config,
     );
-    let access = Arc::new(access);
+    // What answering a request needs, shared by every connection.
+    let shared = Arc::new((service, access, manager, Arc::clone(&episodes)));
     // Over HTTP stdout is free, so the ready line goes there, as ors-server's does.
     println!("ors mcp listening on http://{local}{PATH}");
     let connections = Arc::new(Semaphore::new(MAX_CONNECTIONS));
@@ -160,18 +160,13 @@ pub async fn serve(
             drop(stream);
             continue;
         };
-        let service = service.clone();
+        let shared = Arc::clone(&shared);
         let conn_stop = stop.clone();
-        let access = Arc::clone(&access);
-        let manager = Arc::clone(&manager);
-        let episodes = Arc::clone(&episodes);
         tokio::spawn(async move {
             let svc = service_fn(move |req: Request<Incoming>| {
-                let service = service.clone();
-                let access = Arc::clone(&access);
-                let manager = Arc::clone(&manager);
-                let episodes = Arc::clone(&episodes);
+                let shared = Arc::clone(&shared);
                 async move {
+                    let (service, access, manager, episodes) = &*shared;
                     if req.uri().path() != PATH {
                         let body = format!("Not Found: the MCP endpoint is {PATH}");
                         return Ok::<_, Infallible>(text(StatusCode::NOT_FOUND, body));
@@ -191,7 +186,7 @@ pub async fn serve(
                     if let (Some(episode), Some(id)) = (episode, id) {
                         episodes.name(id.clone(), &episode);
                         if let Some(idle) = idle_timeout {
-                            tokio::spawn(expire_when_idle(episode, id, idle, manager));
+                            tokio::spawn(expire_when_idle(episode, id, idle, Arc::clone(manager)));
                         }
                     }
                     if let Some(id) = deleted.filter(|_| response.status().is_success()) {
