@@ -6,7 +6,7 @@ mod out;
 mod progress;
 mod random;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -224,7 +224,6 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
         writer,
         write_failed: AtomicBool::default(),
         unreachable: AtomicUsize::default(),
-        kinds_seen: Mutex::default(),
         ran: Mutex::default(),
     });
     let on_end = Arc::clone(&watch);
@@ -294,7 +293,6 @@ struct Watch {
     writer: Option<out::Writer>,
     write_failed: AtomicBool,
     unreachable: AtomicUsize,
-    kinds_seen: Mutex<BTreeSet<String>>,
     /// The episodes of this run: their summary, and what the statistics need of each.
     ran: Mutex<(Summary, Vec<Scored>)>,
 }
@@ -307,18 +305,17 @@ impl Watch {
             }
         }
         self.progress.episode(e);
-        if let Ok(mut ran) = self.ran.lock() {
+        // The first error of its kind is told: the run's summary then counts one of it.
+        let kind = e.error.as_ref().map(|x| x.kind.as_str());
+        let first = self.ran.lock().is_ok_and(|mut ran| {
             ran.0.add(e);
             ran.1.push(Scored::of(e));
-        }
+            kind.is_some_and(|k| ran.0.errors.get(k) == Some(&1))
+        });
         let Some(error) = &e.error else {
             self.unreachable.store(0, Ordering::Relaxed);
             return;
         };
-        let first = self
-            .kinds_seen
-            .lock()
-            .is_ok_and(|mut seen| seen.insert(error.kind.clone()));
         if first {
             let sample = (e.sample > 0).then(|| format!(" (sample {})", e.sample));
             let sample = sample.unwrap_or_default();
