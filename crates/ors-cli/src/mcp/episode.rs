@@ -89,14 +89,6 @@ pub struct Activity {
 }
 
 impl Activity {
-    fn new() -> Self {
-        Self {
-            busy: AtomicUsize::new(0),
-            last: Mutex::new(Instant::now()),
-            changed: Notify::new(),
-        }
-    }
-
     fn touch(&self) {
         if let Ok(mut last) = self.last.lock() {
             *last = Instant::now();
@@ -141,7 +133,11 @@ impl Episode {
             finished: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             shutdown: CancellationToken::new(),
-            activity: Arc::new(Activity::new()),
+            activity: Arc::new(Activity {
+                busy: AtomicUsize::new(0),
+                last: Mutex::new(Instant::now()),
+                changed: Notify::new(),
+            }),
         }
     }
 
