@@ -189,18 +189,16 @@ impl WithoutMcp {
 
 /// A client builder for the global options: URL, API key, CA file and roots.
 fn client_builder(cli: &Cli) -> ClientBuilder {
-    let mut builder = Client::builder(&cli.url);
-    builder = match &cli.api_key {
+    let builder = Client::builder(&cli.url);
+    let builder = match &cli.api_key {
         Some(k) if !k.is_empty() => builder.api_key(k),
         _ => builder.no_api_key(),
     };
-    if let Some(path) = &cli.ca_cert {
-        builder = builder.ca_cert(path);
-    }
-    if let Some(roots) = cli.tls_roots {
-        builder = builder.tls_roots(roots);
-    }
-    builder
+    // The CA file and the roots set when given.
+    let builder = cli.ca_cert.iter().fold(builder, ClientBuilder::ca_cert);
+    cli.tls_roots
+        .into_iter()
+        .fold(builder, ClientBuilder::tls_roots)
 }
 
 /// The commands that talk to the server through the client.
