@@ -66,8 +66,8 @@ pub enum NewError {
 /// Run `ors new`.
 pub fn run(args: &NewArgs) -> ExitCode {
     match create(args) {
-        Ok(made) => {
-            let (name, source, dir) = (&made.name, &made.source, args.dir.display());
+        Ok((name, source)) => {
+            let dir = args.dir.display();
             println!("Created the environment '{name}' in {dir}/ (ors-server from {source})");
             let serve = format!("cd {dir} && cargo run");
             let check = format!("ors check {name}");
@@ -86,14 +86,8 @@ pub fn run(args: &NewArgs) -> ExitCode {
     }
 }
 
-/// What was made.
-struct Made {
-    name: String,
-    /// Where ors-server comes from, for people.
-    source: String,
-}
-
-fn create(args: &NewArgs) -> Result<Made, NewError> {
+/// Make the crate; returns its name and where ors-server comes from, for people.
+fn create(args: &NewArgs) -> Result<(String, String), NewError> {
     let name = crate_name(&args.dir)?;
     if args.dir.symlink_metadata().is_ok() {
         return Err(NewError::Exists(args.dir.clone()));
@@ -141,7 +135,7 @@ fn create(args: &NewArgs) -> Result<Made, NewError> {
         let path = args.dir.join(file);
         std::fs::write(&path, text).map_err(io(&path))?;
     }
-    Ok(Made { name, source })
+    Ok((name, source))
 }
 
 /// The crate name a directory gives: its last component, if cargo and ORS both take it
@@ -209,10 +203,8 @@ fn manifest_has(dir: &Path, line: &str) -> bool {
 
 /// Whether `dir` or a directory above it holds a workspace's manifest.
 fn in_workspace(dir: &Path) -> bool {
-    let Ok(dir) = std::fs::canonicalize(dir) else {
-        return false;
-    };
-    dir.ancestors().any(|d| manifest_has(d, "[workspace]"))
+    std::fs::canonicalize(dir)
+        .is_ok_and(|dir| dir.ancestors().any(|d| manifest_has(d, "[workspace]")))
 }
 
 /// A TOML basic string.
