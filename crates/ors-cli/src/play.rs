@@ -80,10 +80,8 @@ enum Line {
 
 fn parse(line: &str) -> Line {
     let line = line.trim();
-    let (head, rest) = match line.split_once(char::is_whitespace) {
-        Some((h, r)) => (h, r.trim()),
-        None => (line, ""),
-    };
+    let (head, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+    let rest = rest.trim();
     match (head, rest.is_empty()) {
         ("", _) => Line::Empty,
         ("help" | "?", true) => Line::Help,
