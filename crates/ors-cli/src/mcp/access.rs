@@ -93,10 +93,9 @@ pub fn normalize_origin(origin: &str) -> Result<String, String> {
         "https" => Some(443),
         _ => None,
     };
-    Ok(match authority.port_u16().filter(|p| Some(*p) != default) {
-        Some(port) => format!("{scheme}://{host}:{port}"),
-        None => format!("{scheme}://{host}"),
-    })
+    let port = authority.port_u16().filter(|p| Some(*p) != default);
+    let port = port.map(|p| format!(":{p}")).unwrap_or_default();
+    Ok(format!("{scheme}://{host}{port}"))
 }
 
 /// A fresh token: 32 random bytes, hex.
