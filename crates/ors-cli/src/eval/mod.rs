@@ -240,16 +240,13 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
 
     let (ran, mut scored) = watch.ran.lock().map(|r| r.clone()).unwrap_or_default();
     let mut summary = ran.clone();
-    let resumed: Vec<&Episode> = skipped
-        .iter()
-        .filter_map(|at| done.get(at).copied())
-        .collect();
-    for e in &resumed {
+    // The skipped episodes are the ones done before.
+    for e in skipped.iter().filter_map(|at| done.get(at)) {
         summary.add(e);
         scored.push(Scored::of(e));
     }
     let not_run = report.not_run.len();
-    let counts = (ran.episodes, resumed.len(), not_run);
+    let counts = (ran.episodes, skipped.len(), not_run);
     print_summary(&summary, &RunStats::of(scored), counts, wall, &args);
     let failed = ran.error_count() > 0 || not_run > 0 || watch.write_failed.load(Ordering::Relaxed);
     Ok(ExitCode::from(u8::from(failed)))
