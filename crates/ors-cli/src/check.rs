@@ -59,9 +59,8 @@ pub async fn run(args: CheckArgs, client: ClientBuilder) -> ExitCode {
     };
     let mut print = |item: &check::CheckItem| {
         // A closed pipe (`ors check x | head`) must not panic; the exit status still tells.
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", item.line());
-        let _ = out.flush();
+        // Stdout is line-buffered, so each line goes out as it is written.
+        let _ = writeln!(std::io::stdout().lock(), "{}", item.line());
     };
     let report = match check::run(client, &opts, &mut print).await {
         Ok(r) => r,
