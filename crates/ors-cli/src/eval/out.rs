@@ -35,12 +35,9 @@ impl Writer {
     pub fn write(&self, episode: &Episode) -> Result<(), String> {
         let mut line = serde_json::to_vec(episode).map_err(|e| e.to_string())?;
         line.push(b'\n');
-        let mut file = self
-            .file
-            .lock()
-            .map_err(|_| "the writer panicked".to_owned())?;
+        let mut file = self.file.lock().map_err(|_| "the writer panicked")?;
+        // One write of the whole line: a File has no buffer to flush.
         file.write_all(&line)
-            .and_then(|()| file.flush())
             .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
     }
 }
