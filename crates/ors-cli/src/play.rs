@@ -173,7 +173,6 @@ async fn play(session: &Session) -> Result<f64, Error> {
                 Err(e) => return Err(e),
             },
         }
-        let _ = std::io::stdout().flush();
     }
 }
 
