@@ -81,12 +81,8 @@ pub fn read_runs(paths: &[PathBuf]) -> Result<Vec<Run>, String> {
 }
 
 fn stem(path: &Path) -> String {
-    let name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    name.strip_suffix(".jsonl")
-        .or_else(|| name.strip_suffix(".json"))
-        .unwrap_or(&name)
-        .to_owned()
+    let name = path.file_name().unwrap_or(path.as_os_str());
+    let name = name.to_string_lossy();
+    let stem = name.strip_suffix(".jsonl").or(name.strip_suffix(".json"));
+    stem.unwrap_or(&name).to_owned()
 }
