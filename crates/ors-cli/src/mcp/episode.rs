@@ -102,11 +102,7 @@ impl Activity {
         if self.busy.load(Ordering::SeqCst) > 0 {
             return None;
         }
-        let last = self
-            .last
-            .lock()
-            .map(|l| *l)
-            .unwrap_or_else(|_| Instant::now());
+        let last = self.last.lock().map_or_else(|_| Instant::now(), |l| *l);
         Some(last + timeout)
     }
 }
@@ -229,11 +225,8 @@ impl Episode {
 
     /// The episode's prompt.
     pub async fn prompt(&self) -> Result<ors_client::Blocks, EpisodeError> {
-        self.session()
-            .await?
-            .prompt()
-            .await
-            .map_err(EpisodeError::Ors)
+        let session = self.session().await?;
+        session.prompt().await.map_err(EpisodeError::Ors)
     }
 
     /// Run one tool call; a result with `finished` ends the episode for later calls. Returns
