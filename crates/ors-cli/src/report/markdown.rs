@@ -101,10 +101,8 @@ fn difference(d: &Difference, as_percent: bool) -> String {
 }
 
 fn pass(s: &RunStats, k: u64) -> String {
-    s.pass_at
-        .iter()
-        .find(|p| p.k == k)
-        .map_or_else(|| "–".to_owned(), |p| percent(p.value))
+    let p = s.pass_at.iter().find(|p| p.k == k);
+    p.map_or("–".into(), |p| percent(p.value))
 }
 
 fn join<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
