@@ -147,12 +147,9 @@ async fn play(session: &Session) -> Result<f64, Error> {
                 return Ok(total);
             }
             Line::NotObject(name, kind) => {
-                let example = listing
-                    .tools
-                    .iter()
-                    .find(|t| t.name == name)
-                    .map(|t| format!(", as `{}`", call_example(t)))
-                    .unwrap_or_else(|| " (`tools` lists them)".to_owned());
+                let tool = listing.tools.iter().find(|t| t.name == name);
+                let example = tool.map(|t| format!(", as `{}`", call_example(t)));
+                let example = example.unwrap_or_else(|| " (`tools` lists them)".to_owned());
                 println!(
                     "the input must be a JSON object of the tool's parameters{example}, not {kind}"
                 );
