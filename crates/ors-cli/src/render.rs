@@ -104,11 +104,7 @@ fn type_name(root: &Value, s: &Value) -> String {
             .collect::<Vec<_>>()
             .join("|"),
         _ if s.get("$ref").is_some() => "object".into(),
-        _ => match s
-            .get("anyOf")
-            .or_else(|| s.get("oneOf"))
-            .and_then(Value::as_array)
-        {
+        _ => match s.get("anyOf").or(s.get("oneOf")).and_then(Value::as_array) {
             // `Option<T>` / `T | None`: anyOf [T, null].
             Some(members) => members
                 .iter()
@@ -131,10 +127,8 @@ pub fn tools_table(listing: &ListToolsOutput) -> String {
         .map(|t| vec![t.name.clone(), params(t), first_line(&t.description)])
         .collect();
     if let Some(t) = terminal.filter(|t| !tools.iter().any(|s| s.name == t.name)) {
-        let param = t
-            .arg
-            .as_ref()
-            .map_or_else(|| "(none)".to_owned(), |a| format!("{a}: string"));
+        let param = t.arg.as_ref().map(|a| format!("{a}: string"));
+        let param = param.unwrap_or_else(|| "(none)".to_owned());
         let what = "(terminal) takes the model's answer given in prose";
         let description = match first_line(&t.description) {
             d if d.is_empty() => what.to_owned(),
@@ -203,9 +197,8 @@ pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
         .collect();
     keys.sort_by_key(|k| (key_rank(k, tasks), k.to_string()));
     keys.dedup();
-    let headers: Vec<String> = std::iter::once("INDEX".to_owned())
-        .chain(keys.iter().map(|k| k.to_uppercase()))
-        .collect();
+    let mut headers = vec!["INDEX".to_owned()];
+    headers.extend(keys.iter().map(|k| k.to_uppercase()));
     let last = keys.len().saturating_sub(1);
     let rows: Vec<Vec<String>> = tasks
         .iter()
