@@ -173,7 +173,7 @@ pub async fn run(args: EvalArgs, builder: ClientBuilder) -> Result<ExitCode, Err
             ))
         }
         PolicyKind::Model => Player::Model(agent(&args, &client, step)?),
-        PolicyKind::Random => Player::Random(RandomPolicy::new(args.seed.unwrap_or(0))),
+        PolicyKind::Random => Player::Random(RandomPolicy(args.seed.unwrap_or(0))),
     };
 
     let env = client.environment(&env_name);

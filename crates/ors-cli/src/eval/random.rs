@@ -8,17 +8,9 @@ use ors_conformance::check::rng::{hash_str, Rng};
 /// Each step calls one tool picked at random (the terminal tool among them, with a random
 /// answer, which ends the episode as a model's answer in prose does) with an input generated
 /// from its `input_schema`; nothing else ends an episode but `finished` and the step limit.
+/// Its number is the seed (`--seed`).
 #[derive(Debug, Clone, Copy)]
-pub struct RandomPolicy {
-    seed: u64,
-}
-
-impl RandomPolicy {
-    /// The policy of `--seed seed`.
-    pub fn new(seed: u64) -> Self {
-        Self { seed }
-    }
-}
+pub struct RandomPolicy(pub u64);
 
 impl Policy for RandomPolicy {
     type State = Rng;
@@ -28,7 +20,7 @@ impl Policy for RandomPolicy {
     /// order.
     fn start(&self, obs: Observation<'_>) -> Rng {
         let episode = format!("{}\n{}\n{}", obs.split, obs.index, obs.sample);
-        Rng::new(self.seed ^ hash_str(&episode))
+        Rng::new(self.0 ^ hash_str(&episode))
     }
 
     async fn act(&self, rng: &mut Rng, obs: Observation<'_>) -> Result<Action, PolicyError> {
