@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 use ors_client::Episode;
 
 /// How often the plain lines come.
@@ -32,12 +32,11 @@ impl Progress {
     /// Progress over `total` episodes.
     pub fn new(total: usize) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
-            let bar =
-                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
-            let style =
-                ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} {per_sec} ETA {eta}")
-                    .unwrap_or_else(|_| ProgressStyle::default_bar());
-            bar.set_style(style);
+            // A bar drawn on stderr.
+            let bar = ProgressBar::new(total as u64);
+            let template = "{bar:30} {pos}/{len} {msg} {per_sec} ETA {eta}";
+            let style = ProgressStyle::with_template(template);
+            bar.set_style(style.unwrap_or_else(|_| ProgressStyle::default_bar()));
             bar.enable_steady_tick(Duration::from_millis(200));
             bar
         });
