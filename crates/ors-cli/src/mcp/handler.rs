@@ -89,13 +89,12 @@ pub const FULL: ErrorCode = ErrorCode(-32000);
 
 /// An MCP error for a failure outside any tool.
 fn mcp_error(e: EpisodeError) -> ErrorData {
-    match e {
-        EpisodeError::Finished => ErrorData::new(ErrorCode::INVALID_REQUEST, e.to_string(), None),
-        EpisodeError::Full(max) => {
-            ErrorData::new(FULL, e.to_string(), Some(json!({ "max_sessions": max })))
-        }
-        EpisodeError::Ors(_) => ErrorData::internal_error(e.to_string(), None),
-    }
+    let (code, data) = match e {
+        EpisodeError::Finished => (ErrorCode::INVALID_REQUEST, None),
+        EpisodeError::Full(max) => (FULL, Some(json!({ "max_sessions": max }))),
+        EpisodeError::Ors(_) => (ErrorCode::INTERNAL_ERROR, None),
+    };
+    ErrorData::new(code, e.to_string(), data)
 }
 
 /// An ORS tool as an MCP tool: name, description and input schema unchanged. A tool without
