@@ -280,11 +280,9 @@ impl Episode {
                     }
                     return;
                 }
-                Err(shared) => {
-                    session = shared;
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
+                Err(shared) => session = shared,
             }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         tracing::warn!(
             sid = session.sid(),
