@@ -115,8 +115,7 @@ pub async fn run(env: &Environment, split: &str, index: i64) -> Result<(), Error
 /// shown and the game goes on; a dead session or a broken connection ends it with an error.
 async fn play(session: &Session) -> Result<f64, Error> {
     let interactive = std::io::stdin().is_terminal();
-    let prompt = session.prompt().await?;
-    println!("{}", render::blocks(&prompt));
+    println!("{}", render::blocks(&session.prompt().await?));
     let listing = session.listing().await?;
     println!("{}", render::tools_table(&listing));
     if interactive {
