@@ -236,10 +236,8 @@ impl RunStats {
         // pass@1, and pass@K when tasks have K > 1 samples.
         let ks = [Some(1), (samples > 1).then_some(samples as u64)];
         for k in ks.into_iter().flatten() {
-            let per_task: Vec<f64> = tasks
-                .iter()
-                .filter_map(|t| stats::pass_at_k(t.samples as u64, t.successes as u64, k))
-                .collect();
+            let pass = |t: &TaskStats| stats::pass_at_k(t.samples as u64, t.successes as u64, k);
+            let per_task: Vec<f64> = tasks.iter().filter_map(pass).collect();
             pass_at.push(PassAt {
                 k,
                 value: stats::mean(&per_task),
