@@ -145,28 +145,22 @@ fn run_data(run: &Run) -> Result<(Value, Vec<String>), String> {
         chunks.push(chunk.finish()?);
     }
     // Tasks in the statistics' order, which is the episodes' order above.
-    let mut first = 0;
-    let tasks: Vec<Value> = run
-        .stats
-        .tasks
-        .iter()
-        .map(|t| {
-            let row = json!([
-                t.task.to_string(),
-                t.task.split,
-                t.task.index,
-                label(order.get(first).and_then(|e| e.task.as_ref())),
-                t.samples,
-                t.mean,
-                t.std,
-                t.successes,
-                t.errors,
-                first,
-            ]);
-            first += t.samples;
-            row
-        })
-        .collect();
+    let (mut tasks, mut first) = (Vec::new(), 0);
+    for t in &run.stats.tasks {
+        tasks.push(json!([
+            t.task.to_string(),
+            t.task.split,
+            t.task.index,
+            label(order.get(first).and_then(|e| e.task.as_ref())),
+            t.samples,
+            t.mean,
+            t.std,
+            t.successes,
+            t.errors,
+            first,
+        ]));
+        first += t.samples;
+    }
     // The run's figures, the task rows above standing for its list of tasks.
     let mut stats = json!(run.stats);
     stats["tasks"] = json!(run.stats.tasks.len());
