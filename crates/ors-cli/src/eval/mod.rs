@@ -309,11 +309,7 @@ impl Watch {
             ran.1.push(Scored::of(e));
             kind.is_some_and(|k| ran.0.errors.get(k) == Some(&1))
         });
-        let Some(error) = &e.error else {
-            self.unreachable.store(0, Ordering::Relaxed);
-            return;
-        };
-        if first {
+        if let Some(error) = e.error.as_ref().filter(|_| first) {
             let sample = (e.sample > 0).then(|| format!(" (sample {})", e.sample));
             let sample = sample.unwrap_or_default();
             let (index, message) = (e.index, crate::render::one_line(&error.message));
@@ -321,7 +317,8 @@ impl Watch {
                 "ors eval: episode {index}{sample} failed: {message}"
             ));
         }
-        if error.kind != "transport" {
+        // An episode that reached the server (with or without an error) ends a row of misses.
+        if kind != Some("transport") {
             self.unreachable.store(0, Ordering::Relaxed);
         } else if self.unreachable.fetch_add(1, Ordering::Relaxed) + 1 == UNREACHABLE_LIMIT {
             self.stop.stop();
