@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use args::{parse_range, JsonOut};
 use clap::{Args, Parser, Subcommand};
-use ors_client::{Client, ClientBuilder, Error, Provider, TlsRoots};
+use ors_client::{Client, ClientBuilder, Error, Provider, Split, TlsRoots};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -218,10 +218,8 @@ async fn run(command: Command, builder: ClientBuilder) -> Result<ExitCode, Error
         }
         Command::Splits { env, out } => {
             print(out, &client.environment(env).splits().await?, |splits| {
-                let rows: Vec<Vec<String>> = splits
-                    .iter()
-                    .map(|s| vec![s.name.clone(), s.split_type.to_string()])
-                    .collect();
+                let row = |s: &Split| vec![s.name.clone(), s.split_type.to_string()];
+                let rows: Vec<_> = splits.iter().map(row).collect();
                 render::table(&["NAME", "TYPE"], &rows, 60)
             });
         }

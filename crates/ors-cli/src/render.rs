@@ -122,10 +122,8 @@ fn type_name(root: &Value, s: &Value) -> String {
 pub fn tools_table(listing: &ListToolsOutput) -> String {
     let (tools, terminal) = (&listing.tools, listing.terminal_tool.as_ref());
     let first_line = |d: &str| d.lines().next().unwrap_or("").to_owned();
-    let mut rows: Vec<Vec<String>> = tools
-        .iter()
-        .map(|t| vec![t.name.clone(), params(t), first_line(&t.description)])
-        .collect();
+    let row = |t: &ToolSpec| vec![t.name.clone(), params(t), first_line(&t.description)];
+    let mut rows: Vec<_> = tools.iter().map(row).collect();
     if let Some(t) = terminal.filter(|t| !tools.iter().any(|s| s.name == t.name)) {
         let param = t.arg.as_ref().map(|a| format!("{a}: string"));
         let param = param.unwrap_or_else(|| "(none)".to_owned());
@@ -183,11 +181,8 @@ const LEAD_KEYS: [&str; 11] = [
 pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
     let index = |i: usize| (first + i).to_string();
     if !tasks.iter().all(Value::is_object) || tasks.is_empty() {
-        let rows: Vec<Vec<String>> = tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| vec![index(i), t.to_string()])
-            .collect();
+        let row = |(i, t): (usize, &Value)| vec![index(i), t.to_string()];
+        let rows: Vec<_> = tasks.iter().enumerate().map(row).collect();
         return table(&["INDEX", "TASK"], &rows, 100);
     }
     let mut keys: Vec<&String> = tasks
