@@ -10,12 +10,9 @@ use crate::render;
 
 /// The help, its example a call of one of this episode's own tools.
 fn help(tools: &[ToolSpec]) -> String {
-    let example = tools
-        .iter()
-        .find(|t| t.input_schema.is_some())
-        .or(tools.first())
-        .map(|t| format!(", as `{}` here", call_example(t)))
-        .unwrap_or_default();
+    let with_input = tools.iter().find(|t| t.input_schema.is_some());
+    let call = with_input.or(tools.first()).map(call_example);
+    let example = call.map(|c| format!(", as `{c}` here")).unwrap_or_default();
     format!(
         "Type a tool call as `NAME {{JSON input}}`, the input an object of the tool's parameters \
          (left out when the tool takes none){example}. Other commands: `tools`, `prompt`, \
