@@ -245,10 +245,8 @@ impl ServerHandler for EpisodeServer {
             ));
         }
         let blocks = self.episode.prompt().await.map_err(mcp_error)?;
-        let messages = mcp_content(&blocks)
-            .into_iter()
-            .map(|c| PromptMessage::new(Role::User, c))
-            .collect();
+        let message = |c| PromptMessage::new(Role::User, c);
+        let messages = mcp_content(&blocks).into_iter().map(message).collect();
         Ok(GetPromptResult::new(messages)
             .with_description(self.task_description())
             .into())
