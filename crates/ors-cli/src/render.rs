@@ -85,35 +85,33 @@ fn resolve_ref<'a>(root: &'a Value, s: &'a Value) -> &'a Value {
 
 /// The type of a property schema in a word or two; an enum as its values (`"a"|"b"`).
 fn type_name(root: &Value, s: &Value) -> String {
+    // The type of an item or a member schema.
+    let inner = |m: &Value| type_name(root, resolve_ref(root, m));
     if let Some(Value::Array(values)) = s.get("enum") {
-        let values: Vec<String> = values.iter().map(Value::to_string).collect();
-        return values.join("|");
+        return one_of(values.iter().map(Value::to_string));
     }
     if let Some(c) = s.get("const") {
         return c.to_string();
     }
     match s.get("type") {
         Some(Value::String(t)) if t == "array" => match s.get("items") {
-            Some(items) => format!("{}[]", type_name(root, resolve_ref(root, items))),
+            Some(items) => format!("{}[]", inner(items)),
             None => "array".into(),
         },
         Some(Value::String(t)) => t.clone(),
-        Some(Value::Array(ts)) => ts
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("|"),
+        Some(Value::Array(ts)) => one_of(ts.iter().filter_map(Value::as_str).map(str::to_owned)),
         _ if s.get("$ref").is_some() => "object".into(),
         _ => match s.get("anyOf").or(s.get("oneOf")).and_then(Value::as_array) {
             // `Option<T>` / `T | None`: anyOf [T, null].
-            Some(members) => members
-                .iter()
-                .map(|m| type_name(root, resolve_ref(root, m)))
-                .collect::<Vec<_>>()
-                .join("|"),
+            Some(members) => one_of(members.iter().map(inner)),
             None => "any".into(),
         },
     }
+}
+
+/// Types that a value may have, as `a|b`.
+fn one_of(types: impl Iterator<Item = String>) -> String {
+    types.collect::<Vec<_>>().join("|")
 }
 
 /// The tools as a table: name, parameters, first line of the description. The terminal tool,
