@@ -193,22 +193,19 @@ pub fn tasks_table(first: usize, tasks: &[Value]) -> String {
     let mut headers = vec!["INDEX".to_owned()];
     headers.extend(keys.iter().map(|k| k.to_uppercase()));
     let last = keys.len().saturating_sub(1);
-    let rows: Vec<Vec<String>> = tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let mut row = vec![index(i)];
-            for (c, k) in keys.iter().enumerate() {
-                let cell = match t.get(k.as_str()) {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(v) => v.to_string(),
-                    None => "-".to_owned(),
-                };
-                row.push(truncate(&one_line(&cell), if c == last { 70 } else { 50 }));
-            }
-            row
-        })
-        .collect();
+    let mut rows = Vec::new();
+    for (i, t) in tasks.iter().enumerate() {
+        let mut row = vec![index(i)];
+        for (c, k) in keys.iter().enumerate() {
+            let cell = match t.get(k.as_str()) {
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => "-".to_owned(),
+            };
+            row.push(truncate(&one_line(&cell), if c == last { 70 } else { 50 }));
+        }
+        rows.push(row);
+    }
     table(&headers, &rows, 100)
 }
 
