@@ -213,20 +213,18 @@ impl RunStats {
         for e in episodes {
             by_task.entry(e.task.clone()).or_default().push(e);
         }
-        let tasks: Vec<TaskStats> = by_task
-            .into_iter()
-            .map(|(task, eps)| {
-                let rewards: Vec<f64> = eps.iter().map(|e| e.reward).collect();
-                TaskStats {
-                    task,
-                    samples: eps.len(),
-                    mean: stats::mean(&rewards),
-                    std: stats::std_dev(&rewards),
-                    successes: eps.iter().filter(|e| e.success).count(),
-                    errors: eps.iter().filter(|e| e.error).count(),
-                }
-            })
-            .collect();
+        let mut tasks = Vec::new();
+        for (task, eps) in by_task {
+            let rewards: Vec<f64> = eps.iter().map(|e| e.reward).collect();
+            tasks.push(TaskStats {
+                task,
+                samples: eps.len(),
+                mean: stats::mean(&rewards),
+                std: stats::std_dev(&rewards),
+                successes: eps.iter().filter(|e| e.success).count(),
+                errors: eps.iter().filter(|e| e.error).count(),
+            });
+        }
         let samples = tasks.iter().map(|t| t.samples).min().unwrap_or(0);
         let max_samples = tasks.iter().map(|t| t.samples).max().unwrap_or(0);
         let means: Vec<f64> = tasks.iter().map(|t| t.mean).collect();
