@@ -94,12 +94,8 @@ pub fn bootstrap_mean(values: &[f64], resamples: usize, seed: u64) -> Option<Int
         return None;
     }
     let mut rng = SplitMix64(seed);
-    let mut means: Vec<f64> = (0..resamples)
-        .map(|_| {
-            let sum: f64 = (0..n).map(|_| values[rng.below(n)]).sum();
-            sum / n as f64
-        })
-        .collect();
+    let mut resample = || (0..n).map(|_| values[rng.below(n)]).sum::<f64>() / n as f64;
+    let mut means: Vec<f64> = (0..resamples).map(|_| resample()).collect();
     means.sort_unstable_by(f64::total_cmp);
     Some(Interval {
         lo: percentile(&means, 0.025),
