@@ -43,16 +43,14 @@ pub fn page(title: &str, runs: &[Run]) -> Result<String, String> {
         }
         data_runs.push(data);
     }
-    let compared: Vec<Value> = comparisons(runs)
-        .into_iter()
-        .map(|(b, c)| {
-            // Run `b` against run 0, the baseline.
-            let mut compared = json!(c);
-            compared["a"] = json!(0);
-            compared["b"] = json!(b);
-            compared
-        })
-        .collect();
+    let mut compared = Vec::new();
+    for (b, c) in comparisons(runs) {
+        // Run `b` against run 0, the baseline.
+        let mut one = json!(c);
+        one["a"] = json!(0);
+        one["b"] = json!(b);
+        compared.push(one);
+    }
     let data = json!({
         "title": title,
         "ors_rs_version": env!("CARGO_PKG_VERSION"),
