@@ -97,17 +97,15 @@ fn create(args: &NewArgs) -> Result<(String, String), NewError> {
         None => ("git", args.git.clone()),
     };
     let dependency = format!("ors-server = {{ {key} = {} }}", toml_string(&source));
-    let parent = match args.dir.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let parent = args.dir.parent().filter(|p| !p.as_os_str().is_empty());
+    let parent = parent.unwrap_or(Path::new("."));
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| NewError::Io { path, source }
     };
-    std::fs::create_dir_all(&parent).map_err(io(&parent))?;
+    std::fs::create_dir_all(parent).map_err(io(parent))?;
     // Inside another workspace, cargo would take the crate for a member it does not list.
-    let workspace = if in_workspace(&parent) {
+    let workspace = if in_workspace(parent) {
         "\n# Its own workspace, though inside another one's directory.\n[workspace]\n"
     } else {
         ""
