@@ -27,8 +27,7 @@ pub fn table(headers: &[impl AsRef<str>], rows: &[Vec<String>], max: usize) -> S
             // column's padding goes with the trimming below.
             let _ = write!(line, "{cell:<width$}  ");
         }
-        out.push_str(line.trim_end());
-        out.push('\n');
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     out
 }
