@@ -47,19 +47,17 @@ pub fn params(spec: &ToolSpec) -> String {
     };
     let required = required(schema.get("required"));
     let root = Value::Object(schema.clone());
-    props
-        .iter()
-        .map(|(name, s)| {
-            let optional = !required.contains(&name.as_str());
-            let opt = if optional { "?" } else { "" };
-            let t = resolve(&root, s);
-            // The property's own default, else its type's.
-            let default = s.get("default").or_else(|| t.get("default"));
-            let default = default.map(|d| format!(" = {d}")).unwrap_or_default();
-            format!("{name}{opt}: {}{default}", type_name(&root, t))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
+    let mut shown = Vec::new();
+    for (name, s) in props {
+        let optional = !required.contains(&name.as_str());
+        let opt = if optional { "?" } else { "" };
+        let t = resolve(&root, s);
+        // The property's own default, else its type's.
+        let default = s.get("default").or_else(|| t.get("default"));
+        let default = default.map(|d| format!(" = {d}")).unwrap_or_default();
+        shown.push(format!("{name}{opt}: {}{default}", type_name(&root, t)));
+    }
+    shown.join(", ")
 }
 
 /// A property schema with a local `$ref` (`#/$defs/Mode`, the form pydantic and schemars give
