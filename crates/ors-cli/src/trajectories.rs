@@ -1,7 +1,7 @@
 //! Reading trajectory files, the JSON lines `ors eval --out` appends: by `--resume` and by
 //! `ors report`.
 
-use std::collections::hash_map::{Entry, HashMap};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -41,12 +41,11 @@ pub fn read(path: &Path, missing_ok: bool) -> Result<Trajectories, String> {
             continue;
         };
         let key = (e.env.clone(), e.split.clone(), e.index, e.sample);
-        match at.entry(key) {
-            Entry::Occupied(i) => read.episodes[*i.get()] = e,
-            Entry::Vacant(i) => {
-                i.insert(read.episodes.len());
-                read.episodes.push(e);
-            }
+        // A new episode goes at the end; a retry replaces the one it retries.
+        let n = read.episodes.len();
+        match *at.entry(key).or_insert(n) {
+            i if i < n => read.episodes[i] = e,
+            _ => read.episodes.push(e),
         }
     }
     Ok(read)
