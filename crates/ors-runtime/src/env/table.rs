@@ -275,26 +275,20 @@ impl<E: 'static> ToolTable<E> {
     }
 
     fn push(&mut self, entry: ToolEntry<E>) {
-        if self.by_name.contains_key(&entry.spec.name) {
-            self.errors
-                .push(ToolTableError::Duplicate(entry.spec.name.clone()));
+        let admitted = if self.by_name.contains_key(&entry.spec.name) {
+            Err(ToolTableError::Duplicate(entry.spec.name.clone()))
+        } else if let (true, Some(first)) = (entry.terminal, &self.terminal) {
+            let second = entry.spec.name.clone();
+            Err(ToolTableError::TwoTerminalTools(first.name.clone(), second))
+        } else if entry.terminal {
+            self.terminal_spec(&entry.spec)
+                .map(|spec| self.terminal = Some(spec))
+        } else {
+            Ok(())
+        };
+        if let Err(e) = admitted {
+            self.errors.push(e);
             return;
-        }
-        if entry.terminal {
-            match (&self.terminal, self.terminal_spec(&entry.spec)) {
-                (Some(first), _) => {
-                    self.errors.push(ToolTableError::TwoTerminalTools(
-                        first.name.clone(),
-                        entry.spec.name.clone(),
-                    ));
-                    return;
-                }
-                (None, Ok(spec)) => self.terminal = Some(spec),
-                (None, Err(e)) => {
-                    self.errors.push(e);
-                    return;
-                }
-            }
         }
         self.by_name
             .insert(entry.spec.name.clone(), self.entries.len());
