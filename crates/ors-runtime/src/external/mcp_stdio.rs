@@ -210,12 +210,14 @@ impl StdioTransport {
         tokio::spawn(async move { process.write_line(answer.to_string().into_bytes()).await });
     }
 
-    /// Break the connection for `reason`: record it for the calls, stop the program.
-    fn break_for(&mut self, reason: String) {
+    /// Break the connection for `reason`: record it for the calls, stop the program; the
+    /// stream's end (`None`), for `receive` to return.
+    fn break_for(&mut self, reason: String) -> Option<RxJsonRpcMessage<RoleClient>> {
         tracing::warn!(reason = %reason, "closing the MCP connection");
         let _ = self.broken.set(reason);
         // A server that broke the protocol gets no grace.
         self.process.kill();
+        None
     }
 }
 
@@ -260,10 +262,7 @@ impl Transport<RoleClient> for StdioTransport {
             match self.read_line().await {
                 Ok(true) => {}
                 Ok(false) => return None,
-                Err(reason) => {
-                    self.break_for(reason);
-                    return None;
-                }
+                Err(reason) => return self.break_for(reason),
             }
             let line = std::mem::take(&mut self.line);
             let text = line.trim_ascii();
@@ -284,10 +283,7 @@ impl Transport<RoleClient> for StdioTransport {
                     tracing::debug!("skipping a notification of a kind rmcp does not know");
                 }
                 Some(Err(Unusable::Refuse(id))) => self.refuse(id),
-                Some(Err(Unusable::Break(reason))) => {
-                    self.break_for(reason);
-                    return None;
-                }
+                Some(Err(Unusable::Break(reason))) => return self.break_for(reason),
             }
         }
     }
