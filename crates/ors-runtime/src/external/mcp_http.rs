@@ -104,10 +104,6 @@ fn content_type_is(resp: &http::Response<Incoming>, mime: &str) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case(mime))
 }
 
-fn session_header(resp: &http::Response<Incoming>) -> Option<String> {
-    header_text(resp, HEADER_SESSION_ID).map(str::to_owned)
-}
-
 /// A request of the MCP session: its id, the bearer token and rmcp's own headers.
 fn request(
     method: Method,
@@ -208,7 +204,7 @@ impl StreamableHttpClient for McpHttpClient {
         if status == StatusCode::NOT_FOUND && sid.is_some() {
             return Err(StreamableHttpError::SessionExpired);
         }
-        let new_session = session_header(&resp);
+        let new_session = header_text(&resp, HEADER_SESSION_ID).map(str::to_owned);
         let is_json = content_type_is(&resp, JSON_MIME_TYPE);
         if !status.is_success() {
             let bytes = self.body(resp, limits.max_json_response_size).await?;
