@@ -109,30 +109,28 @@ impl<'d> ToolDecl<'d> {
 
     /// The spec and, when inputs are checked, the validator.
     pub fn build(self) -> Result<(ToolSpec, Option<Arc<InputValidator>>), ToolTableError> {
-        let bad = |reason: String| ToolTableError::Schema {
+        let bad = |reason: &dyn std::fmt::Display| ToolTableError::Schema {
             tool: self.name.to_owned(),
-            reason,
+            reason: reason.to_string(),
         };
         let (input_schema, validator) = match self.input {
             InputDecl::Typed(schemas) => {
                 let schema = schemas.iter().flatten().next().map(|f| f()).transpose();
-                let schema = schema.map_err(|e| bad(e.to_string()))?;
+                let schema = schema.map_err(|e| bad(&e))?;
                 let validated = schema.as_ref().filter(|_| self.validate);
                 let validator = validated.map(|s| InputValidator::new(&Value::Object(s.clone())));
-                let validator = validator.transpose().map_err(|e| bad(e.to_string()))?;
+                let validator = validator.transpose().map_err(|e| bad(&e))?;
                 (schema, validator.map(Arc::new))
             }
             InputDecl::Raw(text) => {
-                let (validator, schema) =
-                    InputValidator::from_text(text).map_err(|e| bad(e.to_string()))?;
+                let (validator, schema) = InputValidator::from_text(text).map_err(|e| bad(&e))?;
                 (Some(schema), Some(Arc::new(validator)))
             }
         };
         let mut spec = ToolSpec::new(self.name, self.description, input_schema);
         spec.detail_url = self.detail_url.map(str::to_owned);
         spec.runs_commands = self.runs_commands;
-        let output_schema = self.output.map(|f| f()).transpose();
-        spec.output_schema = output_schema.map_err(|e| bad(e.to_string()))?;
+        spec.output_schema = self.output.map(|f| f()).transpose().map_err(|e| bad(&e))?;
         Ok((spec, validator))
     }
 }
