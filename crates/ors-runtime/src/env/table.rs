@@ -426,15 +426,11 @@ impl<E: 'static> ToolTable<E> {
             return Prepared::Entry(entry, ctx, input);
         };
         let checked = as_value(name, input).and_then(|value| {
-            validator
-                .check(name, &value)
-                .map(|()| CallInput::from(value))
-                .map_err(|msg| RunToolOutput::refused(ToolErrorReason::InputValidation, msg))
+            let refused = |msg| RunToolOutput::refused(ToolErrorReason::InputValidation, msg);
+            validator.check(name, &value).map_err(refused)?;
+            Ok(Prepared::Entry(entry, ctx, CallInput::from(value)))
         });
-        match checked {
-            Ok(input) => Prepared::Entry(entry, ctx, input),
-            Err(out) => Prepared::Refused(out),
-        }
+        checked.unwrap_or_else(Prepared::Refused)
     }
 
     /// The `ok: false` answer for a tool no one has: it names every tool the call could have
