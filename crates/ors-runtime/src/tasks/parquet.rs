@@ -54,10 +54,6 @@ impl<T> ParquetTasks<T> {
         // `starts` is sorted; the group is the last one starting at or before `row`.
         self.starts.partition_point(|&s| s <= row) - 1
     }
-
-    fn format_err(&self, e: impl std::fmt::Display) -> DataError {
-        DataError::format(&self.path, e)
-    }
 }
 
 impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
@@ -70,7 +66,7 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
         check_range(&self.path, start, stop, self.len())?;
         let mut rows = Vec::with_capacity(stop - start);
         let mut row = start;
-        let fail = |e: parquet::errors::ParquetError| self.format_err(e);
+        let fail = |e: parquet::errors::ParquetError| DataError::format(&self.path, e);
         while row < stop {
             let group = self.group_of(row);
             let (group_start, group_end) = (self.starts[group], self.starts[group + 1]);
@@ -83,9 +79,10 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
                 rows.push(task.map_err(|e| DataError::row(&self.path, row + i, e))?);
             }
             if rows.len() != row - start + take {
-                return Err(self.format_err(format!(
-                    "row group {group} holds fewer rows than its metadata says"
-                )));
+                return Err(DataError::format(
+                    &self.path,
+                    format!("row group {group} holds fewer rows than its metadata says"),
+                ));
             }
             row += take;
         }
