@@ -408,12 +408,10 @@ pub fn from_mcp(result: CallToolResult) -> RunToolOutput {
     let mut blocks: Vec<Block> = result.content.iter().map(block).collect();
     if result.is_error == Some(true) {
         let text: Vec<&str> = blocks.iter().filter_map(Block::as_text).collect();
-        let message = if text.is_empty() {
-            "the MCP tool failed without a message".to_owned()
-        } else {
-            text.join("\n")
-        };
-        return RunToolOutput::error(message);
+        if text.is_empty() {
+            return RunToolOutput::error("the MCP tool failed without a message");
+        }
+        return RunToolOutput::error(text.join("\n"));
     }
     let metadata = result.structured_content.map(|value| {
         if blocks.is_empty() {
