@@ -75,8 +75,7 @@ impl Backend for Bubblewrap {
                 };
                 let ran = sandbox.run(&exec, &ToolContext::detached()).await;
                 let stopped = sandbox.shutdown().await;
-                let ran = ran?;
-                stopped?;
+                let (ran, ()) = (ran?, stopped?);
                 if ran.exit != Exit::Code(0) {
                     return Err(unavailable(
                         format!(
