@@ -136,14 +136,12 @@ impl InputValidator {
     /// Compile a schema (JSON Schema 2020-12 unless it says otherwise with `$schema`). It must
     /// be an object schema: a tool input is a JSON object.
     pub fn new(schema: &Value) -> Result<Self, BadSchema> {
-        let found = match schema.get("type") {
-            Some(Value::String(t)) if t == "object" => None,
-            Some(other) => Some(format!("type {other}")),
-            None if schema.is_object() => Some("a schema without \"type\"".to_owned()),
-            None => Some(ors_core::types::json_kind(schema).to_owned()),
-        };
-        if let Some(found) = found {
-            return Err(BadSchema::NotObject(found));
+        let not_object = |found: &str| Err(BadSchema::NotObject(found.to_owned()));
+        match schema.get("type") {
+            Some(Value::String(t)) if t == "object" => {}
+            Some(other) => return not_object(&format!("type {other}")),
+            None if schema.is_object() => return not_object("a schema without \"type\""),
+            None => return not_object(ors_core::types::json_kind(schema)),
         }
         #[cfg(feature = "validate")]
         {
