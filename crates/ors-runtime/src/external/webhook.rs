@@ -151,10 +151,8 @@ impl WebhookTool {
             Value::Object(mut obj) if obj.contains_key("tools") => obj["tools"].take(),
             other => other,
         };
-        serde_path_to_error::deserialize::<_, Vec<Self>>(list).map_err(|e| {
-            let at = e.path().to_string();
-            bad(format!("at {at}: {}", e.into_inner()))
-        })
+        serde_path_to_error::deserialize::<_, Vec<Self>>(list)
+            .map_err(|e| bad(format!("at {}: {}", e.path(), e.inner())))
     }
 
     /// Webhook tools from a JSON file (see [`WebhookTool::parse_list`]).
