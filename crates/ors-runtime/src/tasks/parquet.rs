@@ -48,12 +48,6 @@ impl<T> ParquetTasks<T> {
             _task: PhantomData,
         })
     }
-
-    /// The row group holding `row` (`row < len`).
-    fn group_of(&self, row: usize) -> usize {
-        // `starts` is sorted; the group is the last one starting at or before `row`.
-        self.starts.partition_point(|&s| s <= row) - 1
-    }
 }
 
 impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
@@ -68,7 +62,9 @@ impl<T: DeserializeOwned + 'static> TaskSource<T> for ParquetTasks<T> {
         let mut row = start;
         let fail = |e: parquet::errors::ParquetError| DataError::format(&self.path, e);
         while row < stop {
-            let group = self.group_of(row);
+            // The row group holding `row`: `starts` is sorted, and the group is the last one
+            // starting at or before `row`.
+            let group = self.starts.partition_point(|&s| s <= row) - 1;
             let (group_start, group_end) = (self.starts[group], self.starts[group + 1]);
             let take = stop.min(group_end) - row;
             let reader = self.reader.get_row_group(group).map_err(fail)?;
