@@ -89,13 +89,6 @@ fn entries(etc: &Path) -> Vec<String> {
     ETC.iter().map(|s| (*s).to_owned()).chain(extra).collect()
 }
 
-/// Whether others (the sandbox's host user) may read it: only that is copied.
-fn readable_by_others(meta: &std::fs::Metadata) -> bool {
-    // A directory must be searchable too.
-    let need = if meta.is_dir() { 0o005 } else { 0o004 };
-    meta.mode() & need == need
-}
-
 /// Every path under `etc` that would be copied, with what identifies its version.
 fn fingerprint(etc: &Path, names: &[String]) -> u64 {
     fn walk(path: &Path, h: &mut std::collections::hash_map::DefaultHasher) {
@@ -126,7 +119,10 @@ fn copy(from: &Path, to: &Path) -> std::io::Result<()> {
     if meta.file_type().is_symlink() {
         return std::os::unix::fs::symlink(std::fs::read_link(from)?, to);
     }
-    if !readable_by_others(&meta) {
+    // Only what others (the sandbox's host user) may read is copied; a directory must be
+    // searchable too.
+    let need = if meta.is_dir() { 0o005 } else { 0o004 };
+    if meta.mode() & need != need {
         return Ok(());
     }
     if meta.is_dir() {
