@@ -92,10 +92,7 @@ impl DynamicTool {
         R: IntoToolResult,
     {
         let name = name.into();
-        let bad = |reason: &str| ToolTableError::Schema {
-            tool: name.clone(),
-            reason: reason.to_owned(),
-        };
+        let bad = |reason: &str| ToolTableError::schema(&name, reason);
         if !valid_tool_name(&name) {
             return Err(bad(
                 "a tool name is 1 to 64 characters from `A-Z a-z 0-9 _ -`",

@@ -184,6 +184,16 @@ pub enum ToolTableError {
     },
 }
 
+impl ToolTableError {
+    /// A [`ToolTableError::Schema`]: `tool`'s input schema is unusable for `reason`.
+    pub(crate) fn schema(tool: &str, reason: impl std::fmt::Display) -> Self {
+        ToolTableError::Schema {
+            tool: tool.to_owned(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
 /// The name of the input field `#[environment(reasoning)]` adds to every tool.
 pub const REASONING_FIELD: &str = "reasoning";
 
@@ -309,15 +319,13 @@ impl<E: 'static> ToolTable<E> {
             .filter(|k| !(self.reasoning && *k == REASONING_FIELD))
             .collect();
         if fields.len() > 1 {
-            return Err(ToolTableError::Schema {
-                tool: spec.name.clone(),
-                reason: format!(
-                    "a terminal tool takes at most one input field (the model's answer), this one \
-                     has {}: {}",
-                    fields.len(),
-                    fields.join(", ")
-                ),
-            });
+            let reason = format!(
+                "a terminal tool takes at most one input field (the model's answer), this one has \
+                 {}: {}",
+                fields.len(),
+                fields.join(", ")
+            );
+            return Err(ToolTableError::schema(&spec.name, reason));
         }
         Ok(TerminalToolSpec {
             name: spec.name.clone(),
@@ -459,15 +467,12 @@ pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
     let props = schema
         .entry("properties")
         .or_insert_with(|| Value::Object(JsonObject::new()));
+    let bad = |reason| Err(ToolTableError::schema(&spec.name, reason));
     match props {
-        Value::Object(props) if props.contains_key(REASONING_FIELD) => {
-            Err(ToolTableError::Schema {
-                tool: spec.name.clone(),
-                reason: "its input has a field 'reasoning', which #[environment(reasoning)] adds \
-                         to every tool; rename the field (#[serde(rename = \"...\")])"
-                    .to_owned(),
-            })
-        }
+        Value::Object(props) if props.contains_key(REASONING_FIELD) => bad(
+            "its input has a field 'reasoning', which #[environment(reasoning)] adds to every \
+             tool; rename the field (#[serde(rename = \"...\")])",
+        ),
         Value::Object(props) => {
             // Bedrock's automatic reasoning parameter.
             let schema =
@@ -475,10 +480,7 @@ pub(crate) fn add_reasoning(spec: &mut ToolSpec) -> Result<(), ToolTableError> {
             props.insert(REASONING_FIELD.to_owned(), schema);
             Ok(())
         }
-        _ => Err(ToolTableError::Schema {
-            tool: spec.name.clone(),
-            reason: "its schema's `properties` is not an object".to_owned(),
-        }),
+        _ => bad("its schema's `properties` is not an object"),
     }
 }
 

@@ -109,10 +109,7 @@ impl<'d> ToolDecl<'d> {
 
     /// The spec and, when inputs are checked, the validator.
     pub fn build(self) -> Result<(ToolSpec, Option<Arc<InputValidator>>), ToolTableError> {
-        let bad = |reason: &dyn std::fmt::Display| ToolTableError::Schema {
-            tool: self.name.to_owned(),
-            reason: reason.to_string(),
-        };
+        let bad = |reason: &dyn std::fmt::Display| ToolTableError::schema(self.name, reason);
         let (input_schema, validator) = match self.input {
             InputDecl::Typed(schemas) => {
                 let schema = schemas.iter().flatten().next().map(|f| f()).transpose();
