@@ -20,9 +20,9 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 
-use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolErrorReason, ToolSpec};
+use ors_core::types::{IntoToolResult, JsonObject, RunToolOutput, ToolSpec};
 
-use super::table::{as_object, as_value};
+use super::table::{as_object, as_value, refused_input};
 use super::{valid_tool_name, ToolContext, ToolEntry, ToolTableError};
 use crate::schema::InputValidator;
 
@@ -179,9 +179,7 @@ pub(crate) fn checked_input(
     input: Value,
 ) -> Result<JsonObject, RunToolOutput> {
     let input = if input.is_null() { json!({}) } else { input };
-    validator
-        .check(tool, &input)
-        .map_err(|msg| RunToolOutput::refused(ToolErrorReason::InputValidation, msg))?;
+    validator.check(tool, &input).map_err(refused_input)?;
     // The schema is an object schema, so the validator refused anything else.
     as_object(tool, input)
 }

@@ -434,8 +434,7 @@ impl<E: 'static> ToolTable<E> {
             return Prepared::Entry(entry, ctx, input);
         };
         let checked = as_value(name, input).and_then(|value| {
-            let refused = |msg| RunToolOutput::refused(ToolErrorReason::InputValidation, msg);
-            validator.check(name, &value).map_err(refused)?;
+            validator.check(name, &value).map_err(refused_input)?;
             Ok(Prepared::Entry(entry, ctx, CallInput::from(value)))
         });
         checked.unwrap_or_else(Prepared::Refused)
@@ -492,7 +491,11 @@ pub(crate) fn as_value(tool: &str, input: CallInput) -> Result<Value, RunToolOut
 
 /// The `ok: false` answer to an input the tool cannot take, saying what is wrong with it.
 pub(crate) fn invalid_input(tool: &str, what: impl std::fmt::Display) -> RunToolOutput {
-    let msg = format!("invalid input for tool '{tool}': {what}");
+    refused_input(format!("invalid input for tool '{tool}': {what}"))
+}
+
+/// The `ok: false` answer to an input that is not what its tool takes, with the message `msg`.
+pub(crate) fn refused_input(msg: String) -> RunToolOutput {
     RunToolOutput::refused(ToolErrorReason::InputValidation, msg)
 }
 
