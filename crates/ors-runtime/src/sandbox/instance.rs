@@ -81,9 +81,7 @@ impl Live {
         self.signalled = true;
         match tokio::time::timeout(GRACE, self.skip_to(nonce)).await {
             Ok(true) => Ok(()),
-            Ok(false) => Err(SandboxError::Broken(
-                "its init ended while stopping an abandoned command".to_owned(),
-            )),
+            Ok(false) => broken("its init ended while stopping an abandoned command"),
             Err(_) => Err(SandboxError::Broken(format!(
                 "an abandoned command's processes were not confirmed gone within {} s",
                 GRACE.as_secs()
@@ -107,9 +105,7 @@ impl Live {
                 self.signalled = false;
                 Ok(())
             }
-            _ => Err(SandboxError::Broken(
-                "its init did not answer after a command was stopped".to_owned(),
-            )),
+            _ => broken("its init did not answer after a command was stopped"),
         }
     }
 
@@ -130,7 +126,7 @@ impl Live {
 
     async fn run_inner(&mut self, exec: &Exec, ctx: &ToolContext) -> Result<Ran, SandboxError> {
         if *self.exited.borrow() {
-            return Err(SandboxError::Broken("it had exited".to_owned()));
+            return broken("it had exited");
         }
         if let Some(old) = self.pending.take() {
             self.recover(&old).await?;
@@ -242,9 +238,7 @@ impl Live {
             let _ = kill.send(());
         }
         let _ = exited.wait_for(|e| *e).await;
-        Err(SandboxError::Broken(
-            "it did not stop when asked and was killed".to_owned(),
-        ))
+        broken("it did not stop when asked and was killed")
     }
 }
 
@@ -282,6 +276,11 @@ impl Drop for Abandon {
             let _ = kill("USR1", &self.pid.to_string()).status();
         }
     }
+}
+
+/// The error of a sandbox that broke for `reason`.
+fn broken<T>(reason: &str) -> Result<T, SandboxError> {
+    Err(SandboxError::Broken(reason.to_owned()))
 }
 
 /// Send `signal` to the init through `kill(1)` (no `unsafe` `kill(2)`), unless bwrap has
