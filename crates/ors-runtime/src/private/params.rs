@@ -26,8 +26,7 @@ pub enum ArgKind {
 }
 
 /// Whether a parameter of kind `this`, after parameters of kinds `earlier`, is a second input.
-pub const fn second_input(earlier: &[ArgKind], this: ArgKind) -> bool {
-    let mut earlier = earlier;
+pub const fn second_input(mut earlier: &[ArgKind], this: ArgKind) -> bool {
     while let [first, rest @ ..] = earlier {
         if matches!((first, this), (ArgKind::Input, ArgKind::Input)) {
             return true;
