@@ -5,7 +5,6 @@
 //! its limit (or a stream that is not SSE) fails its request at once, and is recorded as why
 //! the connection broke, so the calls say what the server sent and the limit.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -216,7 +215,7 @@ impl StreamableHttpClient for McpHttpClient {
             }
             let text = String::from_utf8_lossy(&bytes);
             let text = ors_core::text::preview(&text, limits.max_error_response_size.min(1024));
-            return Err(unexpected(format!("HTTP {status}: {text}")));
+            return unexpected(format!("HTTP {status}: {text}"));
         }
         let awaits_no_response = !matches!(message, ClientJsonRpcMessage::Request(_));
         if content_type_is(&resp, EVENT_STREAM_MIME_TYPE) {
@@ -253,9 +252,7 @@ impl StreamableHttpClient for McpHttpClient {
         let req = request(Method::DELETE, &uri, Some(&sid), auth, headers);
         match self.send(req, Bytes::new()).await?.status() {
             s if s.is_success() || s == StatusCode::METHOD_NOT_ALLOWED => Ok(()),
-            s => Err(unexpected(format!(
-                "deleting the MCP session answered HTTP {s}"
-            ))),
+            s => unexpected(format!("deleting the MCP session answered HTTP {s}")),
         }
     }
 
@@ -296,9 +293,9 @@ impl StreamableHttpClient for McpHttpClient {
             return Err(StreamableHttpError::ServerDoesNotSupportSse);
         }
         if !status.is_success() {
-            return Err(unexpected(format!(
+            return unexpected(format!(
                 "opening the MCP event stream answered HTTP {status}"
-            )));
+            ));
         }
         let broken = Arc::clone(&self.broken);
         Ok(sse_events(resp.into_body(), max_sse_event_size, broken))
@@ -306,6 +303,6 @@ impl StreamableHttpClient for McpHttpClient {
 }
 
 /// rmcp's error for an answer it cannot use.
-fn unexpected(msg: String) -> StreamableHttpError<McpHttpError> {
-    StreamableHttpError::UnexpectedServerResponse(Cow::Owned(msg))
+fn unexpected<T>(msg: String) -> Result<T> {
+    Err(StreamableHttpError::UnexpectedServerResponse(msg.into()))
 }
