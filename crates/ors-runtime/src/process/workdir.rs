@@ -58,12 +58,11 @@ impl WorkDir {
             let path = parent.join(format!("{prefix}{}-{n}-{nanos:x}", std::process::id()));
             match std::fs::create_dir(&path) {
                 Ok(()) => {
-                    let canonical = path.canonicalize()?;
                     return Ok(Self {
+                        canonical: path.canonicalize()?,
                         path,
-                        canonical,
                         removed: false,
-                    });
+                    })
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
