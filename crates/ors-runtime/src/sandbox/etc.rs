@@ -179,8 +179,7 @@ fn prepare(etc: &Path, parent: &Path) -> Result<PathBuf, String> {
             std::fs::write(building.join(n), text)?;
             std::fs::set_permissions(building.join(n), std::fs::Permissions::from_mode(0o644))?;
         }
-        std::fs::write(building.join(".complete"), "")?;
-        Ok(())
+        std::fs::write(building.join(".complete"), "")
     };
     let made = build().map_err(|e| e.to_string()).and_then(|()| {
         match std::fs::rename(&building, &done) {
