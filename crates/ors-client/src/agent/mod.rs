@@ -217,7 +217,7 @@ struct Pending {
 
 /// What an [`Agent`] keeps during one episode: the conversation and the record of its model
 /// calls.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct AgentState {
     tools: Arc<[Value]>,
     messages: Vec<Message>,
@@ -274,21 +274,15 @@ impl Policy for Agent {
 
     fn start(&self, obs: Observation<'_>) -> AgentState {
         let mut messages = Vec::with_capacity(8);
-        if let Some(system) = &self.options.system {
-            messages.push(Message::System {
-                content: system.clone(),
-            });
-        }
+        let system = self.options.system.clone();
+        messages.extend(system.map(|content| Message::System { content }));
         messages.push(Message::User {
             content: obs.prompt.to_vec(),
         });
         AgentState {
             tools: self.tools_for(obs.tools),
             messages,
-            calls: Vec::new(),
-            usage: Usage::default(),
-            pending: Vec::new(),
-            pending_step: 0,
+            ..AgentState::default()
         }
     }
 
@@ -298,10 +292,13 @@ impl Policy for Agent {
         obs: Observation<'_>,
     ) -> Result<Action, PolicyError> {
         state.answer_pending(obs.history);
-        if let Some(budget) = self.options.token_budget {
-            if state.usage.total() >= budget {
-                return Ok(Action::Stop(StopReason::TokenBudget));
-            }
+        let spent = state.usage.total();
+        if self
+            .options
+            .token_budget
+            .is_some_and(|budget| spent >= budget)
+        {
+            return Ok(Action::Stop(StopReason::TokenBudget));
         }
         let step = obs.steps + 1;
         let started = Instant::now();
@@ -319,19 +316,14 @@ impl Policy for Agent {
         state.calls.push(record);
 
         // Ids link results to calls: make up the missing and repeated ones.
+        let mut tool_calls = reply.tool_calls;
         let mut seen = HashSet::new();
-        let tool_calls: Vec<ToolCall> = reply
-            .tool_calls
-            .into_iter()
-            .enumerate()
-            .map(|(i, mut c)| {
-                if c.id.is_empty() || !seen.insert(c.id.clone()) {
-                    c.id = format!("call_{step}_{i}");
-                    seen.insert(c.id.clone());
-                }
-                c
-            })
-            .collect();
+        for (i, c) in tool_calls.iter_mut().enumerate() {
+            if c.id.is_empty() || !seen.insert(c.id.clone()) {
+                c.id = format!("call_{step}_{i}");
+                seen.insert(c.id.clone());
+            }
+        }
         state.messages.push(Message::Assistant {
             content: reply.content.clone(),
             tool_calls: tool_calls.clone(),
@@ -356,13 +348,10 @@ impl Policy for Agent {
         let mut calls = Vec::with_capacity(tool_calls.len());
         state.pending_step = step;
         for c in tool_calls {
-            let refused = match parse_arguments(&c.arguments) {
-                Ok(input) => {
-                    calls.push(Call::new(&c.name, input).with_id(&c.id));
-                    None
-                }
-                Err(why) => Some(why),
-            };
+            // A call whose arguments are refused is not made; the model hears why.
+            let refused = parse_arguments(&c.arguments)
+                .map(|input| calls.push(Call::new(&c.name, input).with_id(&c.id)))
+                .err();
             state.pending.push(Pending {
                 id: c.id,
                 name: c.name,
