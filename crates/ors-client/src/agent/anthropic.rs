@@ -159,8 +159,8 @@ struct WireUsage {
     cache_read_input_tokens: Option<u64>,
 }
 
-/// The agent's view of an answer.
-pub(crate) fn reply(resp: Response, attempts: u32) -> ModelReply {
+/// The agent's view of an answer (every answer of this API has one).
+pub(crate) fn reply(resp: Response, attempts: u32) -> Result<ModelReply, String> {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
     for block in resp.content {
@@ -174,7 +174,7 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> ModelReply {
             ContentBlock::Other => {}
         }
     }
-    ModelReply {
+    Ok(ModelReply {
         content: Some(text).filter(|t| !t.is_empty()),
         tool_calls,
         record: ModelCall {
@@ -190,7 +190,7 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> ModelReply {
             response_id: resp.id,
             ..ModelCall::default()
         },
-    }
+    })
 }
 
 #[cfg(test)]
@@ -260,7 +260,7 @@ mod tests {
             "usage": {"input_tokens": 5, "output_tokens": 7, "cache_read_input_tokens": 100}
         }))
         .unwrap();
-        let r = reply(resp, 1);
+        let r = reply(resp, 1).unwrap();
         assert_eq!(r.content.as_deref(), Some("Let me submit."));
         assert_eq!(r.tool_calls[0].arguments, r#"{"answer":"4"}"#);
         assert_eq!(r.record.usage.unwrap().input_tokens, 105);

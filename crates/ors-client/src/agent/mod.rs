@@ -110,8 +110,7 @@ impl ChatModel for Endpoint {
                 }
                 Api::Anthropic => {
                     let body = anthropic::request_body(&self.opts, &req);
-                    let read = |r, n| Ok(anthropic::reply(r, n));
-                    self.post("/v1/messages", &body, read).await
+                    self.post("/v1/messages", &body, anthropic::reply).await
                 }
             }
         })

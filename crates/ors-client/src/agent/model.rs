@@ -300,11 +300,11 @@ impl Endpoint {
             max: self.opts.max_backoff.max(first),
         };
         let fetch = self.http.fetch_with(&req, Retry::Idempotent, backoff);
+        let url = format!("{}{path}", self.base);
         let Ok((result, attempts)) = tokio::time::timeout(limit, fetch).await else {
             return Err(Error::Timeout(format!(
-                "{}{path} gave no complete answer within the step timeout of {} (retries \
-                 included; ModelOptions::timeout, ors eval --step-timeout)",
-                self.base,
+                "{url} gave no complete answer within the step timeout of {} (retries included; \
+                 ModelOptions::timeout, ors eval --step-timeout)",
                 (ors_core::settings::SECS.show)(&limit)
             )));
         };
@@ -315,20 +315,14 @@ impl Endpoint {
         };
         let (_, body) = result.map_err(|e| match e {
             e @ Error::ResponseTooLarge { .. } => e,
-            Error::Timeout(t) => Error::Timeout(format!("{}{path}{tries}: {t}", self.base)),
-            e => model_error(e.status(), format!("{}{path}{tries}: {e}", self.base)),
+            Error::Timeout(t) => Error::Timeout(format!("{url}{tries}: {t}")),
+            e => model_error(e.status(), format!("{url}{tries}: {e}")),
         })?;
         let decoded = serde_json::from_slice(&body).map_err(|e| {
-            model_error(
-                None,
-                format!(
-                    "{}{path} sent a reply that is not the API's: {e} (body: {})",
-                    self.base,
-                    preview(&body)
-                ),
-            )
+            let body = preview(&body);
+            let message = format!("{url} sent a reply that is not the API's: {e} (body: {body})");
+            model_error(None, message)
         })?;
-        read(decoded, attempts)
-            .map_err(|message| model_error(None, format!("{}{path}: {message}", self.base)))
+        read(decoded, attempts).map_err(|message| model_error(None, format!("{url}: {message}")))
     }
 }

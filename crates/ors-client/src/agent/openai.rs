@@ -175,18 +175,17 @@ pub(crate) fn reply(resp: Response, attempts: u32) -> Result<ModelReply, String>
         .into_iter()
         .next()
         .ok_or("the answer has no choices")?;
-    let content = match choice.message.content {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s),
+    // `null` is no content, like an empty one (left out below).
+    let content = choice.message.content.map(|content| match content {
+        Value::Null => String::new(),
+        Value::String(s) => s,
         // Some servers answer with an array of text parts.
-        Some(Value::Array(parts)) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect(),
-        ),
-        Some(other) => Some(other.to_string()),
-    };
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
+        other => other.to_string(),
+    });
     let tool_calls = choice
         .message
         .tool_calls
