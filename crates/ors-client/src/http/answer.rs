@@ -63,10 +63,9 @@ pub(crate) fn code_and_detail(status: StatusCode, body: &[u8]) -> (Option<String
     let v: Value = serde_json::from_slice(body).unwrap_or_default();
     let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_owned);
     let code = text(&v, "code");
-    match v.get("detail") {
-        Some(Value::String(s)) => return (code, s.clone()),
-        Some(other) => return (code, other.to_string()),
-        None => {}
+    if let Some(d) = v.get("detail") {
+        let detail = d.as_str().map_or_else(|| d.to_string(), str::to_owned);
+        return (code, detail);
     }
     // OpenAI's and Anthropic's `{"error": {"message", "type", "code"}}`, and the bare
     // `{"error": "..."}` of some compatible servers.

@@ -255,11 +255,9 @@ impl Http {
                     Some(base) => format!("the reply of {base} to {} {}", req.method, req.path),
                     None => format!("the reply to {} {}", req.method, req.path),
                 };
-                let error = e.into_error(&what, max, limit);
-                if matches!(error, Error::ResponseTooLarge { .. }) {
-                    Failure::Fatal(error)
-                } else {
-                    Failure::Broken(error)
+                match e.into_error(&what, max, limit) {
+                    e @ Error::ResponseTooLarge { .. } => Failure::Fatal(e),
+                    e => Failure::Broken(e),
                 }
             })?;
             Ok((parts.headers, bytes))
