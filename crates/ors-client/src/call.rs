@@ -123,11 +123,9 @@ async fn call_loop<T: DeserializeOwned>(http: &Http, spec: &CallSpec<'_>) -> Res
         let mut seen = Seen::default();
         match one_stream(http, &req, spec, &mut task_id, &mut seen).await {
             Ok(result) => return Ok(result),
-            Err(StreamFail::Fatal(e)) => return Err(e),
-            Err(StreamFail::Starting(e, retry_after)) => {
-                if !starting.keep_waiting(http.cfg.starting_wait) {
-                    return Err(e);
-                }
+            Err(StreamFail::Starting(_, retry_after))
+                if starting.keep_waiting(http.cfg.starting_wait) =>
+            {
                 let delay = http.backoff().delay(0, retry_after);
                 tracing::debug!(
                     tool = spec.name,
@@ -136,6 +134,7 @@ async fn call_loop<T: DeserializeOwned>(http: &Http, spec: &CallSpec<'_>) -> Res
                 );
                 tokio::time::sleep(delay).await;
             }
+            Err(StreamFail::Fatal(e) | StreamFail::Starting(e, _)) => return Err(e),
             Err(StreamFail::Retry(e, retry_after)) => {
                 if seen.lines >= 2
                     && !seen.chunks
@@ -220,18 +219,15 @@ async fn one_stream<T: DeserializeOwned>(
             let read =
                 tokio::time::timeout(http.cfg.request_timeout, reader.read_all(max, &http.meter));
             let bytes = match read.await {
-                Ok(Ok(b)) => b,
-                Ok(Err(e)) => {
+                Ok(read) => read.map_err(|e| {
                     let what = format!("the JSON result of tool '{}'", spec.name);
-                    let e = e.into_error(&what, max, SizeLimit::Result);
-                    return Err(dropped(task_id, e));
-                }
-                Err(_) => {
-                    let e =
-                        Error::Timeout("the JSON reply to a call did not arrive in time".into());
-                    return Err(dropped(task_id, e));
-                }
+                    e.into_error(&what, max, SizeLimit::Result)
+                }),
+                Err(_) => Err(Error::Timeout(
+                    "the JSON reply to a call did not arrive in time".into(),
+                )),
             };
+            let bytes = bytes.map_err(|e| dropped(task_id, e))?;
             return decode_json(&req.path, &bytes).map_err(StreamFail::Fatal);
         }
         other => {
