@@ -371,16 +371,17 @@ pub async fn evaluate_samples<P: Policy>(
         let Some((pos, at)) = positions.remove(&id) else {
             continue;
         };
-        let episode = joined.map(|(_, episode)| episode).unwrap_or_else(|e| {
-            let mut episode = Episode::new(env.name(), &split, at);
-            episode.stop_reason = StopReason::Error;
-            episode.error = Some(EpisodeError {
-                kind: "panic".to_owned(),
-                status: None,
-                message: format!("the episode panicked: {e}"),
+        let episode = joined
+            .map(|(_, episode)| episode)
+            .unwrap_or_else(|e| Episode {
+                stop_reason: StopReason::Error,
+                error: Some(EpisodeError {
+                    kind: "panic".to_owned(),
+                    status: None,
+                    message: format!("the episode panicked: {e}"),
+                }),
+                ..Episode::new(env.name(), &split, at)
             });
-            episode
-        });
         done += 1;
         if let Some(cb) = &options.on_progress {
             cb(&EvalProgress {
@@ -492,13 +493,11 @@ impl Run {
         policy: &P,
         ep: &mut Episode,
     ) -> Result<()> {
-        let prompt = ep.env_wait(session.prompt()).await?;
-        let listing = ep.env_wait(session.listing()).await?;
         let scene = Scene {
             run: self,
             task,
-            prompt,
-            listing,
+            prompt: ep.env_wait(session.prompt()).await?,
+            listing: ep.env_wait(session.listing()).await?,
         };
         let mut state = policy.start(scene.observe(ep));
         let stopped = self.steps(session, policy, &mut state, &scene, ep).await;
@@ -571,14 +570,13 @@ impl Run {
         };
         // The server's finished latch (PROTOCOL_NOTES row `finished-latch`): no later call
         // would run, so the episode is over.
-        let mut latched = false;
-        let outcome = match result {
-            Ok(out) => Outcome::Output(out),
-            Err(Error::ToolError { message, reason }) => {
-                latched = reason == Some(ors_core::ToolErrorReason::EpisodeFinished);
-                Outcome::ToolError(message)
-            }
-            Err(Error::ToolCrashed { message }) => Outcome::Crashed(message),
+        let (outcome, latched) = match result {
+            Ok(out) => (Outcome::Output(out), false),
+            Err(Error::ToolError { message, reason }) => (
+                Outcome::ToolError(message),
+                reason == Some(ors_core::ToolErrorReason::EpisodeFinished),
+            ),
+            Err(Error::ToolCrashed { message }) => (Outcome::Crashed(message), false),
             Err(e) => return Err(e),
         };
         ep.total_reward += outcome.reward();
