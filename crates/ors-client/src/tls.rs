@@ -97,8 +97,7 @@ pub(crate) fn trust_note(roots: TlsRoots, ca_file: Option<&PathBuf>) -> String {
         Some(f) => format!("{roots} and {}", f.display()),
         None => format!(
             "{roots}; for a private or self-signed CA give its certificate with --ca-cert FILE, \
-             {} or ClientBuilder::ca_cert",
-            CA_CERT_ENV
+             {CA_CERT_ENV} or ClientBuilder::ca_cert"
         ),
     }
 }
