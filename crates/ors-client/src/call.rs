@@ -49,8 +49,8 @@ pub(crate) fn object_input(input: Value) -> std::result::Result<Value, &'static 
 
 /// What one tool call needs.
 pub(crate) struct CallSpec<'a> {
-    pub path: String,
-    pub sid: &'a str,
+    /// The POST of the session's route (the body and `Accept` are set per attempt).
+    pub req: Req,
     /// The tool's name (`score_group` for a group scoring), for the body and messages.
     pub name: &'a str,
     pub payload: Payload<'a>,
@@ -69,7 +69,7 @@ impl CallSpec<'_> {
     fn request(&self, task_id: Option<String>) -> Result<Req> {
         let req = Req {
             accept: ors_core::protocol::EVENT_STREAM,
-            ..Req::post(&self.path).sid(self.sid)
+            ..self.req.clone()
         };
         match self.payload {
             Payload::Tool(input) => req.json(&ToolCall {

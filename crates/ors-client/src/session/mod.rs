@@ -20,7 +20,7 @@ use crate::call::{object_input, run_call, CallSpec, Payload, Progress, ProgressF
 use crate::client::Environment;
 use crate::config::SecretsMode;
 use crate::error::{Error, Result};
-use crate::http::Retry;
+use crate::http::{Req, Retry};
 
 mod create;
 mod life;
@@ -360,8 +360,7 @@ impl Session {
             Error::InvalidArgument(format!("tool input must be a JSON object, got {kind}"))
         })?;
         let spec = CallSpec {
-            path: self.shared.env.path(routes::CALL),
-            sid: &self.shared.sid,
+            req: Req::post(self.shared.env.path(routes::CALL)).sid(&self.shared.sid),
             name,
             payload: Payload::Tool(&input),
             progress,
@@ -382,8 +381,7 @@ impl Session {
     pub async fn score_group(&self, candidates: Vec<GroupCandidate>) -> Result<Vec<GroupScore>> {
         let asked = candidates.len();
         let spec = CallSpec {
-            path: self.shared.env.path(routes::SCORE_GROUP),
-            sid: &self.shared.sid,
+            req: Req::post(self.shared.env.path(routes::SCORE_GROUP)).sid(&self.shared.sid),
             name: "score_group",
             payload: Payload::ScoreGroup(&candidates),
             progress: None,
