@@ -121,24 +121,21 @@ fn session_gone(e: &Error) -> bool {
 pub(super) async fn ping_loop(shared: Arc<Shared>, every: std::time::Duration) {
     let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+    let (reason, gone) = loop {
         ticker.tick().await;
         match shared.post(routes::PING).await {
             Ok(_) => {}
-            Err(e) if session_gone(&e) => {
-                shared.mark_dead(format!("ping answered {e}"), true);
-                return;
-            }
+            Err(e) if session_gone(&e) => break (format!("ping answered {e}"), true),
             Err(e)
                 if matches!(e, Error::Transport(_) | Error::Timeout(_))
                     || server_unreachable(&e) =>
             {
-                shared.mark_dead(format!("the server is unreachable: {e}"), false);
-                return;
+                break (format!("the server is unreachable: {e}"), false);
             }
             Err(e) => tracing::warn!(sid = %shared.sid, error = %e, "ping failed"),
         }
-    }
+    };
+    shared.mark_dead(reason, gone);
 }
 
 pub(super) async fn delete(shared: &Shared) -> Result<()> {
