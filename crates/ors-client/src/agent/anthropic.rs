@@ -66,11 +66,10 @@ fn push_user(out: &mut Vec<Value>, content: Vec<Value>) {
         return;
     }
     let last = out.last_mut().filter(|m| m["role"] == "user");
-    if let Some(parts) = last.and_then(|m| m["content"].as_array_mut()) {
-        parts.extend(content);
-        return;
+    match last.and_then(|m| m["content"].as_array_mut()) {
+        Some(parts) => parts.extend(content),
+        None => out.push(json!({"role": "user", "content": content})),
     }
-    out.push(json!({"role": "user", "content": content}));
 }
 
 /// The conversation (without the system prompt) in this API's message format.
