@@ -216,7 +216,7 @@ struct Pending {
 
 /// What an [`Agent`] keeps during one episode: the conversation and the record of its model
 /// calls.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct AgentState {
     tools: Arc<[Value]>,
     messages: Vec<Message>,
@@ -281,7 +281,10 @@ impl Policy for Agent {
         AgentState {
             tools: self.tools_for(obs.tools),
             messages,
-            ..AgentState::default()
+            calls: Vec::new(),
+            usage: Usage::default(),
+            pending: Vec::new(),
+            pending_step: 0,
         }
     }
 
