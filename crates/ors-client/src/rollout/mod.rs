@@ -530,9 +530,7 @@ impl Run {
                 Some(Ok(Action::Stop(reason))) => {
                     // A model that answered in prose took its turn; a stop decided before
                     // asking (a spent token budget, a policy's own stop) took none.
-                    if reason == StopReason::NoToolCall {
-                        ep.steps += 1;
-                    }
+                    ep.steps += usize::from(reason == StopReason::NoToolCall);
                     return Ok(reason);
                 }
                 Some(Ok(Action::Calls(calls))) => (calls, false),
