@@ -53,15 +53,15 @@ pub enum SizeLimit {
 impl SizeLimit {
     /// How to raise it, for an error message: the setter, and the variable or flag.
     pub fn how_to_raise(self) -> String {
-        match self {
-            SizeLimit::Result => {
-                format!("ClientBuilder::max_result_bytes or {MAX_RESULT_BYTES_ENV}")
-            }
-            SizeLimit::Body => format!("ClientBuilder::max_body_bytes or {MAX_BODY_BYTES_ENV}"),
-            SizeLimit::ModelResponse => {
-                "ModelOptions::max_response_bytes or ors eval --max-response-bytes".to_owned()
-            }
-        }
+        let (setter, or) = match self {
+            SizeLimit::Result => ("ClientBuilder::max_result_bytes", MAX_RESULT_BYTES_ENV),
+            SizeLimit::Body => ("ClientBuilder::max_body_bytes", MAX_BODY_BYTES_ENV),
+            SizeLimit::ModelResponse => (
+                "ModelOptions::max_response_bytes",
+                "ors eval --max-response-bytes",
+            ),
+        };
+        format!("{setter} or {or}")
     }
 }
 
