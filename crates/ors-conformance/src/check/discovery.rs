@@ -144,15 +144,10 @@ pub(super) fn tool_spec(rec: &mut Recorder<'_>, spec: &ToolSpec, what: &str) {
     rec.push(if ors_core::is_valid_tool_name(name) {
         CheckItem::ok(format!("{base}.name"))
     } else {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || c == '-';
         let suggestion: String = name
             .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
+            .map(|c| if allowed(c) { c } else { '_' })
             .take(ors_core::MAX_TOOL_NAME_LEN)
             .collect();
         CheckItem::problem(

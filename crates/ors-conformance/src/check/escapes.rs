@@ -302,10 +302,7 @@ pub(super) async fn run(
 ) {
     let Some(task) = task else { return };
     let server = server_address(url);
-    for spec in tools {
-        let Some(tool) = CommandTool::find(spec) else {
-            continue;
-        };
+    for tool in tools.iter().filter_map(CommandTool::find) {
         let token = Rng::new(opts.seed ^ 0x0e5c_a9e5).next_u64() % 1_000_000_000_000;
         let probes = Probes {
             env,

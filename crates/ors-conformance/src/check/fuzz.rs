@@ -87,10 +87,7 @@ pub fn inputs(schema: Option<&Map<String, Value>>, n: usize, rng: &mut Rng) -> V
         if out.len() >= n {
             break;
         }
-        let Some(input) = g.make(*strategy) else {
-            continue;
-        };
-        if seen.insert(input.to_string()) {
+        if let Some(input) = g.make(*strategy).filter(|i| seen.insert(i.to_string())) {
             out.push(Generated {
                 input,
                 strategy: *strategy,
