@@ -12,26 +12,32 @@ pub const CLAUSES: &[Clause] = &[
     clause(
         "robustness.auth.health-open",
         "with an API key set, GET /health and GET /version need no key (notes rows `api-key`, `version-route`)",
-        health_open,
+        |ctx| with_key(ctx, health_open),
     ),
     clause(
         "robustness.auth.missing-401",
         "with an API key set, every other route without a key is 401 (notes row `api-key`)",
-        missing,
+        |ctx| with_key(ctx, missing),
     ),
     clause(
         "robustness.auth.wrong-401",
         "a wrong X-API-Key is 401 (notes row `api-key`)",
-        wrong,
+        |ctx| with_key(ctx, wrong),
     ),
     clause(
         "robustness.auth.bearer",
         "Authorization: Bearer <key> is accepted like X-API-Key (notes row `api-key`)",
-        bearer,
+        |ctx| with_key(ctx, bearer),
     ),
 ];
 
-const SKIP: &str = "no API key given (--api-key or ORS_API_KEY)";
+/// Runs `check` with the runner's API key, or skips the clause when it was given none.
+fn with_key(ctx: &Ctx, check: fn(&Ctx, &str) -> Check) -> Check {
+    match &ctx.target.api_key {
+        Some(key) => check(ctx, key),
+        None => ctx.skip("no API key given (--api-key or ORS_API_KEY)"),
+    }
+}
 
 /// The target with `api_key` in place of its own (`None`: requests go out unauthenticated).
 fn keyed(ctx: &Ctx, api_key: Option<String>) -> Target {
@@ -41,10 +47,7 @@ fn keyed(ctx: &Ctx, api_key: Option<String>) -> Target {
     }
 }
 
-fn health_open(ctx: &Ctx) -> Check {
-    if ctx.target.api_key.is_none() {
-        return ctx.skip(SKIP);
-    }
+fn health_open(ctx: &Ctx, _key: &str) -> Check {
     let v = expect_ok_json(&Request::new("GET", "/health").send(&keyed(ctx, None))?)?;
     ensure!(v == json!({"status": "ok"}), "health without a key: {v}");
     let r = Request::new("GET", "/version").send(&keyed(ctx, None))?;
@@ -81,10 +84,7 @@ fn expect_refused(target: &Target, reqs: Vec<Request>) -> Check {
     Ok(())
 }
 
-fn missing(ctx: &Ctx) -> Check {
-    if ctx.target.api_key.is_none() {
-        return ctx.skip(SKIP);
-    }
+fn missing(ctx: &Ctx, _key: &str) -> Check {
     let s = ctx.session_at("train", 1)?;
     expect_refused(&keyed(ctx, None), every_route(ctx, &s.sid))?;
     // The refused requests changed nothing: the session is still at its first counter.
@@ -92,19 +92,13 @@ fn missing(ctx: &Ctx) -> Check {
     expect_text("a refused call ran: counter", &n, "1")
 }
 
-fn wrong(ctx: &Ctx) -> Check {
-    let Some(key) = &ctx.target.api_key else {
-        return ctx.skip(SKIP);
-    };
+fn wrong(ctx: &Ctx, key: &str) -> Check {
     let s = ctx.session_at("train", 1)?;
     let wrong = keyed(ctx, Some(format!("{key}-wrong")));
     expect_refused(&wrong, every_route(ctx, &s.sid))
 }
 
-fn bearer(ctx: &Ctx) -> Check {
-    let Some(key) = &ctx.target.api_key else {
-        return ctx.skip(SKIP);
-    };
+fn bearer(ctx: &Ctx, key: &str) -> Check {
     let bearer = format!("Bearer {key}");
     let target = keyed(ctx, None);
     let r = Request::new("GET", "/list_environments")
