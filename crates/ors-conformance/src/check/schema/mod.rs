@@ -294,12 +294,9 @@ impl Schema {
                     .collect();
                 let found = verdicts.iter().filter(|d| **d == Verdict::Valid).count();
                 let unsure = verdicts.iter().filter(|d| **d == Verdict::Unknown).count();
-                let min = s.get("minContains").and_then(Value::as_u64).unwrap_or(1) as usize;
-                let max = s
-                    .get("maxContains")
-                    .and_then(Value::as_u64)
-                    .map(|m| m as usize);
-                let fits = |n: usize| n >= min && max.is_none_or(|m| n <= m);
+                let min = s.get("minContains").and_then(Value::as_u64).unwrap_or(1);
+                let max = s.get("maxContains").and_then(Value::as_u64);
+                let fits = |n: usize| n as u64 >= min && max.is_none_or(|m| n as u64 <= m);
                 if (found..=found + unsure).all(fits) {
                     Verdict::Valid
                 } else if (found..=found + unsure).any(fits) {
@@ -407,19 +404,15 @@ fn count_bound(key: &str, arg: &Value, len: usize, unit: &str, at: &str) -> Verd
 
 /// Several verdicts that must all hold: the first rejection, else unknown if any is.
 fn all(verdicts: impl Iterator<Item = Verdict>) -> Verdict {
-    let mut unknown = false;
+    let mut all = Verdict::Valid;
     for verdict in verdicts {
         match verdict {
             Verdict::Invalid(_) => return verdict,
-            Verdict::Unknown => unknown = true,
+            Verdict::Unknown => all = Verdict::Unknown,
             Verdict::Valid => {}
         }
     }
-    if unknown {
-        Verdict::Unknown
-    } else {
-        Verdict::Valid
-    }
+    all
 }
 
 /// Valid when `ok`, else invalid for the reason `why` gives.
@@ -433,11 +426,11 @@ fn valid_if(ok: bool, at: &str, why: impl FnOnce() -> String) -> Verdict {
 
 fn invalid(at: &str, why: impl Into<String>) -> Verdict {
     let why = why.into();
-    if at.is_empty() {
-        Verdict::Invalid(why)
+    Verdict::Invalid(if at.is_empty() {
+        why
     } else {
-        Verdict::Invalid(format!("{at}: {why}"))
-    }
+        format!("{at}: {why}")
+    })
 }
 
 fn has_type(v: &Value, t: &str) -> bool {
