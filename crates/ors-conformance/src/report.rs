@@ -24,10 +24,8 @@ impl ExpectedFailures {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (id, reason) = match line.split_once('#') {
-                Some((id, reason)) => (id.trim(), reason.trim()),
-                None => (line, ""),
-            };
+            let (id, reason) = line.split_once('#').unwrap_or((line, ""));
+            let (id, reason) = (id.trim(), reason.trim());
             if id.contains(char::is_whitespace) {
                 return Err(format!(
                     "line {}: {line:?} is not `clause-id  # reason`",

@@ -61,11 +61,8 @@ pub(super) fn sample_indices(count: u64, n: Option<usize>) -> Vec<u64> {
         return Vec::new();
     }
     let n = n.unwrap_or(3).max(1) as u64;
-    let mut out: Vec<u64> = if n == 1 {
-        vec![0]
-    } else {
-        (0..n).map(|i| i * (count - 1) / (n - 1)).collect()
-    };
+    // One sample is the first task (`max(1)`: no spread to divide by).
+    let mut out: Vec<u64> = (0..n).map(|i| i * (count - 1) / (n - 1).max(1)).collect();
     out.dedup();
     out
 }
