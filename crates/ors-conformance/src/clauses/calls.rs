@@ -200,8 +200,7 @@ fn submit(ctx: &Ctx, answer: &str, text: &str, reward: f64) -> Check {
 fn counter_sequence(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
     for want in ["1", "2", "3"] {
-        let got = s.text("counter", json!({}))?;
-        ensure!(got == want, "counter gave {got:?}, expected {want:?}");
+        expect_text("counter", &s.text("counter", json!({}))?, want)?;
     }
     Ok(())
 }

@@ -164,9 +164,8 @@ fn tools_set(ctx: &Ctx) -> Check {
 }
 
 fn tools_no_hint(ctx: &Ctx) -> Check {
-    let list = tools(ctx)?;
     check!(
-        tool(&list, "hint").is_err(),
+        tool(&tools(ctx)?, "hint").is_err(),
         "the task-specific tool hint is listed by /tools"
     )
 }
