@@ -132,9 +132,7 @@ pub(super) async fn fuzz(
                 None => None,
             })
             .collect();
-        for item in judge(&Context { tool, task, opts }, &results) {
-            rec.push(item);
-        }
+        judge(rec, &Context { tool, task, opts }, &results);
     }
     if let Some(first) = no_episode.first() {
         rec.push(CheckItem::problem(
@@ -323,8 +321,8 @@ impl Context<'_> {
     }
 }
 
-/// The six checks of one tool from its answers.
-fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
+/// Push the six checks of one tool from its answers.
+fn judge(rec: &mut Recorder<'_>, ctx: &Context<'_>, results: &[(&Probe, &Answer)]) {
     let name = &ctx.tool.spec.name;
     let secs = ctx.opts.timeout.as_secs_f64();
     // The failing probes of each check, with what went wrong.
@@ -426,20 +424,19 @@ fn judge(ctx: &Context<'_>, results: &[(&Probe, &Answer)]) -> Vec<CheckItem> {
         .iter()
         .filter(|(p, _)| matches!(p.verdict, Verdict::Invalid(_)))
         .count();
-    let mut items = vec![ctx.item("no-crash", &crash, Some(count(results.len(), "input")))];
+    rec.push(ctx.item("no-crash", &crash, Some(count(results.len(), "input"))));
     if ctx.tool.validity_known() {
         let note = if invalid_tried == 0 {
             "no input the schema rejects was generated".to_owned()
         } else {
             count(invalid_tried, "invalid input")
         };
-        items.push(ctx.item("rejects-invalid", &invalid, Some(note)));
+        rec.push(ctx.item("rejects-invalid", &invalid, Some(note)));
     }
-    items.push(ctx.item("error-messages", &messages, None));
-    items.push(ctx.item("in-time", &slow, None));
-    items.push(ctx.item("wire-form", &wire, None));
-    items.push(ctx.item("finite-reward", &finite, None));
-    items
+    rec.push(ctx.item("error-messages", &messages, None));
+    rec.push(ctx.item("in-time", &slow, None));
+    rec.push(ctx.item("wire-form", &wire, None));
+    rec.push(ctx.item("finite-reward", &finite, None));
 }
 
 /// An image block whose data is not base64 or whose type is not an image type.
