@@ -130,9 +130,8 @@ pub(super) async fn within<T>(
     limit: Duration,
     fut: impl std::future::Future<Output = Result<T, ors_client::Error>>,
 ) -> Result<T, String> {
-    match tokio::time::timeout(limit, fut).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no answer within {} s", limit.as_secs_f64())),
-    }
+    tokio::time::timeout(limit, fut)
+        .await
+        .map_err(|_| format!("no answer within {} s", limit.as_secs_f64()))?
+        .map_err(|e| e.to_string())
 }
