@@ -374,11 +374,7 @@ impl<'a> Gen<'a> {
                 int_value(match step {
                     Some(m) => {
                         let up = v.div_euclid(m) * m + if v.rem_euclid(m) == 0 { 0 } else { m };
-                        if hi.is_some_and(|h| up > h) {
-                            up - m
-                        } else {
-                            up
-                        }
+                        up - if hi.is_some_and(|h| up > h) { m } else { 0 }
                     }
                     None => v,
                 })
@@ -566,13 +562,10 @@ fn int_bounds(s: &Value) -> (Option<i128>, Option<i128>) {
 
 /// An integer as JSON: exact when it fits 64 bits, else the nearest float.
 fn int_value(v: i128) -> Value {
-    if let Ok(i) = i64::try_from(v) {
-        json!(i)
-    } else if let Ok(u) = u64::try_from(v) {
-        json!(u)
-    } else {
-        json!(v as f64)
-    }
+    i64::try_from(v)
+        .map(|i| json!(i))
+        .or_else(|_| u64::try_from(v).map(|u| json!(u)))
+        .unwrap_or_else(|_| json!(v as f64))
 }
 
 #[cfg(test)]
