@@ -246,11 +246,7 @@ pub(super) fn id_part(name: &str) -> String {
 
 /// `n thing` or `n things`.
 pub(super) fn count(n: usize, thing: &str) -> String {
-    if n == 1 {
-        format!("1 {thing}")
-    } else {
-        format!("{n} {thing}s")
-    }
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]
