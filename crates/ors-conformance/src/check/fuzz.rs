@@ -250,17 +250,15 @@ impl<'a> Gen<'a> {
     /// Follow local `$ref`s (`#/$defs/X`, `#/definitions/X`) and one-element `allOf`s.
     fn resolve(&self, mut s: &'a Value) -> &'a Value {
         for _ in 0..16 {
-            if let Some(r) = s.get("$ref").and_then(Value::as_str) {
-                let Some(t) = r.strip_prefix('#').and_then(|p| self.root.pointer(p)) else {
-                    return s;
-                };
-                s = t;
-                continue;
-            }
-            match s.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
-                Some([only]) => s = only,
-                _ => return s,
-            }
+            let next = match s.get("$ref").and_then(Value::as_str) {
+                Some(r) => r.strip_prefix('#').and_then(|p| self.root.pointer(p)),
+                None => match s.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
+                    Some([only]) => Some(only),
+                    _ => None,
+                },
+            };
+            let Some(next) = next else { return s };
+            s = next;
         }
         s
     }
