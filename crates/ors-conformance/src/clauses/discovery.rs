@@ -171,11 +171,8 @@ fn tools_no_hint(ctx: &Ctx) -> Check {
 }
 
 fn tools_schema_objects(ctx: &Ctx) -> Check {
-    for t in tools(ctx)? {
+    for t in tools(ctx)?.iter().filter(|t| !t["input_schema"].is_null()) {
         let s = &t["input_schema"];
-        if s.is_null() {
-            continue;
-        }
         ensure!(
             s["type"] == json!("object"),
             "{}: schema type is not object: {s}",
