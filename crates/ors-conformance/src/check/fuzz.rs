@@ -206,8 +206,7 @@ impl<'a> Gen<'a> {
                 let (key, schema) = *self
                     .rng
                     .pick(&self.properties_where(&props, |k| *k != Kind::Any))?;
-                let v = self.wrong_type(schema);
-                map.insert(key.clone(), v);
+                map.insert(key.clone(), self.wrong_type(schema));
             }
             Strategy::MissingRequired => {
                 let mut present = required(root.get("required"));
@@ -417,8 +416,7 @@ impl<'a> Gen<'a> {
         let mut map = Map::new();
         for (k, ps) in self.properties(s) {
             if req.contains(&k.as_str()) || (optional && self.rng.coin()) {
-                let v = self.value(ps, depth);
-                map.insert(k.clone(), v);
+                map.insert(k.clone(), self.value(ps, depth));
             }
         }
         Value::Object(map)
