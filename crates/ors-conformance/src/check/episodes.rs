@@ -54,14 +54,12 @@ pub(super) async fn run(
                         index,
                         ready_ms: ms,
                     });
-                    if first.is_none() {
-                        first = Some(FuzzTask {
-                            task: TaskRef::at(split.name.clone(), index as i64),
-                            split: split.name.clone(),
-                            index,
-                            task_tools: tools,
-                        });
-                    }
+                    first.get_or_insert_with(|| FuzzTask {
+                        task: TaskRef::at(split.name.clone(), index as i64),
+                        split: split.name.clone(),
+                        index,
+                        task_tools: tools,
+                    });
                 }
                 Err(problem) => rec.push(CheckItem::problem(id, problem)),
             }
