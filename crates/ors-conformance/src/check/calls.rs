@@ -123,13 +123,12 @@ pub(super) async fn fuzz(
         let results: Vec<(&Probe, &Answer)> = probes[t]
             .iter()
             .zip(&answers[t])
-            .filter_map(|(p, a)| match a {
-                Some(Answer::NoEpisode(e)) => {
+            .filter_map(|(p, a)| match a.as_ref()? {
+                Answer::NoEpisode(e) => {
                     no_episode.push(e.clone());
                     None
                 }
-                Some(a) => Some((p, a)),
-                None => None,
+                a => Some((p, a)),
             })
             .collect();
         judge(rec, &Context { tool, task, opts }, &results);
