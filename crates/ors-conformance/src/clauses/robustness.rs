@@ -199,10 +199,9 @@ fn oversized_header(ctx: &Ctx) -> Check {
 }
 
 fn many_headers(ctx: &Ctx) -> Check {
-    let mut req = Request::new("GET", "/health");
-    for i in 0..500 {
-        req = req.header(&format!("X-Filler-{i}"), "v");
-    }
+    let req = (0..500).fold(Request::new("GET", "/health"), |req, i| {
+        req.header(&format!("X-Filler-{i}"), "v")
+    });
     let r = raw(ctx, &req.to_bytes(&ctx.target), Duration::from_secs(20))?
         .ok_or("the connection was closed without a response")?;
     check!(
@@ -238,8 +237,7 @@ fn deep_nesting(ctx: &Ctx) -> Check {
 fn bad_utf8_call(ctx: &Ctx) -> Check {
     let s = ctx.session(&json!({"task_spec": task(1)}))?;
     let body = b"{\"name\": \"echo\", \"input\": {\"text\": \"\xc3\x28\"}}";
-    let req = ctx.raw_call_request(&s.sid, body.to_vec());
-    ctx.refused(req, 400)
+    ctx.refused(ctx.raw_call_request(&s.sid, body.to_vec()), 400)
 }
 
 fn bad_utf8_sid(ctx: &Ctx) -> Check {
@@ -277,10 +275,8 @@ fn wrong_method(ctx: &Ctx) -> Check {
 
 /// Fails unless `POST /{env}/num_tasks` of split test, sent with these headers, is answered.
 fn num_tasks_with(ctx: &Ctx, headers: &[(&str, &str)]) -> Check {
-    let mut req = Request::new("POST", &ctx.path("/num_tasks")).body("{\"split\": \"test\"}");
-    for (name, value) in headers {
-        req = req.header(name, value);
-    }
+    let req = Request::new("POST", &ctx.path("/num_tasks")).body("{\"split\": \"test\"}");
+    let req = headers.iter().fold(req, |r, (k, v)| r.header(k, v));
     let v = expect_ok_json(&ctx.send(req)?)?;
     check!(v == json!({"num_tasks": 5}), "got {v}")
 }

@@ -110,10 +110,8 @@ pub const CLAUSES: &[Clause] = &[
 
 fn create_session_json(ctx: &Ctx) -> Check {
     for accept in [None, Some("application/json")] {
-        let mut req = Request::new("POST", "/create_session");
-        if let Some(a) = accept {
-            req = req.header("Accept", a);
-        }
+        let req = Request::new("POST", "/create_session");
+        let req = accept.into_iter().fold(req, |r, a| r.header("Accept", a));
         let r = ctx.send(req)?;
         let ct = r.header("content-type").unwrap_or_default().to_owned();
         ensure!(
