@@ -453,8 +453,7 @@ impl BodyState {
                     return Err(too_large());
                 }
                 let data = conn.take_exact(size)?;
-                let crlf = conn.take_line()?;
-                if !crlf.is_empty() {
+                if !conn.take_line()?.is_empty() {
                     return Err("chunk not followed by CRLF".to_owned());
                 }
                 Ok(Some(data))

@@ -167,8 +167,7 @@ pub fn run_cli(
         print_list();
         return Ok(ExitCode::SUCCESS);
     }
-    let opts = args.options(api_key)?;
-    let report = run_against(url, &opts)?;
+    let report = run_against(url, &args.options(api_key)?)?;
     finish(
         &report,
         args.expected_failures.as_deref(),

@@ -321,8 +321,7 @@ fn ran_once(s: &Session<'_>, what: &str, first: &Call, again: &Call) -> Check {
 fn reconnect_same(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
     let first = s.call("counter", json!({}))?;
-    let id = first.task_id().ok_or("no task_id")?;
-    let again = reconnect(ctx, &s.sid, "counter", id)?;
+    let again = reconnect(ctx, &s.sid, "counter", first.task_id().ok_or("no task_id")?)?;
     ran_once(&s, "reconnect", &first, &again)
 }
 
