@@ -604,15 +604,11 @@ async fn server_env(p: &Probes<'_>) -> Result<Verdict, String> {
         .split_whitespace()
         .filter(|n| !own.contains(n) && !SHELL_VARS.contains(n))
         .collect();
-    let secretish: Vec<&str> = own
-        .iter()
-        .copied()
-        .filter(|n| {
-            SECRET_LIKE
-                .iter()
-                .any(|s| n.to_ascii_uppercase().contains(s))
-        })
-        .collect();
+    let secret_like = |n: &&str| {
+        let upper = n.to_ascii_uppercase();
+        SECRET_LIKE.iter().any(|s| upper.contains(s))
+    };
+    let secretish: Vec<&str> = own.iter().copied().filter(secret_like).collect();
     let mut leaks = Vec::new();
     if !others.is_empty() {
         leaks.push(format!(
