@@ -132,12 +132,9 @@ fn sse_accept_optional(ctx: &Ctx) -> Check {
 
 fn sse_task_ids_unique(ctx: &Ctx) -> Check {
     let s = session(ctx)?;
-    let a = s.call("counter", json!({}))?;
-    let b = s.call("counter", json!({}))?;
-    let (a, b) = (
-        a.task_id().ok_or("no task_id")?,
-        b.task_id().ok_or("no task_id")?,
-    );
+    let calls = [s.call("counter", json!({}))?, s.call("counter", json!({}))?];
+    let [a, b] = calls.each_ref().map(|c| c.task_id().ok_or("no task_id"));
+    let (a, b) = (a?, b?);
     check!(a != b, "two calls share task_id {a}")
 }
 
