@@ -372,21 +372,19 @@ struct BodyState {
 
 impl BodyState {
     fn new(head: &Head, request_method: &str) -> Self {
-        let mode = if request_method.eq_ignore_ascii_case("HEAD")
-            || head.status == 204
-            || head.status == 304
-        {
-            Mode::Length(0)
-        } else if head.is_chunked() {
-            Mode::Chunked
-        } else if let Some(n) = head
-            .header("content-length")
-            .and_then(|v| v.parse::<usize>().ok())
-        {
-            Mode::Length(n)
-        } else {
-            Mode::UntilClose
-        };
+        let mode =
+            if request_method.eq_ignore_ascii_case("HEAD") || matches!(head.status, 204 | 304) {
+                Mode::Length(0)
+            } else if head.is_chunked() {
+                Mode::Chunked
+            } else if let Some(n) = head
+                .header("content-length")
+                .and_then(|v| v.parse::<usize>().ok())
+            {
+                Mode::Length(n)
+            } else {
+                Mode::UntilClose
+            };
         Self {
             mode,
             done: false,
