@@ -159,9 +159,7 @@ fn oversized_body(ctx: &Ctx, chunked: bool) -> Check {
             vec![b'x'; PIECE]
         };
         if chunked {
-            let mut framed = format!("{:x}\r\n", data.len()).into_bytes();
-            framed.extend_from_slice(&data);
-            framed.extend_from_slice(b"\r\n");
+            let mut framed = [format!("{:x}\r\n", data.len()).as_bytes(), &data, b"\r\n"].concat();
             if i + 1 == n {
                 framed.extend_from_slice(b"0\r\n\r\n");
             }
