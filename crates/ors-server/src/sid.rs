@@ -208,7 +208,8 @@ pub(crate) fn parse_canonical(sid: &str) -> Option<u128> {
             _ => matches!(c, b'0'..=b'9' | b'a'..=b'f'),
         });
     canonical
-        .then(|| uuid::Uuid::try_parse(sid).ok())?
+        .then(|| uuid::Uuid::try_parse(sid).ok())
+        .flatten()
         .map(|u| u.as_u128())
 }
 
