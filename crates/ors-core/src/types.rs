@@ -443,6 +443,71 @@ fn push_json<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let _ = serde_json::to_writer(&mut *out, value);
 }
 
+/// Append `text` as a JSON string, byte for byte what serde_json writes (a test holds them
+/// equal). Tool results are often megabytes of text, and serde_json's scan for bytes to
+/// escape, one byte at a time, was three quarters of the instructions of sending a 1 MiB
+/// result; this one skips eight clean bytes at a time.
+fn push_json_str(out: &mut Vec<u8>, text: &str) {
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    // `bytes[copied..at]` needs no escape and is not yet in `out`.
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        let word = bytes
+            .get(at..at + 8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok());
+        if word.is_some_and(|w| !needs_escape(u64::from_le_bytes(w))) {
+            at += 8;
+            continue;
+        }
+        if let Some((escape, len)) = escape(bytes[at]) {
+            out.extend_from_slice(&bytes[copied..at]);
+            out.extend_from_slice(&escape[..len]);
+            copied = at + 1;
+        }
+        at += 1;
+    }
+    out.extend_from_slice(&bytes[copied..]);
+    out.push(b'"');
+}
+
+/// Whether any of the eight bytes of `word` is a control character, `"` or `\`: the bytes
+/// JSON strings escape. A byte-wise "has a byte below N / equal to C" test on the whole word;
+/// a borrow can flag bytes after a true hit, never a word without one.
+fn needs_escape(word: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH;
+    below_space
+        | has_zero(word ^ (ONES * u64::from(b'"')))
+        | has_zero(word ^ (ONES * u64::from(b'\\')))
+        != 0
+}
+
+/// The escape serde_json writes for `byte` (its first `len` bytes), or `None` for a byte
+/// written as it is.
+fn escape(byte: u8) -> Option<([u8; 6], usize)> {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let short = |c: u8| Some(([b'\\', c, 0, 0, 0, 0], 2));
+    match byte {
+        b'"' => short(b'"'),
+        b'\\' => short(b'\\'),
+        b'\n' => short(b'n'),
+        b'\r' => short(b'r'),
+        b'\t' => short(b't'),
+        0x08 => short(b'b'),
+        0x0c => short(b'f'),
+        0x00..=0x1f => {
+            let (high, low) = (HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 0xf)]);
+            Some(([b'\\', b'u', b'0', b'0', high, low], 6))
+        }
+        _ => None,
+    }
+}
+
 impl RunToolOutput {
     /// Append this result's JSON text to `out`: the bytes `serde_json::to_writer` writes (a
     /// test holds them equal), with the keys and punctuation written as they are rather than
@@ -459,15 +524,15 @@ impl RunToolOutput {
                     match block {
                         Block::Text(t) => {
                             out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
-                            push_json(out, t.text.as_str());
+                            push_json_str(out, &t.text);
                             out.extend_from_slice(b",\"detail\":");
                             push_json(out, &t.detail);
                         }
                         Block::Image(img) => {
                             out.extend_from_slice(b"{\"type\":\"image\",\"data\":");
-                            push_json(out, img.data.as_str());
+                            push_json_str(out, &img.data);
                             out.extend_from_slice(b",\"mimeType\":");
-                            push_json(out, img.mime_type.as_str());
+                            push_json_str(out, &img.mime_type);
                             out.extend_from_slice(b",\"detail\":");
                             push_json(out, &img.detail);
                         }
@@ -486,7 +551,7 @@ impl RunToolOutput {
             }
             RunToolOutput::Error(e) => {
                 out.extend_from_slice(b"{\"ok\":false,\"error\":");
-                push_json(out, e.error.as_str());
+                push_json_str(out, &e.error);
                 if let Some(reason) = e.reason {
                     out.extend_from_slice(b",\"reason\":");
                     push_json(out, &reason);
@@ -577,5 +642,44 @@ pub fn json_kind(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ours(text: &str) -> String {
+        let mut out = Vec::new();
+        push_json_str(&mut out, text);
+        String::from_utf8(out).expect("UTF-8 in, UTF-8 out")
+    }
+
+    /// Every ASCII byte, at every offset of a string longer than two words, so each is seen
+    /// by the eight-byte test at each of its positions and by the tail's byte-wise scan.
+    #[test]
+    fn strings_are_written_as_serde_json_writes_them() {
+        for byte in 0u8..0x80 {
+            for at in 0..17 {
+                let mut text = "abcdefghijklmnopq".to_owned().into_bytes();
+                text[at] = byte;
+                let text = String::from_utf8(text).expect("ASCII");
+                assert_eq!(
+                    ours(&text),
+                    serde_json::to_string(&text).expect("a string serializes"),
+                    "byte {byte:#04x} at {at}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_string_is_written_as_serde_json_writes_it(
+            text in prop_oneof![any::<String>(), "[a \"\\\\\n\r\t\u{0}-\u{1f}\u{7f}é😀]{0,40}"]
+        ) {
+            prop_assert_eq!(ours(&text), serde_json::to_string(&text).expect("a string serializes"));
+        }
     }
 }
